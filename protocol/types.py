@@ -1,0 +1,39 @@
+"""NewTypes for the identifiers and positions that Kafka's protocol passes around.
+
+They cost nothing at run time and keep an offset from being passed where an epoch is meant.
+"""
+
+from __future__ import annotations
+
+from typing import NewType
+
+Offset = NewType("Offset", int)
+"""A position in a partition's log (base offset, log end offset, high watermark, ...)."""
+
+LeaderEpoch = NewType("LeaderEpoch", int)
+"""The epoch of a partition's leadership; bumped on every leader change."""
+
+BrokerId = NewType("BrokerId", int)
+"""A broker's `broker.id` / node id."""
+
+ControllerEpoch = NewType("ControllerEpoch", int)
+"""The epoch of the active controller; bumped on every controller election."""
+
+ProducerId = NewType("ProducerId", int)
+ProducerEpoch = NewType("ProducerEpoch", int)
+Sequence = NewType("Sequence", int)
+CorrelationId = NewType("CorrelationId", int)
+
+NO_OFFSET = Offset(-1)
+NO_LEADER_EPOCH = LeaderEpoch(-1)
+NO_PRODUCER_ID = ProducerId(-1)
+NO_PRODUCER_EPOCH = ProducerEpoch(-1)
+NO_SEQUENCE = Sequence(-1)
+NO_BROKER = BrokerId(-1)
+
+EARLIEST_TIMESTAMP = -2
+"""ListOffsets sentinel: the log start offset."""
+LATEST_TIMESTAMP = -1
+"""ListOffsets sentinel: the high watermark (or last stable offset)."""
+MAX_TIMESTAMP = -3
+"""ListOffsets sentinel (KIP-734): the offset of the record with the largest timestamp."""
