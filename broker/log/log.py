@@ -1,0 +1,641 @@
+"""`UnifiedLog`: one partition's log, `<log.dir>/<topic>-<partition>/`.
+
+A sequence of `LogSegment`s (only the last, the active segment, is written), a log start offset
+(advanced by retention and DeleteRecords), a recovery point (everything below it is fsynced), the
+leader-epoch cache and the idempotent-producer state. It is synchronous and single-threaded: the
+broker calls it from its event loop and nothing here awaits. Work that must wait (deleting files
+of removed segments after file.delete.delay.ms, flushing a rolled segment) goes through the
+`scheduler` callable given at open: `scheduler(delay_ms, fn)`; the default runs `fn` at once.
+The high watermark is not kept here: the partition owns it and passes it to `read` as
+`max_offset` and to `delete_retention_segments`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT
+from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
+from broker.log.epoch_cache import LeaderEpochFileCache
+from broker.log.info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
+from broker.log.loader import load_segments
+from broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
+from broker.log.segment import DELETED_SUFFIX, AppendedBatch, LogSegment
+from broker.log.validation import ValidRecords, validate_follower_append, validate_leader_append
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import BatchHeader
+from protocol.topic_partition import TopicPartition
+from protocol.types import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    LeaderEpoch,
+    Offset,
+)
+
+log = logging.getLogger("samsa.log")
+
+Scheduler = Callable[[int, Callable[[], None]], None]
+"""`scheduler(delay_ms, fn)`: run `fn` later on the broker's loop."""
+
+
+def run_now(delay_ms: int, fn: Callable[[], None]) -> None:
+    """The default scheduler: no loop, so do it immediately."""
+    fn()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class UnifiedLog:
+    """One partition's log. Construct with `UnifiedLog.open`."""
+
+    def __init__(
+        self,
+        log_dir: Path,
+        config: LogConfig,
+        topic_partition: TopicPartition,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        epoch_cache: LeaderEpochFileCache,
+        producer_state: ProducerStateManager,
+        scheduler: Scheduler,
+        now_ms: int,
+    ) -> None:
+        self._dir = log_dir
+        self._config = config
+        self.topic_partition = topic_partition
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self.leader_epoch_cache = epoch_cache
+        self.producer_state = producer_state
+        self._scheduler = scheduler
+        self.last_flush_ms = now_ms
+        self.unflushed_messages = 0
+        self.closed = False
+        self._deleted_segments: list[LogSegment] = []
+
+    # ------------------------------------------------------------------- open
+    @classmethod
+    def open(
+        cls,
+        log_dir: Path,
+        config: LogConfig,
+        topic_partition: TopicPartition,
+        *,
+        now_ms: int | None = None,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        scheduler: Scheduler = run_now,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ) -> UnifiedLog:
+        """Load (and if needed recover) the log in `log_dir`, creating the directory if missing.
+
+        `recovery_point` and `log_start_offset` come from the log dir's checkpoints; without a
+        clean shutdown every segment holding offsets at or after the recovery point is scanned.
+        """
+        now = _now_ms() if now_ms is None else now_ms
+        log_dir.mkdir(parents=True, exist_ok=True)
+        epoch_cache = LeaderEpochFileCache(log_dir / LEADER_EPOCH_CHECKPOINT)
+        producer_state = ProducerStateManager(log_dir, producer_id_expiration_ms=producer_id_expiration_ms)
+
+        def on_recovered_batch(header: BatchHeader) -> None:
+            epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+
+        loaded = load_segments(
+            log_dir,
+            config,
+            topic_partition,
+            recovery_point=recovery_point,
+            had_clean_shutdown=had_clean_shutdown,
+            log_start_offset=log_start_offset,
+            now_ms=now,
+            on_recovered_batch=on_recovered_batch,
+        )
+        start = max(log_start_offset, loaded.segments[0].base_offset)
+        start = min(start, loaded.segments[-1].next_offset)
+        self = cls(
+            log_dir,
+            config,
+            topic_partition,
+            loaded.segments,
+            log_start_offset=start,
+            recovery_point=loaded.recovery_point,
+            epoch_cache=epoch_cache,
+            producer_state=producer_state,
+            scheduler=scheduler,
+            now_ms=now,
+        )
+        epoch_cache.truncate_from_end(self.log_end_offset)
+        epoch_cache.truncate_from_start(start)
+        self._rebuild_producer_state(now)
+        log.info(
+            "log loaded topic=%s partition=%d segments=%d log_start_offset=%d log_end_offset=%d "
+            "recovery_point=%d clean_shutdown=%s",
+            topic_partition.topic, topic_partition.partition, len(self._segments), start,
+            self.log_end_offset, self.recovery_point, had_clean_shutdown,
+        )
+        return self
+
+    def _rebuild_producer_state(self, now_ms: int) -> None:
+        """Load the newest snapshot and replay every batch after it (Kafka's loadProducerState)."""
+        end = self.log_end_offset
+        replay_from = self.producer_state.load(self.log_start_offset, end, now_ms)
+        if replay_from < end:
+            first = max(0, bisect.bisect_right(self._bases, replay_from) - 1)
+            for segment in self._segments[first:]:
+                for _, header in segment.iter_headers(0):
+                    if header.last_offset >= replay_from and header.producer_id >= 0:
+                        self._replay_batch(header)
+        self.producer_state.update_map_end_offset(end)
+        self.producer_state.remove_expired_producers(now_ms)
+
+    def _replay_batch(self, header: BatchHeader) -> None:
+        info = ProducerAppendInfo(
+            self.producer_state.last_entry(header.producer_id), header.producer_id, validate=False
+        )
+        if header.is_control:
+            info.append_control_batch(header.producer_epoch, header.max_timestamp)
+        else:
+            info.append_data_batch(
+                header.producer_epoch, header.base_sequence, header.last_sequence, header.max_timestamp,
+                header.base_offset, header.last_offset, header.is_transactional,
+            )
+        self.producer_state.update(info)
+
+    # ------------------------------------------------------------- properties
+    @property
+    def dir(self) -> Path:
+        return self._dir
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: LogConfig) -> None:
+        self._config = config
+        for segment in self._segments:
+            segment.index_interval_bytes = config.index_interval_bytes
+
+    @property
+    def log_start_offset(self) -> Offset:
+        return Offset(self._log_start_offset)
+
+    @property
+    def log_end_offset(self) -> Offset:
+        return Offset(self._segments[-1].next_offset)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        """The live segments, oldest first (a copy)."""
+        return list(self._segments)
+
+    @property
+    def size(self) -> int:
+        """Bytes in all live segments."""
+        return sum(s.size for s in self._segments)
+
+    @property
+    def latest_epoch(self) -> LeaderEpoch | None:
+        epoch = self.leader_epoch_cache.latest_epoch
+        return None if epoch is None else LeaderEpoch(epoch)
+
+    # ---------------------------------------------------------------- append
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, now_ms: int | None = None
+    ) -> LogAppendInfo:
+        """Validate, assign offsets and append a produced records blob (see CONTRACTS.md)."""
+        self._check_open()
+        now = _now_ms() if now_ms is None else now_ms
+        if len(records) == 0:
+            return LogAppendInfo(Offset(-1), Offset(-1), -1, Offset(-1), -1, self.log_start_offset, 0, 0)
+        valid = validate_leader_append(records, self._config, self.log_end_offset, leader_epoch, now)
+        staged: dict[int, ProducerAppendInfo] = {}
+        for batch in valid.batches:
+            header = batch.header
+            if header.producer_id < 0:
+                continue
+            entry = self.producer_state.last_entry(header.producer_id)
+            if entry is not None and header.producer_id not in staged:
+                duplicate = entry.find_duplicate(header.producer_epoch, header.base_sequence, header.last_sequence)
+                if duplicate is not None:
+                    return LogAppendInfo(
+                        Offset(duplicate.first_offset),
+                        Offset(duplicate.last_offset),
+                        duplicate.timestamp,
+                        Offset(duplicate.last_offset),
+                        duplicate.timestamp if self._config.log_append_time else -1,
+                        self.log_start_offset,
+                        0,
+                        0,
+                        duplicate=True,
+                    )
+            info = self.producer_state.prepare(header.producer_id, staged, validate=True)
+            info.append_data_batch(
+                header.producer_epoch, header.base_sequence, header.last_sequence, batch.max_timestamp,
+                batch.base_offset, batch.last_offset, header.is_transactional,
+            )
+        self._append(valid, staged, now)
+        return LogAppendInfo(
+            Offset(valid.first_offset),
+            Offset(valid.last_offset),
+            valid.max_timestamp,
+            Offset(valid.offset_of_max_timestamp),
+            now if self._config.log_append_time else -1,
+            self.log_start_offset,
+            valid.num_messages,
+            valid.valid_bytes,
+        )
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview, *, now_ms: int | None = None) -> LogAppendInfo:
+        """Append replicated batches keeping the leader's offsets and epochs.
+
+        A trailing partial batch (the leader cut its region at max_bytes) is ignored.
+        """
+        self._check_open()
+        now = _now_ms() if now_ms is None else now_ms
+        valid = validate_follower_append(records, self.log_end_offset)
+        if not valid.batches:
+            return LogAppendInfo(Offset(-1), Offset(-1), -1, Offset(-1), -1, self.log_start_offset, 0, 0)
+        staged: dict[int, ProducerAppendInfo] = {}
+        for batch in valid.batches:
+            header = batch.header
+            if header.producer_id < 0:
+                continue
+            info = self.producer_state.prepare(header.producer_id, staged, validate=False)
+            if header.is_control:
+                info.append_control_batch(header.producer_epoch, header.max_timestamp)
+            else:
+                info.append_data_batch(
+                    header.producer_epoch, header.base_sequence, header.last_sequence, header.max_timestamp,
+                    header.base_offset, header.last_offset, header.is_transactional,
+                )
+        self._append(valid, staged, now)
+        return LogAppendInfo(
+            Offset(valid.first_offset),
+            Offset(valid.last_offset),
+            valid.max_timestamp,
+            Offset(valid.offset_of_max_timestamp),
+            -1,
+            self.log_start_offset,
+            valid.num_messages,
+            valid.valid_bytes,
+        )
+
+    def _append(self, valid: ValidRecords, staged: dict[int, ProducerAppendInfo], now_ms: int) -> None:
+        segment = self._maybe_roll(valid, now_ms)
+        buffers = [buf for batch in valid.batches for buf in batch.buffers]
+        segment.append(
+            buffers,
+            [AppendedBatch(b.size, b.last_offset, b.max_timestamp, b.offset_of_max_timestamp) for b in valid.batches],
+        )
+        for batch in valid.batches:
+            self.leader_epoch_cache.assign(batch.leader_epoch, batch.base_offset)
+        for info in staged.values():
+            self.producer_state.update(info)
+        self.producer_state.update_map_end_offset(self.log_end_offset)
+        self.unflushed_messages += valid.num_messages
+        if self.unflushed_messages >= self._config.flush_messages:
+            self.flush()
+
+    def _maybe_roll(self, valid: ValidRecords, now_ms: int) -> LogSegment:
+        segment = self._segments[-1]
+        if segment.should_roll(self._config, valid.valid_bytes, valid.max_timestamp, valid.last_offset, now_ms):
+            return self.roll(now_ms=now_ms, expected_next_offset=valid.first_offset)
+        return segment
+
+    # ------------------------------------------------------------------ roll
+    def roll(self, *, now_ms: int | None = None, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (Kafka's roll)."""
+        self._check_open()
+        now = _now_ms() if now_ms is None else now_ms
+        new_base = max(expected_next_offset or 0, self.log_end_offset)
+        active = self._segments[-1]
+        if active.base_offset == new_base and active.size == 0:
+            return active
+        active.on_become_inactive()
+        self.producer_state.update_map_end_offset(new_base)
+        self.producer_state.take_snapshot()
+        segment = LogSegment(self._dir, new_base, self._config, created_ms=now)
+        segment.next_offset = new_base
+        self._segments.append(segment)
+        self._bases.append(new_base)
+        log.info(
+            "segment rolled topic=%s partition=%d base_offset=%d",
+            self.topic_partition.topic, self.topic_partition.partition, new_base,
+        )
+        self._scheduler(0, lambda: self._flush_if_open(new_base))
+        return segment
+
+    # ------------------------------------------------------------------ read
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Read from `start_offset`, at most `max_bytes` (one batch more with min_one_message).
+
+        `max_offset` is exclusive (the HW for consumers, the LEO for followers; default the LEO):
+        only batches lying wholly below it are returned. Raises KafkaError(offset_out_of_range)
+        when start_offset < log start offset or > log end offset.
+        """
+        self._check_open()
+        end = self.log_end_offset
+        if start_offset < self._log_start_offset or start_offset > end:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range,
+                f"offset {start_offset} is outside [{self._log_start_offset}, {end}] of {self.topic_partition}",
+            )
+        bound = end if max_offset is None else min(max_offset, end)
+        empty = FetchDataInfo(Offset(start_offset), None, LogOffsetMetadata(Offset(start_offset)))
+        if start_offset >= bound:
+            return empty
+        limit_index, limit_position = self._position_of(bound)
+        i = bisect.bisect_right(self._bases, start_offset) - 1
+        while 0 <= i <= limit_index:
+            segment = self._segments[i]
+            max_position = limit_position if i == limit_index else None
+            info = segment.read(start_offset, max_bytes, max_position, min_one_message)
+            if info is not None:
+                return info
+            i += 1
+        return empty
+
+    def _position_of(self, offset: int) -> tuple[int, int | None]:
+        """(segment index, byte position) where the batch holding `offset` starts (None = end)."""
+        i = bisect.bisect_right(self._bases, offset) - 1
+        if offset >= self.log_end_offset or i < 0:
+            return len(self._segments) - 1, None
+        found = self._segments[i].translate_offset(offset)
+        return i, (found[0] if found is not None else None)
+
+    # ------------------------------------------------------- epochs and times
+    def end_offset_for_epoch(self, epoch: int) -> tuple[LeaderEpoch, Offset]:
+        """OffsetsForLeaderEpoch: (epoch, end offset) per Kafka's LeaderEpochFileCache.endOffsetFor."""
+        e, o = self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
+        return LeaderEpoch(e), Offset(o)
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: the first offset whose timestamp is >= `timestamp`; None if there is none.
+
+        EARLIEST_TIMESTAMP gives the log start offset, LATEST_TIMESTAMP the log end offset (the
+        caller caps it to the HW) and MAX_TIMESTAMP the record with the largest timestamp.
+        """
+        self._check_open()
+        if timestamp == EARLIEST_TIMESTAMP:
+            earliest = self.leader_epoch_cache.earliest_entry
+            epoch = earliest[0] if earliest is not None and earliest[1] <= self._log_start_offset else -1
+            return TimestampAndOffset(-1, self.log_start_offset, epoch)
+        if timestamp == LATEST_TIMESTAMP:
+            latest = self.leader_epoch_cache.latest_epoch
+            return TimestampAndOffset(-1, self.log_end_offset, -1 if latest is None else latest)
+        if timestamp == MAX_TIMESTAMP:
+            best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
+            if best.max_timestamp_so_far < 0:
+                return None
+            return best.find_offset_by_timestamp(best.max_timestamp_so_far, self._log_start_offset)
+        if timestamp < 0:
+            return None
+        for segment in self._segments:
+            if segment.max_timestamp_so_far >= timestamp and segment.next_offset > self._log_start_offset:
+                found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # ------------------------------------------------------ start offset moves
+    def maybe_increment_log_start_offset(self, new_start: int) -> bool:
+        """DeleteRecords (and retention): move the log start offset forward; True if it moved.
+
+        The caller checks the bound against the high watermark; beyond the LEO is rejected here.
+        """
+        self._check_open()
+        if new_start > self.log_end_offset:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range,
+                f"cannot move log start offset to {new_start} past log end offset {self.log_end_offset}",
+            )
+        if new_start <= self._log_start_offset:
+            return False
+        self._log_start_offset = new_start
+        self.leader_epoch_cache.truncate_from_start(new_start)
+        log.info(
+            "log start offset incremented topic=%s partition=%d log_start_offset=%d",
+            self.topic_partition.topic, self.topic_partition.partition, new_start,
+        )
+        return True
+
+    def delete_retention_segments(self, now_ms: int | None = None, *, high_watermark: int | None = None) -> int:
+        """Delete whole old segments by log start offset, retention.bytes and retention.ms.
+
+        Never deletes the active segment or data at or above the high watermark (default: LEO);
+        an active segment that breaches retention is rolled so the next pass can delete it.
+        Returns the number of segments deleted.
+        """
+        self._check_open()
+        now = _now_ms() if now_ms is None else now_ms
+        hw = self.log_end_offset if high_watermark is None else min(high_watermark, self.log_end_offset)
+        deleted = self._delete_old_segments(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset, hw, "log start offset"
+        )
+        if self._config.delete:
+            if self._config.retention_bytes >= 0 and self.size > self._config.retention_bytes:
+                excess = [self.size - self._config.retention_bytes]
+
+                def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                    if excess[0] - seg.size >= 0:
+                        excess[0] -= seg.size
+                        return True
+                    return False
+
+                deleted += self._delete_old_segments(over_size, hw, "retention.bytes")
+            if self._config.retention_ms >= 0:
+                retention_ms = self._config.retention_ms
+                deleted += self._delete_old_segments(
+                    lambda seg, nxt: now - seg.largest_timestamp > retention_ms, hw, "retention.ms"
+                )
+        return deleted
+
+    def _delete_old_segments(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool], hw: int, reason: str
+    ) -> int:
+        deletable: list[LogSegment] = []
+        should_roll = False
+        for i, segment in enumerate(self._segments):
+            nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if not (hw >= upper and predicate(segment, nxt)):
+                break
+            if nxt is None:
+                should_roll = segment.size > 0
+                break
+            deletable.append(segment)
+        if should_roll:
+            self.roll()
+        if not deletable:
+            return 0
+        del self._segments[: len(deletable)]
+        del self._bases[: len(deletable)]
+        log.info(
+            "deleting segments topic=%s partition=%d reason=%s base_offsets=%s",
+            self.topic_partition.topic, self.topic_partition.partition, reason,
+            [s.base_offset for s in deletable],
+        )
+        self._schedule_segment_deletion(deletable)
+        self.maybe_increment_log_start_offset(self._segments[0].base_offset)
+        self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
+        return len(deletable)
+
+    def _schedule_segment_deletion(self, segments: list[LogSegment]) -> None:
+        """Rename to `.deleted` now, close and unlink after file.delete.delay.ms."""
+        for segment in segments:
+            segment.rename_suffix(DELETED_SUFFIX)
+            self._deleted_segments.append(segment)
+
+        def delete_files() -> None:
+            for segment in segments:
+                segment.delete_files()
+                if segment in self._deleted_segments:
+                    self._deleted_segments.remove(segment)
+
+        self._scheduler(self._config.file_delete_delay_ms, delete_files)
+
+    # --------------------------------------------------------------- truncate
+    def truncate_to(self, target: int) -> bool:
+        """Remove every batch from the one holding `target` on (follower truncation).
+
+        Returns True if anything was removed. Below the log start offset the log is emptied
+        and restarts at `target`.
+        """
+        self._check_open()
+        if target < 0:
+            raise ValueError(f"cannot truncate to negative offset {target}")
+        if target >= self.log_end_offset:
+            return False
+        if target < self._log_start_offset:
+            self.truncate_fully_and_start_at(target)
+            return True
+        keep = bisect.bisect_right(self._bases, target)
+        if keep < 1:
+            keep = 1
+        doomed = self._segments[keep:]
+        del self._segments[keep:]
+        del self._bases[keep:]
+        if doomed:
+            self._schedule_segment_deletion(doomed)
+        self._segments[-1].truncate_to(target)
+        end = self.log_end_offset
+        self.leader_epoch_cache.truncate_from_end(end)
+        self.producer_state.delete_snapshots_after(end)
+        self._rebuild_producer_state(_now_ms())
+        self.recovery_point = min(self.recovery_point, end)
+        log.info(
+            "log truncated topic=%s partition=%d target=%d log_end_offset=%d",
+            self.topic_partition.topic, self.topic_partition.partition, target, end,
+        )
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and restart the log, empty, at `new_offset`."""
+        self._check_open()
+        doomed = self._segments
+        self._segments = []
+        self._bases = []
+        self._schedule_segment_deletion(doomed)
+        segment = LogSegment(self._dir, new_offset, self._config, created_ms=_now_ms())
+        self._segments.append(segment)
+        self._bases.append(new_offset)
+        self.leader_epoch_cache.clear()
+        self.producer_state.truncate_fully_and_start_at(new_offset)
+        self._log_start_offset = new_offset
+        self.recovery_point = new_offset
+        log.info(
+            "log truncated fully topic=%s partition=%d start_offset=%d",
+            self.topic_partition.topic, self.topic_partition.partition, new_offset,
+        )
+
+    # ------------------------------------------------------------------ flush
+    def flush(self, up_to: int | None = None, *, now_ms: int | None = None) -> None:
+        """fsync segments and indexes holding offsets below `up_to` (default LEO); advance the recovery point."""
+        self._check_open()
+        end = self.log_end_offset
+        offset = end if up_to is None else min(up_to, end)
+        self.last_flush_ms = _now_ms() if now_ms is None else now_ms
+        if offset >= end:
+            self.unflushed_messages = 0
+        if offset <= self.recovery_point:
+            return
+        first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+        for segment in self._segments[first:]:
+            if segment.base_offset >= offset:
+                break
+            segment.flush()
+        self.recovery_point = offset
+
+    def _flush_if_open(self, up_to: int) -> None:
+        if not self.closed:
+            self.flush(up_to)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Forget idle producers (producer.id.expiration.ms)."""
+        return self.producer_state.remove_expired_producers(_now_ms() if now_ms is None else now_ms)
+
+    # ------------------------------------------------------------ life cycle
+    def close(self) -> None:
+        """Flush, snapshot producer state, close every segment; pending deletions happen now."""
+        if self.closed:
+            return
+        self.flush()
+        self.producer_state.update_map_end_offset(self.log_end_offset)
+        self.producer_state.take_snapshot()
+        for segment in self._segments:
+            segment.close()
+        for segment in list(self._deleted_segments):
+            segment.delete_files()
+        self._deleted_segments.clear()
+        self.closed = True
+
+    def close_handles(self) -> None:
+        """Close every file handle without flushing (the directory is about to be removed)."""
+        for segment in self._segments + self._deleted_segments:
+            segment.close_handles()
+        self.closed = True
+
+    def renamed_dir(self, new_dir: Path) -> None:
+        """The directory was renamed (delete_log); keep handles, forget paths (read-only from now)."""
+        self._dir = new_dir
+        self.closed = True
+
+    def delete(self) -> None:
+        """Close all handles and remove the directory with everything in it."""
+        self.close_handles()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise KafkaError(ErrorCode.kafka_storage_error, f"log {self.topic_partition} is closed")
+
+    def __repr__(self) -> str:
+        return (
+            f"UnifiedLog({self.topic_partition}, start={self._log_start_offset}, end={self.log_end_offset}, "
+            f"segments={len(self._segments)})"
+        )

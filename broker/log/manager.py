@@ -1,0 +1,330 @@
+"""`LogManager`: every partition log of this broker across its log dirs.
+
+Startup: `load_logs()` opens each `<topic>-<partition>` directory (recovering where needed, with
+progress logged), using each log dir's checkpoints (`recovery-point-offset-checkpoint`,
+`log-start-offset-checkpoint`) and its clean-shutdown marker `.kafka_cleanshutdown`, which is
+removed once loading is done so that a crash from then on counts as unclean.
+
+Running: `start()` launches background tasks on the event loop (retention, flush, checkpoints) and
+`stop()` cancels them. Shutdown: `close()` stops the tasks, flushes and closes every log, writes the
+checkpoints and finally the clean-shutdown markers.
+
+Life of a log directory:
+
+    (absent) --get_or_create_log--> LIVE --delete_log--> `<tp>.<uuid>-delete` --file.delete.delay.ms--> (absent)
+    LIVE --close--> CLOSED (marker written) --load_logs--> LIVE
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Mapping
+
+from broker.log.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+)
+from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
+from broker.log.log import UnifiedLog
+from protocol.topic_partition import TopicPartition
+
+log = logging.getLogger("samsa.log")
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LogManager:
+    """Owns the log dirs and the `UnifiedLog` of every partition hosted here."""
+
+    def __init__(
+        self,
+        log_dirs: list[Path],
+        default_config: LogConfig,
+        *,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        retention_check_interval_ms: int = 300_000,
+        flush_check_interval_ms: int = 1_000,
+        checkpoint_interval_ms: int = 60_000,
+        high_watermark_checkpoint_interval_ms: int = 5_000,
+        high_watermarks: Callable[[], Mapping[TopicPartition, int]] | None = None,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.flush_check_interval_ms = flush_check_interval_ms
+        self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.high_watermark_checkpoint_interval_ms = high_watermark_checkpoint_interval_ms
+        self.high_watermarks = high_watermarks
+        self._logs: dict[TopicPartition, UnifiedLog] = {}
+        self._log_dir_of: dict[TopicPartition, Path] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._timers: dict[asyncio.TimerHandle, Callable[[], None]] = {}
+        self.had_clean_shutdown: dict[Path, bool] = {}
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+
+    # -------------------------------------------------------------- scheduler
+    def schedule(self, delay_ms: int, fn: Callable[[], None]) -> None:
+        """Run `fn` after `delay_ms` on the running loop, or at once when no loop runs."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            fn()
+            return
+        handles: list[asyncio.TimerHandle] = []
+
+        def run() -> None:
+            for h in handles:
+                self._timers.pop(h, None)
+            try:
+                fn()
+            except Exception:
+                log.exception("scheduled log task failed")
+
+        handle = loop.call_later(max(0, delay_ms) / 1000, run)
+        handles.append(handle)
+        self._timers[handle] = run
+
+    # ---------------------------------------------------------------- loading
+    def load_logs(self, config_for: Callable[[TopicPartition], LogConfig] | None = None) -> None:
+        """Open every partition directory in every log dir (startup)."""
+        started = time.monotonic()
+        for log_dir in self.log_dirs:
+            marker = log_dir / CLEAN_SHUTDOWN_FILE
+            clean = marker.exists()
+            self.had_clean_shutdown[log_dir] = clean
+            recovery_points = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read_or_empty()
+            start_offsets = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read_or_empty()
+            entries = sorted(p for p in log_dir.iterdir() if p.is_dir())
+            partitions: list[tuple[TopicPartition, Path]] = []
+            for path in entries:
+                if path.name.endswith(DELETE_DIR_SUFFIX):
+                    log.info("removing log directory left for deletion path=%s", path)
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                try:
+                    partitions.append((TopicPartition.parse(path.name), path))
+                except ValueError:
+                    log.warning("ignoring directory that is not a partition path=%s", path)
+            log.info(
+                "loading logs dir=%s partitions=%d clean_shutdown=%s", log_dir, len(partitions), clean
+            )
+            for n, (tp, path) in enumerate(partitions, 1):
+                if tp in self._logs:
+                    raise RuntimeError(f"duplicate log directories for {tp}: {self._log_dir_of[tp]} and {log_dir}")
+                config = config_for(tp) if config_for is not None else self.default_config
+                self._logs[tp] = UnifiedLog.open(
+                    path,
+                    config,
+                    tp,
+                    recovery_point=recovery_points.get(tp, 0),
+                    log_start_offset=start_offsets.get(tp, 0),
+                    had_clean_shutdown=clean,
+                    scheduler=self.schedule,
+                    producer_id_expiration_ms=self.producer_id_expiration_ms,
+                )
+                self._log_dir_of[tp] = log_dir
+                log.info("loaded log dir=%s partition=%s progress=%d/%d", log_dir, tp, n, len(partitions))
+            if clean:
+                marker.unlink()
+        log.info("logs loaded count=%d seconds=%.3f", len(self._logs), time.monotonic() - started)
+
+    # ----------------------------------------------------------------- access
+    def get_log(self, tp: TopicPartition) -> UnifiedLog | None:
+        return self._logs.get(tp)
+
+    def all_logs(self) -> dict[TopicPartition, UnifiedLog]:
+        return dict(self._logs)
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> UnifiedLog:
+        """The log of `tp`, created empty in the least-loaded log dir if it does not exist."""
+        existing = self._logs.get(tp)
+        if existing is not None:
+            if config is not None:
+                existing.config = config
+            return existing
+        log_dir = min(self.log_dirs, key=lambda d: sum(1 for v in self._log_dir_of.values() if v == d))
+        created = UnifiedLog.open(
+            log_dir / str(tp),
+            config or self.default_config,
+            tp,
+            scheduler=self.schedule,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+        )
+        self._logs[tp] = created
+        self._log_dir_of[tp] = log_dir
+        log.info("created log partition=%s dir=%s", tp, log_dir)
+        return created
+
+    def delete_log(self, tp: TopicPartition) -> bool:
+        """Rename the directory to `<tp>.<uuid>-delete` now and remove it after file.delete.delay.ms."""
+        removed = self._logs.pop(tp, None)
+        self._log_dir_of.pop(tp, None)
+        if removed is None:
+            return False
+        target = removed.dir.with_name(f"{tp}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        os.replace(removed.dir, target)
+        removed.renamed_dir(target)
+        log.info("log scheduled for deletion partition=%s path=%s", tp, target)
+        self.schedule(removed.config.file_delete_delay_ms, removed.delete)
+        return True
+
+    # ------------------------------------------------------------ maintenance
+    def cleanup_logs(self, now_ms: int | None = None) -> int:
+        """Retention for every log plus producer-id expiration; returns segments deleted."""
+        now = _now_ms() if now_ms is None else now_ms
+        hws = dict(self.high_watermarks()) if self.high_watermarks is not None else {}
+        deleted = 0
+        for tp, the_log in list(self._logs.items()):
+            try:
+                deleted += the_log.delete_retention_segments(now, high_watermark=hws.get(tp))
+                the_log.remove_expired_producers(now)
+            except Exception:
+                log.exception("retention failed partition=%s", tp)
+        return deleted
+
+    def flush_dirty_logs(self, now_ms: int | None = None) -> int:
+        """Flush logs whose flush.ms has elapsed since their last flush; returns how many."""
+        now = _now_ms() if now_ms is None else now_ms
+        flushed = 0
+        for tp, the_log in list(self._logs.items()):
+            if now - the_log.last_flush_ms >= the_log.config.flush_ms:
+                try:
+                    the_log.flush(now_ms=now)
+                    flushed += 1
+                except Exception:
+                    log.exception("flush failed partition=%s", tp)
+        return flushed
+
+    def _by_dir(self, value: Callable[[UnifiedLog], int]) -> dict[Path, dict[TopicPartition, int]]:
+        result: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        for tp, the_log in self._logs.items():
+            result[self._log_dir_of[tp]][tp] = value(the_log)
+        return result
+
+    def checkpoint_recovery_points(self) -> None:
+        for d, offsets in self._by_dir(lambda lg: lg.recovery_point).items():
+            OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(offsets)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for d, offsets in self._by_dir(lambda lg: lg.log_start_offset).items():
+            OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(offsets)
+
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int] | None = None) -> None:
+        """Write `replication-offset-checkpoint` from the given HWs (or the callback)."""
+        hws = high_watermarks if high_watermarks is not None else (
+            self.high_watermarks() if self.high_watermarks is not None else None
+        )
+        if hws is None:
+            return
+        per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        for tp, hw in hws.items():
+            d = self._log_dir_of.get(tp)
+            if d is not None:
+                per_dir[d][tp] = hw
+        for d, offsets in per_dir.items():
+            OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(offsets)
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        """The HWs checkpointed in every log dir (partition state starts from these)."""
+        result: dict[TopicPartition, int] = {}
+        for d in self.log_dirs:
+            result.update(OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).read_or_empty())
+        return result
+
+    # ------------------------------------------------------- background tasks
+    async def run_retention(self, interval_ms: int | None = None) -> None:
+        """Every log.retention.check.interval.ms: retention and producer expiry."""
+        interval = (interval_ms or self.retention_check_interval_ms) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            self.cleanup_logs()
+
+    async def run_flush(self, interval_ms: int | None = None) -> None:
+        """Every log.flush.scheduler.interval.ms: flush logs past their flush.ms."""
+        interval = (interval_ms or self.flush_check_interval_ms) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            self.flush_dirty_logs()
+
+    async def run_checkpoints(self, interval_ms: int | None = None) -> None:
+        """Recovery points and log start offsets every checkpoint interval, HWs more often."""
+        hw_interval = self.high_watermark_checkpoint_interval_ms
+        every = max(1, self.checkpoint_interval_ms // max(1, hw_interval))
+        tick = 0
+        while True:
+            await asyncio.sleep((interval_ms or hw_interval) / 1000)
+            tick += 1
+            try:
+                self.checkpoint_high_watermarks()
+                if tick % every == 0:
+                    self.checkpoint_recovery_points()
+                    self.checkpoint_log_start_offsets()
+            except Exception:
+                log.exception("checkpoint write failed")
+
+    def start(self) -> None:
+        """Launch the background tasks on the running loop."""
+        if self._tasks:
+            return
+        self._tasks = [
+            asyncio.create_task(self.run_retention(), name="log-retention"),
+            asyncio.create_task(self.run_flush(), name="log-flush"),
+            asyncio.create_task(self.run_checkpoints(), name="log-checkpoints"),
+        ]
+
+    async def stop(self) -> None:
+        """Cancel the background tasks and wait for them to end."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    def close(self) -> None:
+        """Clean shutdown: close every log, write checkpoints and the clean-shutdown markers.
+
+        Call `await stop()` first when the background tasks were started.
+        """
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        for handle, run in list(self._timers.items()):
+            handle.cancel()
+            run()  # pending deletions finish now
+        self._timers.clear()
+        failed = False
+        for tp, the_log in self._logs.items():
+            try:
+                the_log.close()
+            except Exception:
+                failed = True
+                log.exception("closing log failed partition=%s", tp)
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+        if failed:
+            log.warning("not writing clean shutdown markers: a log failed to close")
+            return
+        for d in self.log_dirs:
+            (d / CLEAN_SHUTDOWN_FILE).touch()
+        log.info("log manager closed logs=%d", len(self._logs))

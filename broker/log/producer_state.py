@@ -1,0 +1,340 @@
+"""Idempotent-producer state for one partition (Kafka's ProducerStateManager).
+
+For every producer id the partition remembers its epoch and the metadata of its last five batches
+(first/last sequence, first/last offset, timestamp). On a leader append, `prepare` validates each
+batch against that state in a `ProducerAppendInfo` staging copy; the log commits it with `update`
+only after the bytes are written, so a rejected append leaves no trace.
+
+Per-producer sequence state machine (leader appends, Kafka's rules):
+
+    UNKNOWN --any epoch, any sequence--> KNOWN(epoch e, last seq s)
+    KNOWN(e, s) --epoch e, seq s+1 (or 0 after Int.MAX)--> KNOWN(e, last seq of batch)
+    KNOWN(e, s) --epoch e, a batch among the last 5--> unchanged; append returns the original
+                                                         offsets (duplicate)
+    KNOWN(e, s) --epoch e, any other seq--> rejected OUT_OF_ORDER_SEQUENCE_NUMBER
+    KNOWN(e, s) --epoch > e, seq 0--> KNOWN(new epoch, ...), batch history cleared
+    KNOWN(e, s) --epoch > e, seq != 0--> rejected OUT_OF_ORDER_SEQUENCE_NUMBER
+    KNOWN(e, s) --epoch < e--> rejected INVALID_PRODUCER_EPOCH
+    KNOWN --idle longer than producer.id.expiration.ms--> UNKNOWN
+
+Follower appends and log replay apply batches without these checks (the leader already did).
+
+Persistence: `take_snapshot()` writes `<20-digit offset>.snapshot` (the state after every batch
+below that offset) on segment roll and on close; `load(...)` takes the newest valid snapshot not
+beyond the log end and the log replays the batches after it. Snapshot file layout: magic `PSNP`,
+int16 version, uint32 CRC-32C of the payload, payload = JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import crc32c as _crc32c
+
+from broker.log.checkpoints import atomic_write
+from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, INT_MAX
+from protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("samsa.log")
+
+NUM_BATCHES_TO_RETAIN = 5
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+SNAPSHOT_SUFFIX = ".snapshot"
+_SNAPSHOT_HEADER = struct.Struct(">4shI")
+_SNAPSHOT_MAGIC = b"PSNP"
+_SNAPSHOT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    """What is remembered of one producer batch for duplicate detection."""
+
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    """The state of one producer id."""
+
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    coordinator_epoch: int = -1
+    last_timestamp: int = -1
+    current_txn_first_offset: int | None = None
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def copy(self) -> ProducerStateEntry:
+        return ProducerStateEntry(
+            self.producer_id,
+            self.producer_epoch,
+            deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN),
+            self.coordinator_epoch,
+            self.last_timestamp,
+            self.current_txn_first_offset,
+        )
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        """The remembered batch with exactly this epoch and sequence range, if any."""
+        if epoch != self.producer_epoch:
+            return None
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pid": self.producer_id,
+            "epoch": self.producer_epoch,
+            "coordinator_epoch": self.coordinator_epoch,
+            "last_timestamp": self.last_timestamp,
+            "txn_first_offset": self.current_txn_first_offset,
+            "batches": [
+                [b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp] for b in self.batches
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> ProducerStateEntry:
+        entry = cls(int(data["pid"]), int(data["epoch"]))  # type: ignore[arg-type]
+        entry.coordinator_epoch = int(data["coordinator_epoch"])  # type: ignore[arg-type]
+        entry.last_timestamp = int(data["last_timestamp"])  # type: ignore[arg-type]
+        txn = data.get("txn_first_offset")
+        entry.current_txn_first_offset = None if txn is None else int(txn)  # type: ignore[arg-type]
+        for b in data["batches"]:  # type: ignore[attr-defined]
+            entry.batches.append(BatchMetadata(*(int(x) for x in b)))
+        return entry
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    """True if `next_seq` directly follows `last_seq` (sequences wrap from Int.MAX to 0)."""
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT_MAX)
+
+
+class ProducerAppendInfo:
+    """The staged effect of one append on one producer's state (Kafka's ProducerAppendInfo)."""
+
+    def __init__(self, current: ProducerStateEntry | None, producer_id: int, *, validate: bool) -> None:
+        self.producer_id = producer_id
+        self.validate = validate
+        self.current = current or ProducerStateEntry(producer_id)
+        self.updated = self.current.copy()
+
+    def append_data_batch(
+        self,
+        epoch: int,
+        first_seq: int,
+        last_seq: int,
+        timestamp: int,
+        first_offset: int,
+        last_offset: int,
+        is_transactional: bool,
+    ) -> None:
+        """Validate (leader appends) and stage one data batch."""
+        self._check_epoch(epoch)
+        if self.validate:
+            self._check_sequence(epoch, first_seq)
+        if epoch != self.updated.producer_epoch:
+            self.updated.batches.clear()
+            self.updated.producer_epoch = epoch
+        self.updated.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
+        self.updated.last_timestamp = timestamp
+        if is_transactional and self.updated.current_txn_first_offset is None:
+            self.updated.current_txn_first_offset = first_offset
+
+    def append_control_batch(self, epoch: int, timestamp: int) -> None:
+        """Stage a transaction marker: the producer's open transaction ends."""
+        self._check_epoch(epoch)
+        if epoch != self.updated.producer_epoch:
+            self.updated.batches.clear()
+            self.updated.producer_epoch = epoch
+        self.updated.current_txn_first_offset = None
+        self.updated.last_timestamp = timestamp
+
+    def _check_epoch(self, epoch: int) -> None:
+        if epoch < self.updated.producer_epoch:
+            message = (
+                f"producer {self.producer_id} epoch {epoch} is older than the current epoch "
+                f"{self.updated.producer_epoch}"
+            )
+            if self.validate:
+                raise KafkaError(ErrorCode.invalid_producer_epoch, message)
+            log.warning("replicated batch from fenced producer %s", message)
+
+    def _check_sequence(self, epoch: int, first_seq: int) -> None:
+        if epoch != self.updated.producer_epoch:
+            if first_seq != 0 and self.updated.producer_epoch != NO_PRODUCER_EPOCH:
+                raise KafkaError(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"producer {self.producer_id}: new epoch {epoch} must start at sequence 0, got {first_seq}",
+                )
+            return
+        if self.updated.batches:
+            last_seq = self.updated.last_seq
+        elif epoch == self.current.producer_epoch:
+            last_seq = self.current.last_seq
+        else:
+            last_seq = NO_SEQUENCE
+        if self.current.producer_epoch == NO_PRODUCER_EPOCH:
+            return  # nothing known (new, expired or removed producer): accept any sequence
+        if not in_sequence(last_seq, first_seq):
+            raise KafkaError(
+                ErrorCode.out_of_order_sequence_number,
+                f"producer {self.producer_id} epoch {epoch}: expected sequence {(last_seq + 1) % (INT_MAX + 1)}, "
+                f"got {first_seq}",
+            )
+
+
+class ProducerStateManager:
+    """All producers' state for one partition plus its snapshot files."""
+
+    def __init__(self, log_dir: Path, *, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+        self.log_dir = log_dir
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.producers: dict[int, ProducerStateEntry] = {}
+        self.map_end_offset = 0
+        """State reflects every batch below this offset."""
+
+    # ----------------------------------------------------------------- queries
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.producers.get(producer_id)
+
+    def prepare(self, producer_id: int, staged: dict[int, ProducerAppendInfo], *, validate: bool) -> ProducerAppendInfo:
+        """The staging object for `producer_id` within one append (created on first use)."""
+        info = staged.get(producer_id)
+        if info is None:
+            info = ProducerAppendInfo(self.producers.get(producer_id), producer_id, validate=validate)
+            staged[producer_id] = info
+        return info
+
+    # --------------------------------------------------------------- mutations
+    def update(self, info: ProducerAppendInfo) -> None:
+        """Commit a staged append."""
+        self.producers[info.producer_id] = info.updated
+
+    def update_map_end_offset(self, offset: int) -> None:
+        self.map_end_offset = offset
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Forget producers idle longer than producer.id.expiration.ms (not in a transaction)."""
+        expired = [
+            pid
+            for pid, entry in self.producers.items()
+            if entry.current_txn_first_offset is None
+            and now_ms - entry.last_timestamp >= self.producer_id_expiration_ms
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Forget everything and delete every snapshot."""
+        self.producers.clear()
+        for path in self.snapshot_files():
+            _unlink(path)
+        self.map_end_offset = offset
+
+    # --------------------------------------------------------------- snapshots
+    def snapshot_path(self, offset: int) -> Path:
+        return self.log_dir / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+    def snapshot_files(self) -> list[Path]:
+        """Snapshot files sorted by offset."""
+        found = []
+        for path in self.log_dir.glob(f"*{SNAPSHOT_SUFFIX}"):
+            stem = path.name[: -len(SNAPSHOT_SUFFIX)]
+            if stem.isdigit():
+                found.append((int(stem), path))
+        return [p for _, p in sorted(found)]
+
+    def latest_snapshot_offset(self) -> int | None:
+        files = self.snapshot_files()
+        return int(files[-1].name[:20]) if files else None
+
+    def take_snapshot(self) -> Path:
+        """Write the current state as `<map_end_offset>.snapshot`."""
+        payload = json.dumps(
+            {"map_end_offset": self.map_end_offset, "producers": [e.to_json() for e in self.producers.values()]},
+            separators=(",", ":"),
+        ).encode()
+        header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, _SNAPSHOT_VERSION, _crc32c.crc32c(payload))
+        path = self.snapshot_path(self.map_end_offset)
+        atomic_write(path, header + payload)
+        return path
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        """Remove snapshots older than `offset` (their segments are gone)."""
+        for path in self.snapshot_files():
+            if int(path.name[:20]) < offset:
+                _unlink(path)
+
+    def delete_snapshots_after(self, offset: int) -> None:
+        """Remove snapshots beyond `offset` (the log was truncated)."""
+        for path in self.snapshot_files():
+            if int(path.name[:20]) > offset:
+                _unlink(path)
+
+    def load(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> int:
+        """Load the newest valid snapshot within [log_start_offset, log_end_offset].
+
+        Returns the offset from which the log must replay batches; snapshots outside the range
+        or failing their checksum are deleted.
+        """
+        self.producers.clear()
+        for path in reversed(self.snapshot_files()):
+            offset = int(path.name[:20])
+            if offset > log_end_offset or offset < log_start_offset:
+                _unlink(path)
+                continue
+            try:
+                producers = _read_snapshot(path)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("producer snapshot corrupt, deleting path=%s error=%s", path, exc)
+                _unlink(path)
+                continue
+            self.producers = {e.producer_id: e for e in producers}
+            self.map_end_offset = offset
+            self.remove_expired_producers(now_ms)
+            return offset
+        self.map_end_offset = log_start_offset
+        return log_start_offset
+
+
+def _read_snapshot(path: Path) -> list[ProducerStateEntry]:
+    data = path.read_bytes()
+    if len(data) < _SNAPSHOT_HEADER.size:
+        raise ValueError("snapshot too short")
+    magic, version, crc = _SNAPSHOT_HEADER.unpack_from(data)
+    payload = data[_SNAPSHOT_HEADER.size :]
+    if magic != _SNAPSHOT_MAGIC or version != _SNAPSHOT_VERSION:
+        raise ValueError(f"bad snapshot magic/version {magic!r}/{version}")
+    if _crc32c.crc32c(payload) != crc:
+        raise ValueError("snapshot checksum mismatch")
+    body = json.loads(payload)
+    return [ProducerStateEntry.from_json(e) for e in body["producers"]]
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,367 @@
+"""`LogSegment`: one `.log` file of whole record batches plus its offset and time indexes.
+
+Files (base offset as 20 digits): `00000000000000000000.log`, `.index`, `.timeindex`. The log file
+has two handles: an O_APPEND descriptor the segment writes with `os.writev`, and a separate
+read-only file object that readers `pread`/`sendfile` from, so reads never move a write position.
+Segments are synchronous and owned by one `UnifiedLog`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterator, Sequence
+
+from broker.log.config import INT_MAX, LogConfig
+from broker.log.index import IndexCorruptError, OffsetIndex, TimeIndex
+from broker.log.info import FetchDataInfo, FileRecords, LogOffsetMetadata, TimestampAndOffset
+from protocol.errors import CorruptRecordError
+from protocol.records import HEADER_SIZE, BatchHeader, decode_records, verify_crc
+from protocol.types import Offset
+
+log = logging.getLogger("samsa.log")
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+_SCAN_WINDOW = 1 << 16
+_IOV_MAX = 1024
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    """`00000000000000000042.log` and friends."""
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class AppendedBatch:
+    """Where one batch of an append lands and what the indexes need to know about it."""
+
+    size: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+
+
+class LogSegment:
+    """One segment: its files, its in-memory indexes and the facts needed for roll and retention."""
+
+    def __init__(self, log_dir: Path, base_offset: int, config: LogConfig, *, created_ms: int) -> None:
+        self.dir = log_dir
+        self.base_offset = base_offset
+        self.created_ms = created_ms
+        self.log_path = log_dir / segment_file_name(base_offset, LOG_SUFFIX)
+        self.index = OffsetIndex(
+            log_dir / segment_file_name(base_offset, INDEX_SUFFIX), base_offset, config.max_offset_index_entries
+        )
+        self.time_index = TimeIndex(
+            log_dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX), base_offset, config.max_time_index_entries
+        )
+        self._writer = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.reader: BinaryIO = open(self.log_path, "rb", buffering=0)  # noqa: SIM115
+        self.size = os.fstat(self._writer).st_size
+        self.next_offset = base_offset
+        """One past the last offset in this segment (kept current by append/recover/truncate)."""
+        self.max_timestamp_so_far = -1
+        self.offset_of_max_timestamp_so_far = base_offset
+        self.bytes_since_last_index_entry = 0
+        self._rolling_based_timestamp: int | None = None
+        self.index_interval_bytes = config.index_interval_bytes
+        self.closed = False
+
+    # --------------------------------------------------------------- load paths
+    def load_indexes(self, *, is_last: bool) -> None:
+        """Trust the index files (flushed segment); raises IndexCorruptError if they look wrong."""
+        self.index.load(self.size)
+        self.time_index.load()
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = self.time_index.last_entry()
+        if is_last:
+            self.next_offset = self.read_next_offset()
+
+    def rebuild_indexes(self) -> None:
+        """Scan the log file (headers only) and rewrite both indexes."""
+        self.recover(check_crc=False)
+
+    def recover(
+        self,
+        *,
+        check_crc: bool = True,
+        on_batch: Callable[[int, BatchHeader], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Rebuild indexes from the log; stop at the first torn or corrupt batch and cut it off.
+
+        Returns the number of bytes truncated. `on_batch(position, header)` sees every valid batch
+        (leader epoch cache, producer state); `progress(position)` is called now and then.
+        """
+        self.index.reset()
+        self.time_index.reset()
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = -1, self.base_offset
+        self.bytes_since_last_index_entry = 0
+        self._rolling_based_timestamp = None
+        valid = 0
+        expected = self.base_offset
+        try:
+            for pos, header, batch in self._iter_batches(0, check_crc=check_crc):
+                if header.base_offset < expected or header.last_offset < header.base_offset:
+                    raise CorruptRecordError(
+                        f"batch at {pos} has offsets {header.base_offset}..{header.last_offset}, expected >= {expected}"
+                    )
+                if header.last_offset - self.base_offset > INT_MAX:
+                    raise CorruptRecordError(f"batch at {pos} offset {header.last_offset} does not fit the segment")
+                if check_crc and batch is not None and not verify_crc(batch, 0, header):
+                    raise CorruptRecordError(f"batch at {pos} failed its CRC check")
+                self._index_batch(pos, header.size, header.last_offset, header.max_timestamp, header.last_offset)
+                expected = header.next_offset
+                valid = pos + header.size
+                if on_batch is not None:
+                    on_batch(pos, header)
+                if progress is not None:
+                    progress(valid)
+        except CorruptRecordError as exc:
+            log.warning("corrupt record batch found log=%s position=%d error=%s", self.log_path, valid, exc)
+        truncated = self.size - valid
+        if truncated > 0:
+            os.ftruncate(self._writer, valid)
+            self.size = valid
+        self.next_offset = expected
+        return truncated
+
+    # ------------------------------------------------------------------ append
+    def append(self, buffers: Sequence[bytes | bytearray | memoryview], batches: Sequence[AppendedBatch]) -> None:
+        """Write the batches' bytes (as given in `buffers`) at the end and index them."""
+        total = sum(b.size for b in batches)
+        _writev_all(self._writer, buffers, total)
+        pos = self.size
+        for batch in batches:
+            self._index_batch(pos, batch.size, batch.last_offset, batch.max_timestamp, batch.offset_of_max_timestamp)
+            pos += batch.size
+            self.next_offset = batch.last_offset + 1
+        self.size = pos
+
+    def _index_batch(self, pos: int, size: int, last_offset: int, max_ts: int, offset_of_max_ts: int) -> None:
+        if pos == 0:
+            self._rolling_based_timestamp = max_ts
+        if max_ts > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = max_ts
+            self.offset_of_max_timestamp_so_far = offset_of_max_ts
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.index.append(last_offset, pos)
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += size
+
+    # ------------------------------------------------------------------- reads
+    def iter_headers(self, start_position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each whole batch from `start_position` (no CRC check)."""
+        for pos, header, _ in self._iter_batches(start_position, check_crc=False):
+            yield pos, header
+
+    def _iter_batches(
+        self, start: int, *, check_crc: bool
+    ) -> Iterator[tuple[int, BatchHeader, bytes | memoryview | None]]:
+        """Scan batches; with check_crc each batch's bytes are returned too. Stops at a torn tail."""
+        fd = self.reader.fileno()
+        end = self.size
+        window = b""
+        window_start = start
+        pos = start
+        while pos + HEADER_SIZE <= end:
+            if pos + HEADER_SIZE > window_start + len(window):
+                window_start = pos
+                window = os.pread(fd, min(_SCAN_WINDOW, end - pos), pos)
+            header = BatchHeader.parse(window, pos - window_start)
+            if pos + header.size > end:
+                raise CorruptRecordError(f"batch at {pos} truncated: needs {header.size} bytes, {end - pos} left")
+            batch: bytes | memoryview | None = None
+            if check_crc:
+                rel = pos - window_start
+                if rel + header.size <= len(window):
+                    batch = memoryview(window)[rel : rel + header.size]
+                else:
+                    batch = os.pread(fd, header.size, pos)
+            yield pos, header, batch
+            pos += header.size
+        if pos < end:
+            raise CorruptRecordError(f"{end - pos} trailing bytes at {pos} are not a whole batch header")
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset is >= `offset`, as (position, header); None if none."""
+        _, index_pos = self.index.lookup(offset)
+        try:
+            for pos, header in self.iter_headers(max(index_pos, start_position)):
+                if header.last_offset >= offset:
+                    return pos, header
+        except CorruptRecordError:
+            return None
+        return None
+
+    def read_next_offset(self) -> int:
+        """Scan from the last index entry to the end for the next offset (Kafka's readNextOffset)."""
+        _, pos = self.index.lookup(Offset(1 << 62))
+        next_offset = self.base_offset
+        try:
+            for _, header in self.iter_headers(pos):
+                next_offset = header.next_offset
+        except CorruptRecordError:
+            pass
+        return next_offset
+
+    def read(
+        self, start_offset: int, max_size: int, max_position: int | None, min_one_message: bool
+    ) -> FetchDataInfo | None:
+        """Kafka's LogSegment.read: bytes from the batch holding `start_offset`; None if beyond."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        position, header = found
+        metadata = LogOffsetMetadata(Offset(start_offset), Offset(self.base_offset), position)
+        adjusted = max(max_size, header.size) if min_one_message else max_size
+        limit = self.size if max_position is None else max_position
+        if adjusted == 0 or limit <= position:
+            return FetchDataInfo(Offset(start_offset), None, metadata, first_entry_incomplete=adjusted < header.size)
+        fetch_size = min(limit - position, adjusted)
+        if fetch_size < header.size and not min_one_message:
+            return FetchDataInfo(Offset(start_offset), None, metadata, first_entry_incomplete=True)
+        return FetchDataInfo(Offset(start_offset), FileRecords(self.reader, position, fetch_size), metadata)
+
+    def read_batch(self, position: int, header: BatchHeader) -> bytes:
+        """The whole batch at `position`."""
+        return os.pread(self.reader.fileno(), header.size, position)
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> TimestampAndOffset | None:
+        """The first record with timestamp >= `timestamp` and offset >= `starting_offset`."""
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, position = self.index.lookup(max(ts_offset, starting_offset))
+        for pos, header in self.iter_headers(position):
+            if header.max_timestamp < timestamp or header.last_offset < starting_offset:
+                continue
+            for record in decode_records(self.read_batch(pos, header), 0, header):
+                if record.timestamp >= timestamp and record.offset >= starting_offset:
+                    return TimestampAndOffset(record.timestamp, record.offset, header.partition_leader_epoch)
+        return None
+
+    # ------------------------------------------------------------------- roll
+    def rolling_based_timestamp(self) -> int | None:
+        """maxTimestamp of the first batch (loaded lazily), the clock segment.ms rolls by."""
+        if self._rolling_based_timestamp is None and self.size > 0:
+            for _, header in self.iter_headers(0):
+                self._rolling_based_timestamp = header.max_timestamp
+                break
+        return self._rolling_based_timestamp
+
+    def should_roll(self, config: LogConfig, incoming_size: int, max_timestamp: int, max_offset: int, now_ms: int) -> bool:
+        """Kafka's LogSegment.shouldRoll."""
+        if self.size == 0:
+            return False
+        first_ts = self.rolling_based_timestamp()
+        waited = max_timestamp - first_ts if first_ts is not None and first_ts >= 0 else now_ms - self.created_ms
+        return (
+            self.size > config.segment_bytes - incoming_size
+            or waited > config.segment_ms - config.segment_jitter_ms
+            or self.index.is_full
+            or self.time_index.is_full
+            or max_offset - self.base_offset > INT_MAX
+        )
+
+    def on_become_inactive(self) -> None:
+        """Called when a newer segment takes over: pin the final max timestamp in the time index."""
+        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True)
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The retention clock: max record timestamp, or the file's mtime when there is none."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        try:
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except FileNotFoundError:
+            return 0
+
+    # --------------------------------------------------------------- mutation
+    def truncate_to(self, offset: int) -> int:
+        """Cut off every batch from the one holding `offset` on; returns bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        position, _ = found
+        self.index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        removed = self.size - position
+        os.ftruncate(self._writer, position)
+        self.size = position
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = self.time_index.last_entry()
+        self.bytes_since_last_index_entry = 0
+        if position == 0:
+            self._rolling_based_timestamp = None
+        self.next_offset = self.read_next_offset()
+        return removed
+
+    def flush(self) -> None:
+        """fsync the log and both indexes."""
+        os.fsync(self._writer)
+        self.index.flush()
+        self.time_index.flush()
+
+    def rename_suffix(self, suffix: str) -> None:
+        """Rename all three files by adding `suffix` (e.g. `.deleted`); open handles stay valid."""
+        new_log = self.log_path.with_name(self.log_path.name + suffix)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        self.index.rename_to(self.index.path.with_name(self.index.path.name + suffix))
+        self.time_index.rename_to(self.time_index.path.with_name(self.time_index.path.name + suffix))
+
+    def close(self) -> None:
+        """Pin the final time index entry and close every handle."""
+        if self.closed:
+            return
+        self.on_become_inactive()
+        self.close_handles()
+
+    def close_handles(self) -> None:
+        """Close descriptors without touching the files."""
+        if self.closed:
+            return
+        self.closed = True
+        os.close(self._writer)
+        self.reader.close()
+        self.index.close()
+        self.time_index.close()
+
+    def delete_files(self) -> None:
+        """Close handles and unlink all three files."""
+        self.close_handles()
+        for path in (self.log_path, self.index.path, self.time_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
+
+
+def _writev_all(fd: int, buffers: Sequence[bytes | bytearray | memoryview], total: int) -> None:
+    """writev every buffer, retrying short writes."""
+    pending = [memoryview(b) for b in buffers if len(b)]
+    first = 0
+    written_total = 0
+    while first < len(pending):
+        written = os.writev(fd, pending[first : first + _IOV_MAX])
+        written_total += written
+        while written > 0 and first < len(pending):
+            head = pending[first]
+            if written >= len(head):
+                written -= len(head)
+                first += 1
+            else:
+                pending[first] = head[written:]
+                written = 0
+    if written_total != total:
+        raise OSError(f"short write: {written_total} of {total} bytes")
+
+
+__all__ = ["AppendedBatch", "IndexCorruptError", "LogSegment", "segment_file_name"]
