@@ -4,6 +4,10 @@ A batch is opaque to the broker on the hot path: `BatchHeader.parse` reads the 6
 `verify_crc` checks CRC-32C over attributes..end, and `patch_header` rewrites baseOffset and
 partitionLeaderEpoch (both outside the CRC) without touching the record bytes.
 
+Where a feature needs the records themselves (compaction, keys on compacted topics, legacy
+conversion, tests), `decode_records` decompresses and parses them, `build_batch` writes a batch
+and `set_log_append_time` stamps LogAppendTime the way Kafka's DefaultRecordBatch does.
+
 Layout (big-endian), offsets from the start of the batch:
 
     0  baseOffset            int64
@@ -24,15 +28,20 @@ Layout (big-endian), offsets from the start of the batch:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import struct
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any
 
 import crc32c as _crc32c
 
+from protocol.compression import CompressionType, codec_of, compress, decompress
 from protocol.errors import CorruptRecordError
 from protocol.types import LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence
+from protocol.varint import INT32_MAX, read_varint, read_varlong, write_varint
 
 HEADER_SIZE = 61
 """Size of the v2 batch header, up to and including recordsCount."""
@@ -45,14 +54,15 @@ CURRENT_MAGIC = 2
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_AND_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_CRC = struct.Struct(">I")
+_ATTRIBUTES = struct.Struct(">h")
+_TIMESTAMP = struct.Struct(">q")
+MAX_TIMESTAMP_OFFSET = 35
+NO_TIMESTAMP = -1
+"""The timestamp of a record that has none (magic 0 messages, empty batches)."""
 
-
-class CompressionType(enum.IntEnum):
-    NONE = 0
-    GZIP = 1
-    SNAPPY = 2
-    LZ4 = 3
-    ZSTD = 4
+Buffer = bytes | bytearray | memoryview
+Header = tuple[str, bytes | None]
 
 
 class TimestampType(enum.IntEnum):
@@ -114,7 +124,8 @@ class BatchHeader:
 
     @property
     def compression(self) -> CompressionType:
-        return CompressionType(self.attributes & ATTR_COMPRESSION_MASK)
+        """The codec; KafkaError(unsupported_compression_type) for ids 5-7."""
+        return codec_of(self.attributes & ATTR_COMPRESSION_MASK)
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -165,7 +176,9 @@ def iter_batch_headers(
     while pos < end:
         header = BatchHeader.parse(buf, pos)
         if pos + header.size > end:
-            raise CorruptRecordError(f"record batch at {pos} truncated: {header.size} > {end - pos}")
+            raise CorruptRecordError(
+                f"record batch at {pos} truncated: {header.size} > {end - pos}"
+            )
         if check_crc and not verify_crc(buf, pos, header):
             raise CorruptRecordError(f"record batch at {pos} failed its CRC check")
         yield pos, header
@@ -185,3 +198,231 @@ def magic_of(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
     if len(buf) - pos <= MAGIC_OFFSET:
         raise CorruptRecordError("records too short to hold a magic byte")
     return buf[pos + MAGIC_OFFSET]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One decoded record with its absolute offset and timestamp."""
+
+    offset: Offset
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """A record to write with `build_batch`.
+
+    `timestamp` None means now; `offset_delta` None means one more than the previous record's
+    (0 for the first).
+    """
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    timestamp: int | None = None
+    offset_delta: int | None = None
+
+
+def decode_records(buf: Buffer, pos: int, header: BatchHeader) -> list[Record]:
+    """Decompress and parse the records of the batch at `pos` whose header is `header`.
+
+    The CRC is not checked here (see `verify_crc`). In a LogAppendTime batch every record's
+    timestamp is the batch's maxTimestamp, as Kafka reads it. Anything malformed, including a
+    records count that does not match the records section or a codec id outside 0-4, raises
+    CorruptRecordError.
+    """
+    end = pos + header.size
+    if pos < 0 or end > len(buf):
+        raise CorruptRecordError(f"record batch at {pos} truncated: needs {header.size} bytes")
+    if header.records_count < 0:
+        raise CorruptRecordError(f"negative records count {header.records_count}")
+    codec = header.attributes & ATTR_COMPRESSION_MASK
+    if codec > CompressionType.ZSTD:
+        raise CorruptRecordError(f"batch at {pos} names unknown compression codec {codec}")
+    data = decompress(codec, memoryview(buf)[pos + HEADER_SIZE : end])
+    log_append_time = (
+        header.max_timestamp if header.timestamp_type is TimestampType.LOG_APPEND_TIME else None
+    )
+    records: list[Record] = []
+    position = 0
+    try:
+        for _ in range(header.records_count):
+            record, position = _read_record(data, position, header, log_append_time)
+            records.append(record)
+    except (IndexError, ValueError, struct.error) as exc:  # UnicodeDecodeError is a ValueError
+        raise CorruptRecordError(f"malformed record in batch at {pos}: {exc}") from exc
+    if position != len(data):
+        raise CorruptRecordError(
+            f"batch at {pos} has {len(data) - position} bytes after its "
+            f"{header.records_count} records"
+        )
+    return records
+
+
+def decode_batch(buf: Buffer, pos: int = 0) -> list[Record]:
+    """Parse the header of the batch at `pos` and decode its records."""
+    return decode_records(buf, pos, BatchHeader.parse(buf, pos))
+
+
+def batch_has_null_key(buf: Buffer, pos: int, header: BatchHeader) -> bool:
+    """Whether any record of the batch has a null key (rejected on compacted topics)."""
+    return any(record.key is None for record in decode_records(buf, pos, header))
+
+
+def _read_record(
+    data: bytes, pos: int, header: BatchHeader, log_append_time: int | None
+) -> tuple[Record, int]:
+    length, pos = read_varint(data, pos)
+    end = pos + length
+    if length < 0 or end > len(data):
+        raise CorruptRecordError(f"record length {length} at {pos} exceeds the records section")
+    pos += 1  # attributes: unused
+    timestamp_delta, pos = read_varlong(data, pos)
+    offset_delta, pos = read_varint(data, pos)
+    key, pos = _read_bytes(data, pos, end)
+    value, pos = _read_bytes(data, pos, end)
+    header_count, pos = read_varint(data, pos)
+    if header_count < 0:
+        raise CorruptRecordError(f"negative header count {header_count}")
+    headers: list[Header] = []
+    for _ in range(header_count):
+        header_key, pos = _read_bytes(data, pos, end)
+        if header_key is None:
+            raise CorruptRecordError("null record header key")
+        header_value, pos = _read_bytes(data, pos, end)
+        headers.append((header_key.decode("utf-8"), header_value))
+    if pos != end:
+        raise CorruptRecordError(f"record ends at {pos}, its length says {end}")
+    timestamp = (
+        log_append_time if log_append_time is not None else header.base_timestamp + timestamp_delta
+    )
+    record = Record(
+        Offset(header.base_offset + offset_delta), timestamp, key, value, tuple(headers)
+    )
+    return record, pos
+
+
+def _read_bytes(data: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
+    """A varint length and that many bytes (None for -1), which must end by `end`."""
+    length, pos = read_varint(data, pos)
+    if length == -1:
+        return None, pos
+    if length < -1 or pos + length > end:
+        raise CorruptRecordError(f"field length {length} at {pos} exceeds its record")
+    return data[pos : pos + length], pos + length
+
+
+def _write_bytes(out: bytearray, value: Buffer | None) -> None:
+    if value is None:
+        write_varint(out, -1)
+    else:
+        write_varint(out, len(value))
+        out += value
+
+
+def _as_new_record(item: NewRecord | Record | tuple[Any, ...]) -> NewRecord:
+    if isinstance(item, NewRecord):
+        return item
+    if isinstance(item, tuple):
+        return NewRecord(*item)
+    return NewRecord(item.key, item.value, tuple(item.headers), item.timestamp)
+
+
+def build_batch(
+    records: Iterable[NewRecord | Record | tuple[Any, ...]],
+    *,
+    base_offset: int = 0,
+    compression: CompressionType = CompressionType.NONE,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    partition_leader_epoch: int = -1,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    base_timestamp: int | None = None,
+    max_timestamp: int | None = None,
+    last_offset_delta: int | None = None,
+) -> bytes:
+    """Write one v2 record batch, CRC included.
+
+    `records` are NewRecords, tuples of NewRecord's fields, or Records (whose offset is ignored:
+    they are numbered from 0). baseTimestamp defaults to the first record's timestamp and
+    maxTimestamp to the largest (both -1 for an empty batch); lastOffsetDelta defaults to the
+    last record's offset delta and may be given larger (a compacted batch keeps its last offset).
+    """
+    items = [_as_new_record(item) for item in records]
+    now = int(time.time() * 1000)
+    timestamps = [now if item.timestamp is None else item.timestamp for item in items]
+    if base_timestamp is None:
+        base_timestamp = timestamps[0] if timestamps else NO_TIMESTAMP
+    if max_timestamp is None:
+        max_timestamp = max(timestamps, default=NO_TIMESTAMP)
+
+    body = bytearray()
+    record = bytearray()
+    next_delta = 0
+    for item, timestamp in zip(items, timestamps):
+        delta = next_delta if item.offset_delta is None else item.offset_delta
+        if not next_delta <= delta <= INT32_MAX:
+            raise ValueError(f"offset delta {delta} is not increasing or does not fit an int32")
+        next_delta = delta + 1
+        record.clear()
+        record.append(0)  # attributes
+        write_varint(record, timestamp - base_timestamp)
+        write_varint(record, delta)
+        _write_bytes(record, item.key)
+        _write_bytes(record, item.value)
+        write_varint(record, len(item.headers))
+        for header_key, header_value in item.headers:
+            _write_bytes(record, header_key.encode("utf-8"))
+            _write_bytes(record, header_value)
+        write_varint(body, len(record))
+        body += record
+    if last_offset_delta is None:
+        last_offset_delta = max(next_delta - 1, 0)
+    elif last_offset_delta < next_delta - 1:
+        raise ValueError(f"last offset delta {last_offset_delta} < last record's {next_delta - 1}")
+
+    section = body if compression == CompressionType.NONE else compress(compression, body)
+    attributes = int(codec_of(compression))
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attributes |= ATTR_TIMESTAMP_TYPE
+    if is_transactional:
+        attributes |= ATTR_TRANSACTIONAL
+    if is_control:
+        attributes |= ATTR_CONTROL
+    out = bytearray(HEADER_SIZE + len(section))
+    _HEADER.pack_into(
+        out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, CURRENT_MAGIC, 0,
+        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+        producer_epoch, base_sequence, len(items),
+    )  # fmt: skip
+    out[HEADER_SIZE:] = section
+    _CRC.pack_into(out, CRC_OFFSET, compute_crc(out, 0, len(out)))
+    return bytes(out)
+
+
+def set_log_append_time(
+    buf: bytearray | memoryview, pos: int, header: BatchHeader, timestamp_ms: int
+) -> BatchHeader:
+    """Stamp the batch at `pos` with LogAppendTime `timestamp_ms`; returns the updated header.
+
+    Like Kafka's DefaultRecordBatch.setMaxTimestamp: sets the timestamp-type attribute bit
+    (other attributes kept) and maxTimestamp, leaves baseTimestamp and the records as they are
+    (readers give every record of a LogAppendTime batch the maxTimestamp), and recomputes the
+    CRC; nothing is written when the batch already carries that type and timestamp.
+    """
+    if pos < 0 or pos + header.size > len(buf):
+        raise CorruptRecordError(f"record batch at {pos} truncated: needs {header.size} bytes")
+    attributes = header.attributes | ATTR_TIMESTAMP_TYPE
+    if attributes == header.attributes and header.max_timestamp == timestamp_ms:
+        return header
+    _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+    _TIMESTAMP.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
+    crc = compute_crc(buf, pos, header.size)
+    _CRC.pack_into(buf, pos + CRC_OFFSET, crc)
+    return dataclasses.replace(header, attributes=attributes, max_timestamp=timestamp_ms, crc=crc)
