@@ -520,7 +520,7 @@ class UnifiedLog:
         self._scheduler(self._config.file_delete_delay_ms, delete_files)
 
     # --------------------------------------------------------------- truncate
-    def truncate_to(self, target: int) -> bool:
+    def truncate_to(self, target: int, *, now_ms: int | None = None) -> bool:
         """Remove every batch from the one holding `target` on (follower truncation).
 
         Returns True if anything was removed. Below the log start offset the log is emptied
@@ -546,7 +546,7 @@ class UnifiedLog:
         end = self.log_end_offset
         self.leader_epoch_cache.truncate_from_end(end)
         self.producer_state.delete_snapshots_after(end)
-        self._rebuild_producer_state(_now_ms())
+        self._rebuild_producer_state(_now_ms() if now_ms is None else now_ms)
         self.recovery_point = min(self.recovery_point, end)
         log.info(
             "log truncated topic=%s partition=%d target=%d log_end_offset=%d",
