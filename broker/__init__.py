@@ -1,0 +1,1 @@
+"""Samsa's broker: the server, request handlers, storage, replication and group coordination."""

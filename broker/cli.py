@@ -1,0 +1,87 @@
+"""`samsa`: the command line.
+
+    samsa serve [--config server.properties] [--override key=value ...]
+
+With no config the broker runs with the embedded defaults: one listener on 127.0.0.1:9092, data in
+./samsa-data, the embedded controller, auto topic creation on, one partition per topic. Keys of
+server.properties that Samsa does not know are listed once in a warning and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from broker.config import BrokerConfig, ConfigError, load_properties
+
+log = logging.getLogger("samsa.cli")
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    props: dict[str, str] = {}
+    if args.config:
+        props.update(load_properties(args.config))
+    for item in args.override or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--override expects key=value, got {item!r}")
+        props[key.strip()] = value.strip()
+    config, unknown = BrokerConfig.from_properties(props)
+    if unknown:
+        log.warning("unknown config keys ignored keys=%s", ",".join(sorted(unknown)))
+    return config
+
+
+async def serve(config: BrokerConfig) -> None:
+    from broker.server import Broker
+
+    broker = Broker(config)
+    await broker.start()
+    for address in broker.advertised_addresses():
+        print(f"samsa listening on {address}", flush=True)
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    await stopping.wait()
+    log.info("shutdown requested")
+    await broker.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="samsa", description="Kafka-compatible broker")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_serve = sub.add_parser("serve", help="run a broker")
+    p_serve.add_argument("--config", help="a Kafka server.properties file")
+    p_serve.add_argument(
+        "--override", action="append", metavar="KEY=VALUE", help="set a config key (repeatable)"
+    )
+    p_serve.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        config = build_config(args)
+    except (ConfigError, OSError) as e:
+        print(f"samsa: {e}", file=sys.stderr)
+        return 2
+    if args.command == "serve":
+        try:
+            asyncio.run(serve(config))
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

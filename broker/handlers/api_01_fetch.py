@@ -1,0 +1,109 @@
+# Fetch (key 1), versions 4-12.
+# Consumers (replica_id -1) read below the high watermark; read_committed reads below the last
+# stable offset (equal to the HW while there are no transactions). Followers (replica_id >= 0)
+# read below the log end offset. Records are sent zero-copy: each partition's records are a file
+# region of a segment that network.py hands to os.sendfile. A fetch that starts inside a batch
+# returns the whole batch. If fewer than min_bytes are available the request long-polls in the
+# fetch purgatory until an append brings enough or max_wait_ms passes (no timer polling).
+# Fetch sessions (KIP-227): served sessionless. A full fetch asking for a new session (epoch 0) is
+# answered with session id 0, which clients take as "no session"; a request naming a session id
+# gets FETCH_SESSION_ID_NOT_FOUND; an incremental epoch without a session INVALID_FETCH_SESSION_EPOCH.
+# Not supported: v13+ (topic ids in fetch), rack-aware preferred read replicas.
+from __future__ import annotations
+
+import datetime
+
+from kio.schema.fetch.v12.request import FetchRequest
+from kio.schema.fetch.v12.response import (
+    FetchableTopicResponse,
+    FetchResponse,
+    PartitionData,
+)
+from kio.static.primitive import i32, i64
+
+from broker.context import RequestContext
+from broker.handlers import registry
+from broker.replication.partition import FetchIsolation
+from broker.replication.replica_manager import FetchRequestPartition, FetchResult
+from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
+from protocol.types import Offset
+
+API_KEY = 1
+READ_COMMITTED = 1
+FINAL_EPOCH = -1
+INITIAL_EPOCH = 0
+
+
+def _partition_data(result: FetchResult, read_committed: bool) -> PartitionData:
+    read = result.read
+    records = read.info.records if read is not None and read.info is not None else None
+    return PartitionData(
+        partition_index=i32(result.tp.partition),
+        error_code=result.error,
+        high_watermark=i64(read.high_watermark if read else -1),
+        last_stable_offset=i64(read.last_stable_offset if read else -1),
+        log_start_offset=i64(read.log_start_offset if read else -1),
+        aborted_transactions=() if read_committed else None,
+        records=records if records is not None else b"",
+    )
+
+
+def _session_error(request: FetchRequest) -> ErrorCode:
+    if request.session_id != 0:
+        return ErrorCode.fetch_session_id_not_found
+    if request.session_epoch not in (FINAL_EPOCH, INITIAL_EPOCH):
+        return ErrorCode.invalid_fetch_session_epoch
+    return ErrorCode.none
+
+
+@registry.api(API_KEY, 4, 12)
+async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
+    session_error = _session_error(request)
+    if session_error != ErrorCode.none:
+        return FetchResponse(
+            throttle_time=datetime.timedelta(0),
+            error_code=session_error,
+            session_id=i32(0),
+            responses=(),
+        )
+    is_follower = request.replica_id >= 0
+    read_committed = request.isolation_level == READ_COMMITTED
+    if is_follower:
+        isolation = FetchIsolation.LOG_END
+    elif read_committed:
+        isolation = FetchIsolation.TXN_COMMITTED
+    else:
+        isolation = FetchIsolation.HIGH_WATERMARK
+    wanted = [
+        FetchRequestPartition(
+            tp=TopicPartition(topic.topic, p.partition),
+            fetch_offset=Offset(p.fetch_offset),
+            max_bytes=p.partition_max_bytes,
+            current_leader_epoch=p.current_leader_epoch,
+            log_start_offset=Offset(p.log_start_offset),
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    ]
+    results = await ctx.broker.replica_manager.fetch_messages(
+        wanted,
+        isolation,
+        max_wait_ms=int(request.max_wait.total_seconds() * 1000),
+        min_bytes=request.min_bytes,
+        max_bytes=request.max_bytes,
+    )
+    responses: list[FetchableTopicResponse] = []
+    for result in results:
+        data = _partition_data(result, read_committed)
+        if responses and responses[-1].topic == result.tp.topic:
+            last = responses[-1]
+            responses[-1] = FetchableTopicResponse(topic=last.topic, partitions=(*last.partitions, data))
+        else:
+            responses.append(FetchableTopicResponse(topic=result.tp.topic, partitions=(data,)))
+    return FetchResponse(
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        session_id=i32(0),
+        responses=tuple(responses),
+    )

@@ -1,0 +1,75 @@
+# ListOffsets (key 2), versions 1-9.
+# Per partition, on its leader: EARLIEST (-2) is the log start offset, LATEST (-1) the high
+# watermark (read_committed: the last stable offset), MAX_TIMESTAMP (-3, v7+) the record with the
+# largest timestamp, EARLIEST_LOCAL (-4, v8+) the log start offset, LATEST_TIERED (-5, v9+) -1 (no
+# tiered storage); a timestamp gives the first offset whose timestamp is at or after it, or
+# offset -1 and timestamp -1 when there is none below the HW (KIP-79). Each answer carries the
+# leader epoch of its offset. A current leader epoch other than ours is fenced (KIP-320);
+# followers (replica_id >= 0) may read up to the log end offset.
+# Not supported: v0 (old-style offset lists; no listed client needs it), v10+ (timeout field).
+from __future__ import annotations
+
+import datetime
+from collections import Counter
+
+from kio.schema.list_offsets.v9.request import ListOffsetsRequest
+from kio.schema.list_offsets.v9.response import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from kio.static.primitive import i32, i64
+
+from broker.context import RequestContext
+from broker.handlers import registry
+from broker.replication.partition import FetchIsolation
+from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
+
+API_KEY = 2
+CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2
+READ_COMMITTED = 1
+
+
+@registry.api(API_KEY, 1, 9)
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    replica_manager = ctx.broker.replica_manager
+    if request.replica_id >= 0:
+        isolation = FetchIsolation.LOG_END
+    elif request.isolation_level == READ_COMMITTED:
+        isolation = FetchIsolation.TXN_COMMITTED
+    else:
+        isolation = FetchIsolation.HIGH_WATERMARK
+    counts = Counter(TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    duplicates = {tp for tp, n in counts.items() if n > 1}
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            response = ListOffsetsPartitionResponse(
+                partition_index=i32(p.partition_index), error_code=ErrorCode.none
+            )
+            try:
+                if tp in duplicates:
+                    raise KafkaError(ErrorCode.invalid_request, f"Duplicate partition {tp} in request")
+                found = replica_manager.get_partition(tp).fetch_offset_for_timestamp(
+                    p.timestamp,
+                    isolation,
+                    current_leader_epoch=p.current_leader_epoch,
+                    fetch_only_from_leader=request.replica_id != DEBUGGING_REPLICA_ID,
+                )
+                if found is not None:
+                    response = ListOffsetsPartitionResponse(
+                        partition_index=i32(p.partition_index),
+                        error_code=ErrorCode.none,
+                        timestamp=i64(found.timestamp),
+                        offset=i64(found.offset),
+                        leader_epoch=i32(found.leader_epoch),
+                    )
+            except KafkaError as e:
+                response = ListOffsetsPartitionResponse(partition_index=i32(p.partition_index), error_code=e.code)
+            partitions.append(response)
+        topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(partitions)))
+    return ListOffsetsResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))

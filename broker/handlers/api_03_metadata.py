@@ -1,0 +1,141 @@
+# Metadata (key 3), versions 0-12.
+# Brokers (with the endpoints of the listener the request came in on), cluster id, controller id,
+# and for each topic its id, partitions, leader, leader epoch, replicas, ISR and offline replicas.
+# v0: an empty topic list means all topics; v1+: null means all, empty means none. Unknown topics
+# are created when the request allows it (v4+ flag; always for v0-3) and auto.create.topics.enable
+# is on, with num.partitions and default.replication.factor; invalid names get
+# INVALID_TOPIC_EXCEPTION. v10+ topics may be named by id (UNKNOWN_TOPIC_ID if unknown).
+# Authorized operations: no authorizer, so every operation is reported as allowed when asked.
+# Not supported: v13 (top-level error code, KIP-1102).
+from __future__ import annotations
+
+import datetime
+import uuid
+
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.metadata.v12.response import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from kio.static.primitive import i32
+
+from broker.context import RequestContext
+from broker.handlers import registry
+from controller.model import ClusterImage, NewTopic, TopicRegistration
+from controller.placement import topic_name_error
+from protocol.errors import ErrorCode
+from protocol.types import BrokerId
+
+API_KEY = 3
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# AclOperation codes READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
+# ALTER_CONFIGS 11: with no authorizer Kafka reports them all.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def brokers_for(image: ClusterImage, listener: str) -> tuple[MetadataResponseBroker, ...]:
+    result = []
+    for broker in image.brokers.values():
+        ep = broker.endpoint(listener)
+        if ep is None:
+            continue
+        result.append(
+            MetadataResponseBroker(node_id=broker.broker_id, host=ep.host, port=i32(ep.port), rack=broker.rack)
+        )
+    return tuple(result)
+
+
+def topic_metadata(
+    image: ClusterImage, topic: TopicRegistration, include_operations: bool
+) -> MetadataResponseTopic:
+    partitions = []
+    for index, reg in sorted(topic.partitions.items()):
+        offline = tuple(b for b in reg.replicas if b not in image.brokers)
+        partitions.append(
+            MetadataResponsePartition(
+                error_code=ErrorCode.none if reg.online else ErrorCode.leader_not_available,
+                partition_index=i32(index),
+                leader_id=reg.leader,
+                leader_epoch=i32(reg.leader_epoch),
+                replica_nodes=reg.replicas,
+                isr_nodes=reg.isr,
+                offline_replicas=offline,
+            )
+        )
+    return MetadataResponseTopic(
+        error_code=ErrorCode.none,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.internal,
+        partitions=tuple(partitions),
+        topic_authorized_operations=i32(
+            TOPIC_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED
+        ),
+    )
+
+
+def _error_topic(name: str | None, error: ErrorCode, topic_id: uuid.UUID | None = None) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=error,
+        name=name,
+        topic_id=topic_id or ZERO_UUID,
+        is_internal=False,
+        partitions=(),
+        topic_authorized_operations=i32(AUTHORIZED_OPERATIONS_OMITTED),
+    )
+
+
+@registry.api(API_KEY, 0, 12)
+async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    broker = ctx.broker
+    image = broker.controller.image
+    include_ops = request.include_topic_authorized_operations
+    all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
+    allow_auto_create = (ctx.api_version < 4 or request.allow_auto_topic_creation) and (
+        broker.config.auto_create_topics_enable
+    )
+
+    topics: list[MetadataResponseTopic] = []
+    if all_topics:
+        topics = [topic_metadata(image, t, include_ops) for _, t in sorted(image.topics.items())]
+    else:
+        to_create: list[str] = []
+        for requested in request.topics or ():
+            name = requested.name
+            if name is None:
+                found = image.topic_by_id(requested.topic_id) if requested.topic_id else None
+                if found is None:
+                    topics.append(_error_topic(None, ErrorCode.unknown_topic_id, requested.topic_id))
+                else:
+                    topics.append(topic_metadata(image, found, include_ops))
+                continue
+            if name in image.topics:
+                continue
+            if topic_name_error(name):
+                topics.append(_error_topic(name, ErrorCode.invalid_topic_exception))
+            elif allow_auto_create and name not in to_create:
+                to_create.append(name)
+            elif not allow_auto_create:
+                topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition))
+        if to_create:
+            await broker.auto_create_topics(to_create)
+            image = broker.controller.image
+        for requested in request.topics or ():
+            name = requested.name
+            if name is None:
+                continue
+            if name in image.topics:
+                topics.append(topic_metadata(image, image.topics[name], include_ops))
+            elif name in to_create:
+                topics.append(_error_topic(name, ErrorCode.leader_not_available))
+
+    return MetadataResponse(
+        throttle_time=datetime.timedelta(0),
+        brokers=brokers_for(image, ctx.listener),
+        cluster_id=image.cluster_id,
+        controller_id=BrokerId(image.controller_id),
+        topics=tuple(topics),
+    )

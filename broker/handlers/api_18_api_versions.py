@@ -1,0 +1,64 @@
+# ApiVersions (key 18), versions 0-4.
+# Answers with every API key and version range in the handler registry (nothing kept by hand).
+# Response header is always v0 (KIP-511). v3+ requests with a client software name or version
+# outside Kafka's pattern get INVALID_REQUEST. An ApiVersions version above 4 is answered by
+# network.py with `unsupported_version_body` (v0 body, UNSUPPORTED_VERSION, our ApiVersions range).
+# Not supported: feature flags (no supported/finalized features are advertised).
+from __future__ import annotations
+
+import datetime
+import re
+from functools import cache
+
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.api_versions.v4.request import ApiVersionsRequest
+from kio.schema.api_versions.v4.response import ApiVersion, ApiVersionsResponse
+from kio.static.primitive import i16
+
+from broker.context import RequestContext
+from broker.handlers import registry
+from protocol.errors import ErrorCode
+from protocol.messages import encode_bytes
+
+API_KEY = 18
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+
+@cache
+def _api_keys() -> tuple[ApiVersion, ...]:
+    return tuple(
+        ApiVersion(api_key=i16(h.api_key), min_version=i16(h.min_version), max_version=i16(h.max_version))
+        for h in registry.load_handlers().values()
+    )
+
+
+def unsupported_version_body() -> bytes:
+    handler = registry.get(API_KEY)
+    assert handler is not None
+    return encode_bytes(
+        ApiVersionsResponseV0(
+            error_code=ErrorCode.unsupported_version,
+            api_keys=(
+                ApiVersionV0(
+                    api_key=i16(API_KEY),
+                    min_version=i16(handler.min_version),
+                    max_version=i16(handler.max_version),
+                ),
+            ),
+        )
+    )
+
+
+@registry.api(API_KEY, 0, 4)
+async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+    error = ErrorCode.none
+    if ctx.api_version >= 3 and not (
+        _SOFTWARE.match(request.client_software_name) and _SOFTWARE.match(request.client_software_version)
+    ):
+        error = ErrorCode.invalid_request
+    return ApiVersionsResponse(
+        error_code=error,
+        api_keys=_api_keys() if error == ErrorCode.none else (),
+        throttle_time=datetime.timedelta(0),
+    )

@@ -1,0 +1,58 @@
+# OffsetForLeaderEpoch (key 23), versions 2-4.
+# For each partition: the end offset of the requested leader epoch on this broker's log, from the
+# leader-epoch cache (Kafka's LeaderEpochFileCache.endOffsetFor): the largest epoch <= the one asked
+# for and the start offset of the next epoch, or the log end offset for the latest epoch;
+# (-1, -1) for an epoch below the first one known. Consumers validate their position with it after
+# a leader change (KIP-320, v3+ in Java, v2 in librdkafka); followers truncate with it.
+# A current leader epoch other than ours is fenced; replica_id -2 (v0-2 default) may be answered by
+# any replica, others only by the leader.
+# Not supported: v0-1 (removed in Kafka 4; no listed client needs them).
+from __future__ import annotations
+
+import datetime
+
+from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
+from kio.schema.offset_for_leader_epoch.v4.response import (
+    EpochEndOffset,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderTopicResult,
+)
+from kio.static.primitive import i32, i64
+
+from broker.context import RequestContext
+from broker.handlers import registry
+from broker.replication.partition import PartitionRole
+from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
+
+API_KEY = 23
+DEBUGGING_REPLICA_ID = -2
+
+
+@registry.api(API_KEY, 2, 4)
+async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    replica_manager = ctx.broker.replica_manager
+    only_leader = request.replica_id != DEBUGGING_REPLICA_ID
+    topics = []
+    for topic in request.topics:
+        results = []
+        for p in topic.partitions:
+            tp = TopicPartition(topic.topic, p.partition)
+            try:
+                partition = replica_manager.get_partition(tp)
+                if only_leader and partition.role != PartitionRole.LEADER:
+                    raise KafkaError(ErrorCode.not_leader_or_follower)
+                partition.check_leader_epoch(p.current_leader_epoch)
+                epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+                results.append(
+                    EpochEndOffset(
+                        error_code=ErrorCode.none,
+                        partition=i32(p.partition),
+                        leader_epoch=i32(epoch),
+                        end_offset=i64(end_offset),
+                    )
+                )
+            except KafkaError as e:
+                results.append(EpochEndOffset(error_code=e.code, partition=i32(p.partition)))
+        topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(results)))
+    return OffsetForLeaderEpochResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))

@@ -1,0 +1,193 @@
+"""Connections: frames in, responses out, one request at a time per connection.
+
+Like Kafka's SocketServer, a connection is muted while its request is handled, so responses go
+out in request order and pipelined requests wait in the socket buffer. A frame that cannot be
+parsed, is larger than socket.request.max.bytes, or names an unknown API key or version closes
+that one connection with a log line; every other connection keeps being served.
+
+Responses are written as bytes chunks and zero-copy file regions: a region (FileRecords) goes
+from the segment file to the socket with os.sendfile (asyncio's loop.sendfile), so fetched record
+bytes never pass through Python.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from broker.context import CloseConnection, RequestContext
+from broker.handlers import registry
+from protocol import frames, messages
+from protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+log = logging.getLogger("samsa.network")
+
+class ConnectionClosed(Exception):
+    """Raised to end a connection after a protocol violation (already logged)."""
+
+
+class Connection:
+    def __init__(
+        self,
+        broker: Broker,
+        listener: str,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        self.broker = broker
+        self.listener = listener
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.address = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.zero_copy = writer.get_extra_info("sslcontext") is None
+        self.client_id: str | None = None
+
+    async def serve(self) -> None:
+        max_size = self.broker.config.socket_request_max_bytes
+        try:
+            while True:
+                try:
+                    prefix = await self.reader.readexactly(4)
+                except asyncio.IncompleteReadError:
+                    return
+                size = frames.read_size(prefix)
+                if size < 0 or size > max_size:
+                    log.warning(
+                        "connection closed reason=frame_size client=%s size=%d max=%d",
+                        self.address,
+                        size,
+                        max_size,
+                    )
+                    return
+                try:
+                    payload = await self.reader.readexactly(size)
+                except asyncio.IncompleteReadError:
+                    log.warning("connection closed reason=truncated_frame client=%s", self.address)
+                    return
+                await self._handle(payload)
+        except ConnectionClosed:
+            return
+        except (ConnectionError, OSError) as e:
+            log.debug("connection lost client=%s error=%s", self.address, e)
+        finally:
+            self.writer.close()
+
+    def _close(self, reason: str, correlation_id: int = -1, **fields: Any) -> ConnectionClosed:
+        extra = " ".join(f"{k}={v}" for k, v in fields.items())
+        log.warning(
+            "connection closed reason=%s client=%s client_id=%s correlation_id=%d %s",
+            reason,
+            self.address,
+            self.client_id,
+            correlation_id,
+            extra,
+        )
+        return ConnectionClosed(reason)
+
+    async def _handle(self, payload: bytes) -> None:
+        try:
+            api_key, api_version, correlation_id = frames.parse_request_key_version(payload)
+        except KafkaError:
+            raise self._close("malformed_header", size=len(payload)) from None
+        handler = registry.get(api_key)
+        if handler is None:
+            raise self._close("unknown_api_key", correlation_id, api_key=api_key)
+        if not handler.supports(api_version):
+            if api_key == frames.API_VERSIONS_KEY:
+                from broker.handlers.api_18_api_versions import unsupported_version_body
+
+                head = frames.response_header(correlation_id, False)
+                body = unsupported_version_body()
+                await self._write([frames.size_prefix(len(head) + len(body)), head, body])
+                return
+            raise self._close(
+                "unsupported_version", correlation_id, api_key=api_key, api_version=api_version
+            )
+        flexible = messages.is_flexible(api_key, api_version)
+        try:
+            header = frames.parse_request_header(
+                payload, frames.request_header_version(api_key, api_version, flexible)
+            )
+            request, _ = messages.decode_request(api_key, api_version, payload, header.header_size)
+        except Exception as e:  # kio raises assorted errors on malformed bodies
+            raise self._close(
+                "malformed_request", correlation_id, api=handler.name, api_version=api_version, error=repr(e)[:200]
+            ) from None
+        self.client_id = header.client_id
+        ctx = RequestContext(
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+            client_id=header.client_id,
+            client_address=self.address,
+            listener=self.listener,
+            broker=self.broker,
+        )
+        started = time.monotonic()
+        try:
+            response = await handler.handle(ctx, handler.handler_request(api_version, request))
+        except CloseConnection as e:
+            raise self._close("handler_closed", correlation_id, api=handler.name, detail=str(e)) from None
+        except Exception as e:
+            if handler.error_response is None:
+                log.exception(
+                    "request failed api=%s api_version=%d client_id=%s correlation_id=%d",
+                    handler.name,
+                    api_version,
+                    header.client_id,
+                    correlation_id,
+                )
+                raise self._close("handler_error", correlation_id, api=handler.name) from None
+            if not isinstance(e, KafkaError):
+                log.exception(
+                    "request failed api=%s api_version=%d client_id=%s correlation_id=%d",
+                    handler.name,
+                    api_version,
+                    header.client_id,
+                    correlation_id,
+                )
+                e = KafkaError(ErrorCode.unknown_server_error, str(e))
+            response = handler.error_response(ctx, handler.handler_request(api_version, request), e)
+        if response is None:  # acks=0 produce: no response
+            return
+        out = messages.FrameBuffer()
+        # ApiVersions responses always use header v0 (KIP-511).
+        out.write(
+            frames.response_header(
+                correlation_id, flexible and api_key != frames.API_VERSIONS_KEY
+            )
+        )
+        messages.encode(messages.convert(response, messages.response_class(api_key, api_version)), out)
+        chunks = out.finish()
+        await self._write([frames.size_prefix(out.size), *chunks])
+        elapsed_ms = (time.monotonic() - started) * 1000
+        if elapsed_ms > 1000 and api_key not in (1,):  # fetches long-poll by design
+            log.info(
+                "slow request api=%s api_version=%d client_id=%s correlation_id=%d ms=%.0f",
+                handler.name,
+                api_version,
+                header.client_id,
+                correlation_id,
+                elapsed_ms,
+            )
+
+    async def _write(self, chunks: list[Any]) -> None:
+        writer = self.writer
+        loop = asyncio.get_running_loop()
+        for chunk in chunks:
+            if isinstance(chunk, (bytes, bytearray)):
+                writer.write(chunk)
+                continue
+            # a zero-copy region of a segment file
+            if not self.zero_copy:
+                writer.write(chunk.read_bytes())
+                continue
+            await writer.drain()
+            await loop.sendfile(writer.transport, chunk.file, chunk.position, len(chunk))
+        await writer.drain()

@@ -1,0 +1,288 @@
+"""The replica manager: every partition this broker hosts, and the produce and fetch paths.
+
+It follows the controller's metadata image: a partition whose registration names this broker
+becomes a leader or follower `Partition` backed by a log from the LogManager; a partition that
+disappears from the image is taken offline and its log deleted.
+
+Produce: append to each leader partition, then, for acks=all, park in the produce purgatory until
+every partition's high watermark covers its batch. Fetch: read from each partition; if fewer than
+min_bytes are available, park in the fetch purgatory until an append brings enough or max_wait_ms
+passes. Appends and HW moves call `check_and_complete` on the purgatories for their partition.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+
+from broker.replication.partition import FetchIsolation, Partition, ReadResult
+from broker.replication.purgatory import Purgatory
+from controller.model import ClusterImage, TopicRegistration
+from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
+from protocol.types import BrokerId, Offset
+
+if TYPE_CHECKING:
+    from broker.log.config import LogConfig
+    from broker.log.info import LogAppendInfo
+    from broker.log.manager import LogManager
+
+log = logging.getLogger("samsa.replica_manager")
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    error: ErrorCode
+    info: LogAppendInfo | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequestPartition:
+    tp: TopicPartition
+    fetch_offset: Offset
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: Offset = Offset(-1)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    tp: TopicPartition
+    error: ErrorCode
+    read: ReadResult | None = None
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: BrokerId,
+        log_manager: LogManager,
+        log_config_for: Callable[[TopicRegistration], LogConfig],
+        initial_high_watermarks: Mapping[TopicPartition, int],
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self._log_config_for = log_config_for
+        self._initial_hw = dict(initial_high_watermarks)
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.delayed_produce: Purgatory[TopicPartition] = Purgatory("produce")
+        self.delayed_fetch: Purgatory[TopicPartition] = Purgatory("fetch")
+        self._leadership_listeners: list[Callable[[TopicPartition, bool], None]] = []
+
+    # -- metadata ------------------------------------------------------------------------------
+
+    def add_leadership_listener(self, listener: Callable[[TopicPartition, bool], None]) -> None:
+        """Called with (tp, is_leader) whenever this broker gains or loses leadership of tp."""
+        self._leadership_listeners.append(listener)
+
+    def on_image(self, old: ClusterImage | None, new: ClusterImage) -> None:
+        """Apply a new metadata image: create, lead, follow or drop partitions. No awaits."""
+        seen: set[TopicPartition] = set()
+        for topic in new.topics.values():
+            old_topic = None if old is None else old.topics.get(topic.name)
+            config = self._log_config_for(topic)
+            config_changed = old_topic is not None and old_topic.configs != topic.configs
+            for index, reg in topic.partitions.items():
+                if self.broker_id not in reg.replicas:
+                    continue
+                tp = TopicPartition(topic.name, index)
+                seen.add(tp)
+                partition = self.partitions.get(tp)
+                if partition is None:
+                    log_ = self.log_manager.get_or_create_log(tp, config)
+                    partition = Partition(
+                        tp,
+                        self.broker_id,
+                        log_,
+                        initial_high_watermark=Offset(self._initial_hw.pop(tp, 0)),
+                        on_high_watermark=self._on_high_watermark,
+                    )
+                    self.partitions[tp] = partition
+                elif config_changed:
+                    partition.log.config = config
+                was_leader = partition.is_leader
+                if reg.leader == self.broker_id:
+                    partition.make_leader(reg)
+                else:
+                    partition.make_follower(reg)
+                if partition.is_leader != was_leader:
+                    for listener in self._leadership_listeners:
+                        listener(tp, partition.is_leader)
+        for tp in [tp for tp in self.partitions if tp not in seen]:
+            partition = self.partitions.pop(tp)
+            was_leader = partition.is_leader
+            partition.make_offline()
+            self.log_manager.delete_log(tp)
+            self.delayed_fetch.check_and_complete(tp)
+            self.delayed_produce.check_and_complete(tp)
+            if was_leader:
+                for listener in self._leadership_listeners:
+                    listener(tp, False)
+            log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
+
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        return {tp: p.high_watermark for tp, p in self.partitions.items()}
+
+    def _on_high_watermark(self, tp: TopicPartition) -> None:
+        self.delayed_produce.check_and_complete(tp)
+        self.delayed_fetch.check_and_complete(tp)
+
+    def get_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            raise KafkaError(
+                ErrorCode.unknown_topic_or_partition,
+                "This server does not host this topic-partition.",
+            )
+        return partition
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.get_partition(tp)
+        if not partition.is_leader:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower, f"This broker is not the leader for {tp}"
+            )
+        return partition
+
+    # -- produce -------------------------------------------------------------------------------
+
+    def append_local(
+        self, entries: Iterable[tuple[TopicPartition, bytes | memoryview]], required_acks: int
+    ) -> dict[TopicPartition, ProduceResult]:
+        results: dict[TopicPartition, ProduceResult] = {}
+        for tp, records in entries:
+            try:
+                partition = self.get_partition(tp)
+                info = partition.append_records_to_leader(records, required_acks)
+                results[tp] = ProduceResult(ErrorCode.none, info)
+                self.delayed_fetch.check_and_complete(tp)
+            except KafkaError as e:
+                results[tp] = ProduceResult(e.code, None, e.message)
+        return results
+
+    async def append_records(
+        self,
+        entries: Sequence[tuple[TopicPartition, bytes | memoryview]],
+        required_acks: int,
+        timeout_ms: int,
+    ) -> dict[TopicPartition, ProduceResult]:
+        results = self.append_local(entries, required_acks)
+        if required_acks != -1:
+            return results
+        pending = {
+            tp: Offset(r.info.last_offset + 1)
+            for tp, r in results.items()
+            if r.error == ErrorCode.none and r.info is not None
+        }
+        if not pending:
+            return results
+
+        def acks_done() -> bool:
+            return all(self._acks_status(tp, offset)[0] for tp, offset in pending.items())
+
+        await self.delayed_produce.wait(pending.keys(), acks_done, timeout_ms / 1000)
+        for tp, offset in pending.items():
+            done, error = self._acks_status(tp, offset)
+            if not done:
+                results[tp] = ProduceResult(ErrorCode.request_timed_out, results[tp].info)
+            elif error != ErrorCode.none:
+                results[tp] = ProduceResult(error, results[tp].info)
+        return results
+
+    def _acks_status(self, tp: TopicPartition, required_offset: Offset) -> tuple[bool, ErrorCode]:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return True, ErrorCode.not_leader_or_follower
+        return partition.acks_satisfied(required_offset)
+
+    # -- fetch ---------------------------------------------------------------------------------
+
+    def read_local(
+        self,
+        requests: Sequence[FetchRequestPartition],
+        isolation: FetchIsolation,
+        max_bytes: int,
+        *,
+        fetch_only_from_leader: bool = True,
+    ) -> list[FetchResult]:
+        """Read each partition in order; the response budget is max_bytes, but the first
+        non-empty partition always returns at least one batch (KIP-74)."""
+        results: list[FetchResult] = []
+        remaining = max_bytes
+        min_one = True
+        for req in requests:
+            try:
+                partition = self.get_partition(req.tp)
+                read = partition.read_records(
+                    req.fetch_offset,
+                    max(0, min(req.max_bytes, remaining)),
+                    isolation,
+                    current_leader_epoch=req.current_leader_epoch,
+                    fetch_only_from_leader=fetch_only_from_leader,
+                    min_one_message=min_one,
+                )
+                size = read.info.size if read.info is not None else 0
+                if size:
+                    remaining -= size
+                    min_one = False
+                results.append(FetchResult(req.tp, ErrorCode.none, read))
+            except KafkaError as e:
+                results.append(FetchResult(req.tp, e.code, self._error_read(req.tp)))
+        return results
+
+    def _error_read(self, tp: TopicPartition) -> ReadResult | None:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return None
+        return ReadResult(
+            info=None,
+            high_watermark=partition.high_watermark,
+            last_stable_offset=partition.high_watermark,
+            log_start_offset=partition.log.log_start_offset,
+            log_end_offset=partition.log.log_end_offset,
+        )
+
+    async def fetch_messages(
+        self,
+        requests: Sequence[FetchRequestPartition],
+        isolation: FetchIsolation,
+        *,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        fetch_only_from_leader: bool = True,
+    ) -> list[FetchResult]:
+        """Read now; if fewer than min_bytes are there and no partition errored, long-poll."""
+        results = self.read_local(
+            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader
+        )
+        if max_wait_ms <= 0 or not requests or self._fetch_satisfied(results, min_bytes):
+            return results
+
+        def enough() -> bool:
+            total = 0
+            for req in requests:
+                partition = self.partitions.get(req.tp)
+                if partition is None or (fetch_only_from_leader and not partition.is_leader):
+                    return True
+                total += partition.bytes_available(req.fetch_offset, isolation)
+                if total >= min_bytes:
+                    return True
+            return False
+
+        await self.delayed_fetch.wait([r.tp for r in requests], enough, max_wait_ms / 1000)
+        return self.read_local(
+            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader
+        )
+
+    @staticmethod
+    def _fetch_satisfied(results: Sequence[FetchResult], min_bytes: int) -> bool:
+        total = 0
+        for r in results:
+            if r.error != ErrorCode.none:
+                return True
+            if r.read is not None and r.read.info is not None:
+                total += r.read.info.size
+        return total >= min_bytes

@@ -1,0 +1,163 @@
+"""A Samsa broker in a child process, on a free loopback port, for tests.
+
+The broker is started with `python -m broker serve` and `listeners=PLAINTEXT://127.0.0.1:0`; the
+port is read from the "samsa listening on" line it prints. `stop()` sends SIGTERM (clean shutdown),
+`kill()` sends SIGKILL (a crash), `restart()` starts it again on the same data directory and port.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Mapping
+
+_LISTENING = re.compile(r"samsa listening on (\w+)://([^:]+):(\d+)")
+
+
+class SamsaProcess:
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        overrides: Mapping[str, str] | None = None,
+        *,
+        port: int = 0,
+        log_level: str = "INFO",
+        startup_timeout: float = 30.0,
+    ) -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if data_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="samsa-")
+            data_dir = self._tmp.name
+        self.data_dir = Path(data_dir)
+        self.overrides = dict(overrides or {})
+        self.port = port
+        self.host = "127.0.0.1"
+        self.log_level = log_level
+        self.startup_timeout = startup_timeout
+        self.proc: subprocess.Popen[str] | None = None
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
+        self._log_file = None
+        self._reader: threading.Thread | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        props = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir),
+            **self.overrides,
+        }
+        cmd = [sys.executable, "-m", "broker", "serve", "--log-level", self.log_level]
+        for k, v in props.items():
+            cmd += ["--override", f"{k}={v}"]
+        return cmd
+
+    def start(self) -> SamsaProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._log_file = open(self.log_path, "a")
+        self.proc = subprocess.Popen(
+            self.command(),
+            stdout=subprocess.PIPE,
+            stderr=self._log_file,
+            text=True,
+            cwd=str(Path(__file__).resolve().parents[2]),
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(
+                        f"samsa exited with {self.proc.returncode} during start-up; log:\n{self.read_log()[-4000:]}"
+                    )
+                continue
+            m = _LISTENING.search(line)
+            if m:
+                self.host, self.port = m.group(2), int(m.group(3))
+                # keep draining stdout so the child never blocks on a full pipe
+                self._reader = threading.Thread(target=self._drain, daemon=True)
+                self._reader.start()
+                return self
+        self.kill()
+        raise TimeoutError(f"samsa did not start within {self.startup_timeout}s; log:\n{self.read_log()[-4000:]}")
+
+    def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for _ in self.proc.stdout:
+            pass
+
+    def read_log(self) -> str:
+        try:
+            return self.log_path.read_text()
+        except FileNotFoundError:
+            return ""
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        """Clean shutdown (SIGTERM); returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self._finish()
+
+    def kill(self) -> None:
+        """Crash the broker (SIGKILL)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._finish()
+
+    def pause(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def _finish(self) -> int | None:
+        code = self.proc.returncode if self.proc is not None else None
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+            self._reader = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        return code
+
+    def restart(self) -> SamsaProcess:
+        """Start again on the same data directory and port."""
+        if self.running:
+            self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        self.kill()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> SamsaProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""Cluster metadata: the model, the controller interface, the embedded and ZooKeeper controllers."""

@@ -1,0 +1,339 @@
+"""The embedded controller: a single node's cluster metadata, kept in its data directory.
+
+It runs the same interface as the ZooKeeper controller, so a single broker takes the same code path
+as a cluster: the broker registers, topics get replica assignments (all on this broker), every
+partition has a leader, a leader epoch and an ISR. Metadata is one JSON document,
+`<log.dir>/cluster-metadata.json`, replaced atomically (write, fsync, rename) on every change;
+the cluster id lives in `meta.properties` as in Kafka.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping, Sequence
+
+from controller.interface import ImageListener
+from controller.model import (
+    BrokerRegistration,
+    ClusterImage,
+    NewTopic,
+    PartitionRegistration,
+    TopicRegistration,
+)
+from controller.placement import assign_replicas, topic_name_error
+from protocol.errors import ErrorCode, KafkaError
+from protocol.types import BrokerId, ControllerEpoch, LeaderEpoch
+
+log = logging.getLogger("samsa.controller")
+
+METADATA_FILE = "cluster-metadata.json"
+META_PROPERTIES = "meta.properties"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def load_or_create_cluster_id(data_dir: Path, broker_id: BrokerId) -> str:
+    """Read cluster.id from meta.properties, creating the file with a new id on first start."""
+    path = data_dir / META_PROPERTIES
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("cluster.id="):
+                return line.split("=", 1)[1].strip()
+    cluster_id = _new_cluster_id()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, f"version=1\ncluster.id={cluster_id}\nnode.id={broker_id}\n".encode())
+    return cluster_id
+
+
+def _new_cluster_id() -> str:
+    """A random id in Kafka's format: 22 characters of URL-safe base64 of a UUID."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class EmbeddedController:
+    """Single-node controller. This broker is the controller, the only broker and every leader."""
+
+    def __init__(self, data_dir: Path, registration: BrokerRegistration) -> None:
+        self._data_dir = data_dir
+        self._registration = registration
+        self._listeners: list[ImageListener] = []
+        cluster_id = load_or_create_cluster_id(data_dir, registration.broker_id)
+        topics, self._next_producer_id = self._load()
+        self._image = ClusterImage(
+            cluster_id=cluster_id,
+            controller_id=registration.broker_id,
+            controller_epoch=ControllerEpoch(1),
+            brokers=MappingProxyType({registration.broker_id: registration}),
+            topics=MappingProxyType(topics),
+        )
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def _load(self) -> tuple[dict[str, TopicRegistration], int]:
+        path = self._data_dir / METADATA_FILE
+        if not path.exists():
+            return {}, 0
+        doc = json.loads(path.read_text())
+        topics = {name: TopicRegistration.from_json(name, t) for name, t in doc["topics"].items()}
+        return topics, int(doc.get("next_producer_id", 0))
+
+    def _persist(self, image: ClusterImage) -> None:
+        doc = {
+            "topics": {name: t.to_json() for name, t in image.topics.items()},
+            "next_producer_id": self._next_producer_id,
+        }
+        _atomic_write(self._data_dir / METADATA_FILE, json.dumps(doc, sort_keys=True).encode())
+
+    def _publish(self, topics: Mapping[str, TopicRegistration]) -> None:
+        new = replace(self._image, topics=MappingProxyType(dict(topics)))
+        self._persist(new)
+        old, self._image = self._image, new
+        for listener in self._listeners:
+            listener(old, new)
+
+    # -- Controller interface -----------------------------------------------------------------
+
+    @property
+    def image(self) -> ClusterImage:
+        return self._image
+
+    def subscribe(self, listener: ImageListener) -> None:
+        self._listeners.append(listener)
+        listener(None, self._image)
+
+    async def start(self) -> None:
+        log.info(
+            "controller started mode=embedded cluster_id=%s broker_id=%d topics=%d",
+            self._image.cluster_id,
+            self._registration.broker_id,
+            len(self._image.topics),
+        )
+
+    async def stop(self) -> None:
+        pass
+
+    def _live_brokers(self) -> list[BrokerId]:
+        return sorted(self._image.brokers)
+
+    def _new_partitions(
+        self, assignments: Mapping[int, tuple[BrokerId, ...]]
+    ) -> dict[int, PartitionRegistration]:
+        return {
+            p: PartitionRegistration(
+                replicas=replicas,
+                isr=replicas,
+                leader=replicas[0],
+                leader_epoch=LeaderEpoch(0),
+            )
+            for p, replicas in assignments.items()
+        }
+
+    def _check_assignments(
+        self, assignments: Mapping[int, Sequence[BrokerId]], first: int, count: int
+    ) -> None:
+        if sorted(assignments) != list(range(first, first + count)):
+            raise KafkaError(ErrorCode.invalid_replica_assignment, "Partitions must be consecutive.")
+        sizes = {len(r) for r in assignments.values()}
+        if len(sizes) != 1:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                "All partitions should have the same number of replicas.",
+            )
+        for replicas in assignments.values():
+            if len(set(replicas)) != len(replicas):
+                raise KafkaError(ErrorCode.invalid_replica_assignment, "Duplicate replica assignment.")
+            unknown = [b for b in replicas if b not in self._image.brokers]
+            if unknown:
+                raise KafkaError(
+                    ErrorCode.invalid_replica_assignment, f"Unknown broker(s) {unknown} in assignment."
+                )
+
+    def _plan_topic(self, topic: NewTopic) -> TopicRegistration:
+        error = topic_name_error(topic.name)
+        if error:
+            raise KafkaError(ErrorCode.invalid_topic_exception, error)
+        if topic.name in self._image.topics:
+            raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+        if topic.assignments:
+            assignments = {p: tuple(r) for p, r in topic.assignments.items()}
+            self._check_assignments(assignments, 0, len(assignments))
+        else:
+            if topic.num_partitions <= 0:
+                raise KafkaError(
+                    ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
+                )
+            if topic.replication_factor <= 0:
+                raise KafkaError(
+                    ErrorCode.invalid_replication_factor,
+                    "Replication factor must be larger than 0.",
+                )
+            brokers = self._live_brokers()
+            if topic.replication_factor > len(brokers):
+                raise KafkaError(
+                    ErrorCode.invalid_replication_factor,
+                    f"Unable to replicate the partition {topic.replication_factor} time(s): "
+                    f"The target replication factor of {topic.replication_factor} cannot be reached "
+                    f"because only {len(brokers)} broker(s) are registered.",
+                )
+            racks = {b: self._image.brokers[b].rack for b in brokers}
+            assignments = assign_replicas(
+                brokers, racks, topic.num_partitions, topic.replication_factor
+            )
+        return TopicRegistration(
+            name=topic.name,
+            topic_id=uuid.uuid4(),
+            partitions=MappingProxyType(self._new_partitions(assignments)),
+            configs=MappingProxyType(dict(topic.configs)),
+        )
+
+    async def create_topics(
+        self, topics: Sequence[NewTopic], *, validate_only: bool = False
+    ) -> dict[str, KafkaError | None]:
+        results: dict[str, KafkaError | None] = {}
+        created: dict[str, TopicRegistration] = {}
+        for topic in topics:
+            try:
+                if topic.name in created:
+                    raise KafkaError(ErrorCode.invalid_request, "Duplicate topic in request.")
+                created[topic.name] = self._plan_topic(topic)
+                results[topic.name] = None
+            except KafkaError as e:
+                results[topic.name] = e
+        if created and not validate_only:
+            self._publish({**self._image.topics, **created})
+            for name, t in created.items():
+                log.info(
+                    "topic created topic=%s topic_id=%s partitions=%d configs=%s",
+                    name,
+                    t.topic_id,
+                    len(t.partitions),
+                    dict(t.configs),
+                )
+        return results
+
+    async def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        results: dict[str, KafkaError | None] = {}
+        remaining = dict(self._image.topics)
+        for name in names:
+            if name not in remaining:
+                results[name] = KafkaError(
+                    ErrorCode.unknown_topic_or_partition,
+                    "This server does not host this topic-partition.",
+                )
+            else:
+                del remaining[name]
+                results[name] = None
+        if len(remaining) != len(self._image.topics):
+            self._publish(remaining)
+            log.info("topics deleted topics=%s", [n for n, e in results.items() if e is None])
+        return results
+
+    async def create_partitions(
+        self,
+        name: str,
+        total_count: int,
+        assignments: Sequence[Sequence[BrokerId]] | None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        topic = self._image.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+        current = len(topic.partitions)
+        if total_count < current:
+            raise KafkaError(
+                ErrorCode.invalid_partitions,
+                f"Topic currently has {current} partitions, which is higher than the requested "
+                f"{total_count}.",
+            )
+        if total_count == current:
+            raise KafkaError(
+                ErrorCode.invalid_partitions, f"Topic already has {current} partitions."
+            )
+        added = total_count - current
+        rf = len(next(iter(topic.partitions.values())).replicas) if topic.partitions else 1
+        if assignments is not None:
+            if len(assignments) != added:
+                raise KafkaError(
+                    ErrorCode.invalid_replica_assignment,
+                    f"Increasing the number of partitions by {added} but {len(assignments)} "
+                    "assignments provided.",
+                )
+            new_assignments = {current + i: tuple(r) for i, r in enumerate(assignments)}
+            self._check_assignments(new_assignments, current, added)
+        else:
+            brokers = self._live_brokers()
+            racks = {b: self._image.brokers[b].rack for b in brokers}
+            try:
+                new_assignments = assign_replicas(
+                    brokers, racks, added, rf, first_partition=current
+                )
+            except ValueError as e:
+                raise KafkaError(ErrorCode.invalid_replication_factor, str(e)) from None
+        if validate_only:
+            return
+        partitions = {**topic.partitions, **self._new_partitions(new_assignments)}
+        self._publish(
+            {**self._image.topics, name: replace(topic, partitions=MappingProxyType(partitions))}
+        )
+        log.info("partitions created topic=%s from=%d to=%d", name, current, total_count)
+
+    async def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        topic = self._image.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+        if validate_only:
+            return
+        self._publish(
+            {**self._image.topics, name: replace(topic, configs=MappingProxyType(dict(configs)))}
+        )
+        log.info("topic configs altered topic=%s configs=%s", name, dict(configs))
+
+    async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
+        first = self._next_producer_id
+        self._next_producer_id += count
+        self._persist(self._image)
+        log.info("producer ids allocated broker_id=%d first=%d count=%d", broker_id, first, count)
+        return first
+
+    async def alter_partition(
+        self,
+        topic: str,
+        partition: int,
+        broker_id: BrokerId,
+        proposed: PartitionRegistration,
+    ) -> PartitionRegistration:
+        t = self._image.topics.get(topic)
+        current = None if t is None else t.partitions.get(partition)
+        if t is None or current is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition)
+        if current.leader != broker_id or current.leader_epoch != proposed.leader_epoch:
+            raise KafkaError(ErrorCode.fenced_leader_epoch, "stale leader epoch in AlterPartition")
+        if current.partition_epoch != proposed.partition_epoch:
+            raise KafkaError(ErrorCode.invalid_update_version, "stale partition epoch")
+        updated = replace(proposed, partition_epoch=current.partition_epoch + 1)
+        partitions = {**t.partitions, partition: updated}
+        self._publish({**self._image.topics, topic: replace(t, partitions=MappingProxyType(partitions))})
+        return updated

@@ -1,0 +1,62 @@
+"""What a broker needs from a controller, whichever implementation runs it.
+
+The embedded controller (single node, metadata in the data directory) and the ZooKeeper controller
+(a cluster) both implement `Controller`. Brokers read the current `ClusterImage` and subscribe to
+changes; admin requests become controller calls that return per-item errors.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Protocol, Sequence
+
+from controller.model import ClusterImage, NewTopic, PartitionRegistration
+from protocol.errors import KafkaError
+from protocol.types import BrokerId
+
+ImageListener = Callable[[ClusterImage | None, ClusterImage], None]
+"""Called with (previous image or None, new image) after every change, synchronously."""
+
+
+class Controller(Protocol):
+    @property
+    def image(self) -> ClusterImage: ...
+
+    def subscribe(self, listener: ImageListener) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def create_topics(
+        self, topics: Sequence[NewTopic], *, validate_only: bool = False
+    ) -> dict[str, KafkaError | None]: ...
+
+    async def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]: ...
+
+    async def create_partitions(
+        self,
+        name: str,
+        total_count: int,
+        assignments: Sequence[Sequence[BrokerId]] | None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Raises KafkaError on failure."""
+
+    async def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        """Replace the topic's config overrides. Raises KafkaError on failure."""
+
+    async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
+        """Reserve `count` producer ids for a broker; returns the first. Never hands out an id twice,
+        across restarts too (Kafka's ProducerIdManager block allocation)."""
+
+    async def alter_partition(
+        self,
+        topic: str,
+        partition: int,
+        broker_id: BrokerId,
+        proposed: PartitionRegistration,
+    ) -> PartitionRegistration:
+        """Leader's ISR change, compare-and-set on partition_epoch. Raises KafkaError if stale."""

@@ -1,0 +1,141 @@
+"""The cluster metadata model: immutable values the controller publishes and brokers read.
+
+A `ClusterImage` is a complete, frozen snapshot of what the controller knows. The controller
+replaces it whole on every change and hands (old, new) to its listeners, so readers never see a
+half-applied change and never need a lock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from protocol.types import BrokerId, ControllerEpoch, LeaderEpoch, NO_BROKER
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    broker_id: BrokerId
+    endpoints: tuple[Endpoint, ...]
+    rack: str | None = None
+
+    def endpoint(self, listener: str) -> Endpoint | None:
+        for ep in self.endpoints:
+            if ep.listener == listener:
+                return ep
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    """Leader, leader epoch and ISR of one partition, as the controller last wrote them.
+
+    `partition_epoch` is bumped on every change (the znode version in ZooKeeper mode); changes are
+    compare-and-set on it, so a stale writer cannot win.
+    """
+
+    replicas: tuple[BrokerId, ...]
+    isr: tuple[BrokerId, ...]
+    leader: BrokerId
+    leader_epoch: LeaderEpoch
+    partition_epoch: int = 0
+
+    @property
+    def online(self) -> bool:
+        return self.leader != NO_BROKER
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "replicas": list(self.replicas),
+            "isr": list(self.isr),
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "partition_epoch": self.partition_epoch,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PartitionRegistration:
+        return cls(
+            replicas=tuple(BrokerId(b) for b in d["replicas"]),
+            isr=tuple(BrokerId(b) for b in d["isr"]),
+            leader=BrokerId(d["leader"]),
+            leader_epoch=LeaderEpoch(d["leader_epoch"]),
+            partition_epoch=int(d.get("partition_epoch", 0)),
+        )
+
+
+def _frozen_map(d: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRegistration:
+    name: str
+    topic_id: uuid.UUID
+    partitions: Mapping[int, PartitionRegistration]
+    configs: Mapping[str, str] = field(default_factory=_frozen_map)
+    """Topic-level config overrides (DYNAMIC_TOPIC_CONFIG)."""
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic_id": str(self.topic_id),
+            "partitions": {str(p): r.to_json() for p, r in self.partitions.items()},
+            "configs": dict(self.configs),
+        }
+
+    @classmethod
+    def from_json(cls, name: str, d: Mapping[str, Any]) -> TopicRegistration:
+        return cls(
+            name=name,
+            topic_id=uuid.UUID(d["topic_id"]),
+            partitions=_frozen_map(
+                {int(p): PartitionRegistration.from_json(r) for p, r in d["partitions"].items()}
+            ),
+            configs=_frozen_map(d.get("configs", {})),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterImage:
+    cluster_id: str
+    controller_id: BrokerId
+    controller_epoch: ControllerEpoch
+    brokers: Mapping[BrokerId, BrokerRegistration]
+    topics: Mapping[str, TopicRegistration]
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicRegistration | None:
+        for topic in self.topics.values():
+            if topic.topic_id == topic_id:
+                return topic
+        return None
+
+    def partition(self, topic: str, partition: int) -> PartitionRegistration | None:
+        t = self.topics.get(topic)
+        return None if t is None else t.partitions.get(partition)
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic to create: either a partition count and replication factor or explicit assignments."""
+
+    name: str
+    num_partitions: int
+    replication_factor: int
+    assignments: Mapping[int, tuple[BrokerId, ...]] | None = None
+    configs: Mapping[str, str] = field(default_factory=_frozen_map)

@@ -1,0 +1,219 @@
+"""Message codecs and the versioning layer, on top of kio's generated schemas.
+
+kio generates one frozen dataclass per message and version from Kafka's JSON specs. Samsa's handlers
+are each written against ONE version of their messages (the newest they handle): the dispatcher
+converts an older request up to that version (`convert`: fields matched by name, fields the old
+version lacks take their spec default) and the handler's response down to the version the client
+asked for. Where versions differ in meaning, not only in fields, the handler looks at the request
+context's api_version.
+
+Encoding writes into a `FrameBuffer`, which accepts zero-copy regions (any object with `__len__`
+that is not bytes) in place of `records` bytes: kio's writers only call `len()` and `write()` on a
+records value, so a fetch response is framed around file regions without reading them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import uuid
+from dataclasses import MISSING, Field, fields
+from functools import cache
+from typing import Any, Callable, Protocol
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_schema_field_type
+
+from protocol.schemas import produce_v0_2
+
+__all__ = [
+    "FrameBuffer",
+    "Region",
+    "convert",
+    "decode_request",
+    "encode",
+    "request_class",
+    "response_class",
+    "is_flexible",
+]
+
+
+class Region(Protocol):
+    """A zero-copy stretch of bytes (a file region) written into a frame in place of records."""
+
+    def __len__(self) -> int: ...
+
+
+class FrameBuffer:
+    """Collects an encoded message as bytes chunks and zero-copy regions, in order."""
+
+    __slots__ = ("chunks", "_current", "size")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes | Region] = []
+        self._current = bytearray()
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        n = len(data)
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            self._current += data
+        else:
+            if self._current:
+                self.chunks.append(bytes(self._current))
+                self._current = bytearray()
+            self.chunks.append(data)
+        self.size += n
+        return n
+
+    def finish(self) -> list[bytes | Region]:
+        if self._current:
+            self.chunks.append(bytes(self._current))
+            self._current = bytearray()
+        return self.chunks
+
+
+_EXTRA_SCHEMAS: dict[tuple[int, int], tuple[type, type]] = {
+    (0, version): schemas for version, schemas in produce_v0_2.SCHEMAS.items()
+}
+
+
+@cache
+def request_class(api_key: int, api_version: int) -> type:
+    """The kio request dataclass for a key and version; raises KeyError if there is none."""
+    extra = _EXTRA_SCHEMAS.get((api_key, api_version))
+    if extra is not None:
+        return extra[0]
+    try:
+        return load_request_schema(api_key, api_version)
+    except Exception as e:  # kio raises its own index errors
+        raise KeyError((api_key, api_version)) from e
+
+
+@cache
+def response_class(api_key: int, api_version: int) -> type:
+    extra = _EXTRA_SCHEMAS.get((api_key, api_version))
+    if extra is not None:
+        return extra[1]
+    try:
+        return load_response_schema(api_key, api_version)
+    except Exception as e:
+        raise KeyError((api_key, api_version)) from e
+
+
+def is_flexible(api_key: int, api_version: int) -> bool:
+    return bool(request_class(api_key, api_version).__flexible__)
+
+
+@cache
+def _reader(cls: type) -> Callable[[Any, int], tuple[Any, int]]:
+    return entity_reader(cls)
+
+
+def decode_request(api_key: int, api_version: int, buf: bytes | memoryview, offset: int) -> Any:
+    """Decode a request body; returns (entity, bytes consumed). Raises on malformed input."""
+    return _reader(request_class(api_key, api_version))(buf, offset)
+
+
+def encode(entity: Any, out: FrameBuffer) -> None:
+    entity_writer(type(entity))(out, entity)
+
+
+def encode_bytes(entity: Any) -> bytes:
+    out = FrameBuffer()
+    encode(entity, out)
+    chunks = out.finish()
+    return b"".join(c for c in chunks if isinstance(c, bytes))
+
+
+# --- conversion between versions ----------------------------------------------------------------
+
+_ZERO_BY_KAFKA_TYPE: dict[str, Any] = {
+    "int8": 0,
+    "int16": 0,
+    "int32": 0,
+    "int64": 0,
+    "uint8": 0,
+    "uint16": 0,
+    "uint32": 0,
+    "uint64": 0,
+    "float64": 0.0,
+    "bool": False,
+    "string": "",
+    "bytes": b"",
+    "records": None,
+    "uuid": uuid.UUID(int=0),
+    "error_code": ErrorCode.none,
+    "timedelta_i32": datetime.timedelta(0),
+    "timedelta_i64": datetime.timedelta(0),
+    "datetime_i64": None,
+}
+
+_PRIMITIVE, _ENTITY, _ENTITY_TUPLE, _DEFAULT = range(4)
+
+
+def _default_of(f: Field[Any]) -> Callable[[], Any]:
+    if f.default is not MISSING:
+        value = f.default
+        return lambda: value
+    if f.default_factory is not MISSING:
+        return f.default_factory
+    cls = classify_field(f)
+    if isinstance(cls, EntityTupleField) or getattr(cls, "is_array", False):
+        return tuple
+    if isinstance(cls, EntityField):
+        nested = cls.type_
+        return lambda: _zero_entity(nested)
+    zero = _ZERO_BY_KAFKA_TYPE.get(get_schema_field_type(f))
+    return lambda: zero
+
+
+def _zero_entity(cls: type) -> Any:
+    return cls(**{f.name: _default_of(f)() for f in fields(cls)})
+
+
+@cache
+def _plan(source: type, target: type) -> tuple[tuple[str, int, Any], ...]:
+    source_names = {f.name for f in fields(source)}
+    steps: list[tuple[str, int, Any]] = []
+    for f in fields(target):
+        if f.name not in source_names:
+            steps.append((f.name, _DEFAULT, _default_of(f)))
+            continue
+        kind = classify_field(f)
+        if isinstance(kind, EntityTupleField):
+            steps.append((f.name, _ENTITY_TUPLE, kind.type_))
+        elif isinstance(kind, EntityField):
+            steps.append((f.name, _ENTITY, kind.type_))
+        else:
+            steps.append((f.name, _PRIMITIVE, None))
+    return tuple(steps)
+
+
+def convert(value: Any, target: type) -> Any:
+    """Convert a kio entity to another version's class of the same message (matched by name)."""
+    source = type(value)
+    if source is target:
+        return value
+    kwargs: dict[str, Any] = {}
+    for name, kind, arg in _plan(source, target):
+        if kind == _PRIMITIVE:
+            kwargs[name] = getattr(value, name)
+        elif kind == _DEFAULT:
+            kwargs[name] = arg()
+        else:
+            v = getattr(value, name)
+            if v is None:
+                kwargs[name] = None
+            elif kind == _ENTITY:
+                kwargs[name] = convert(v, arg)
+            else:
+                kwargs[name] = tuple(convert(x, arg) for x in v)
+    return target(**kwargs)
+
+
+def replace(entity: Any, **changes: Any) -> Any:
+    """dataclasses.replace for kio entities (re-exported for handlers)."""
+    return dataclasses.replace(entity, **changes)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs, then runs all of it.
+#   bash tests/run.sh            # the whole suite
+#   bash tests/run.sh -k fetch   # extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages: kcat (librdkafka's CLI, a client under test) and strace (the zero-copy test
+# watches the broker's syscalls).
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v strace >/dev/null 2>&1 || missing+=(strace)
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "installing system packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Python packages, in a virtualenv next to the code.
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+
+exec .venv/bin/python -m pytest "$@"
