@@ -73,9 +73,8 @@ def api(
     def register(fn: HandlerFn) -> HandlerFn:
         if api_key in _REGISTRY:
             raise RuntimeError(f"API key {api_key} registered twice")
-        for version in range(min_version, max_version + 1):
-            messages.request_class(api_key, version)  # fails early if a schema is missing
-            messages.response_class(api_key, version)
+        # Schemas load lazily (importing every version's kio module costs start-up time);
+        # tests/unit/test_registry.py checks that every registered version has both schemas.
         _REGISTRY[api_key] = ApiHandler(
             api_key, _name_from_key(api_key), min_version, max_version, fn, error_response, upgrade
         )
