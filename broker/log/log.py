@@ -523,20 +523,21 @@ class UnifiedLog:
     def truncate_to(self, target: int, *, now_ms: int | None = None) -> bool:
         """Remove every batch from the one holding `target` on (follower truncation).
 
-        Returns True if anything was removed. Below the log start offset the log is emptied
-        and restarts at `target`.
+        Like Kafka: returns True if anything was removed; when the first segment starts after
+        `target` the log is emptied and restarts at `target`; the log start offset never ends
+        above the log end offset. The cut is at a batch boundary, so the new log end offset is
+        the base offset of the batch holding `target` when `target` lies inside a batch.
         """
         self._check_open()
         if target < 0:
             raise ValueError(f"cannot truncate to negative offset {target}")
         if target >= self.log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return False
-        if target < self._log_start_offset:
+        if self._segments[0].base_offset > target:
             self.truncate_fully_and_start_at(target)
             return True
         keep = bisect.bisect_right(self._bases, target)
-        if keep < 1:
-            keep = 1
         doomed = self._segments[keep:]
         del self._segments[keep:]
         del self._bases[keep:]
@@ -544,6 +545,7 @@ class UnifiedLog:
             self._schedule_segment_deletion(doomed)
         self._segments[-1].truncate_to(target)
         end = self.log_end_offset
+        self._log_start_offset = min(self._log_start_offset, end)
         self.leader_epoch_cache.truncate_from_end(end)
         self.producer_state.delete_snapshots_after(end)
         self._rebuild_producer_state(_now_ms() if now_ms is None else now_ms)

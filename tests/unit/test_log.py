@@ -289,12 +289,21 @@ def test_truncate_fully_and_start_at(tmp_path):
     assert (reopened.log_start_offset, reopened.log_end_offset) == (100, 101)
 
 
-def test_truncate_below_log_start_restarts_log(tmp_path):
-    log = open_log(tmp_path / "p", file_delete_delay_ms=0)
+def test_truncate_below_log_start(tmp_path):
+    one = len(batch(5))
+    log = open_log(tmp_path / "p", file_delete_delay_ms=0, segment_bytes=one)
     log.append_as_leader(batch(5), 0, now_ms=NOW)
     log.maybe_increment_log_start_offset(3)
-    assert log.truncate_to(2)
-    assert (log.log_start_offset, log.log_end_offset) == (2, 2)
+    assert log.truncate_to(2)  # cut at the start of batch 0-4: the log start follows the end down
+    assert (log.log_start_offset, log.log_end_offset) == (0, 0)
+    for _ in range(3):
+        log.append_as_leader(batch(5), 0, now_ms=NOW)
+    log.maybe_increment_log_start_offset(10)
+    log.delete_retention_segments(NOW)
+    assert log.segments[0].base_offset == 10
+    assert log.truncate_to(7)  # before the first segment: restart empty at the target
+    assert (log.log_start_offset, log.log_end_offset) == (7, 7)
+    assert [s.base_offset for s in log.segments] == [7]
 
 
 def test_end_offset_for_epoch_through_the_log(tmp_path):
