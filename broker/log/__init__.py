@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochFileCache
-from broker.log.info import FetchDataInfo, FileRecords, LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
+from broker.log.info import (
+    FetchDataInfo,
+    FileRecords,
+    LogAppendInfo,
+    LogOffsetMetadata,
+    TimestampAndOffset,
+)
 from broker.log.log import UnifiedLog
 from broker.log.manager import LogManager
 from broker.log.producer_state import ProducerStateManager

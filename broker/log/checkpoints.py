@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from protocol.topic_partition import TopicPartition
 
@@ -110,7 +110,9 @@ class OffsetCheckpointFile:
             try:
                 result[TopicPartition(topic, int(partition))] = int(offset)
             except ValueError as exc:
-                raise CheckpointError(f"{self.path}: bad entry {topic} {partition} {offset}") from exc
+                raise CheckpointError(
+                    f"{self.path}: bad entry {topic} {partition} {offset}"
+                ) from exc
         return result
 
     def read_or_empty(self) -> dict[TopicPartition, int]:

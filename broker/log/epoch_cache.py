@@ -31,7 +31,9 @@ class LeaderEpochFileCache:
         try:
             entries = self._file.read()
         except CheckpointError as exc:
-            log.warning("leader epoch checkpoint unreadable, starting empty path=%s error=%s", path, exc)
+            log.warning(
+                "leader epoch checkpoint unreadable, starting empty path=%s error=%s", path, exc
+            )
             entries = []
         for epoch, offset in entries:
             self._assign(epoch, offset)

@@ -208,7 +208,10 @@ class TimeIndex(_IndexFile):
         if count:
             if timestamps[-1] < timestamps[0] or offsets[-1] < offsets[0] or offsets[0] < 0:
                 raise IndexCorruptError(f"{self.path} entries are not increasing")
-            if next_offset_bound is not None and self.base_offset + offsets[-1] >= next_offset_bound:
+            if (
+                next_offset_bound is not None
+                and self.base_offset + offsets[-1] >= next_offset_bound
+            ):
                 raise IndexCorruptError(f"{self.path} points past the end of its log")
         self._timestamps, self._offsets = timestamps, offsets
 

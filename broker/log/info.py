@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from protocol.types import Offset
+from protocol.types import NO_OFFSET, Offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,7 @@ class LogOffsetMetadata:
     """An offset together with where it lies on disk (segment base offset and byte position)."""
 
     message_offset: Offset
-    segment_base_offset: Offset = Offset(-1)
+    segment_base_offset: Offset = NO_OFFSET
     relative_position: int = -1
 
 

@@ -18,13 +18,20 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from broker.log.config import LogConfig
 from broker.log.index import IndexCorruptError
-from broker.log.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from broker.log.segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+)
+from protocol.errors import CorruptRecordError
 from protocol.records import BatchHeader
 from protocol.topic_partition import TopicPartition
 
@@ -88,7 +95,7 @@ def _complete_swap(log_dir: Path, name: str) -> None:
     while pos + 61 <= len(data):
         try:
             header = BatchHeader.parse(data, pos)
-        except Exception:
+        except CorruptRecordError:
             break
         if pos + header.size > len(data):
             break
@@ -102,7 +109,9 @@ def _complete_swap(log_dir: Path, name: str) -> None:
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
         _unlink(log_dir / f"{base:020d}{suffix}")
     os.replace(swap_path, log_dir / inner)
-    log.info("completed segment swap dir=%s base_offset=%d next_offset=%d", log_dir, base, next_offset)
+    log.info(
+        "completed segment swap dir=%s base_offset=%d next_offset=%d", log_dir, base, next_offset
+    )
 
 
 def load_segments(
@@ -139,7 +148,10 @@ def load_segments(
         except IndexCorruptError as exc:
             log.warning(
                 "rebuilding index topic=%s partition=%d segment=%d reason=%s",
-                topic_partition.topic, topic_partition.partition, segment.base_offset, exc,
+                topic_partition.topic,
+                topic_partition.partition,
+                segment.base_offset,
+                exc,
             )
             segment.rebuild_indexes()
         if not is_last:
@@ -170,33 +182,44 @@ def _recover(
     last_log = [time.monotonic(), 0]
     started = time.monotonic()
 
-    for n, i in enumerate(to_recover):
+    for i in to_recover:
         segment = segments[i]
 
-        def progress(position: int, segment: LogSegment = segment) -> None:
+        def progress(position: int, segment: LogSegment = segment, done: int = done) -> None:
             current = done + position
             now = time.monotonic()
             if current - last_log[1] >= PROGRESS_BYTES or now - last_log[0] >= PROGRESS_SECONDS:
                 last_log[0], last_log[1] = now, current
                 log.info(
                     "log recovery topic=%s partition=%d segment=%d progress=%d%%",
-                    tp.topic, tp.partition, segment.base_offset, current * 100 // total,
+                    tp.topic,
+                    tp.partition,
+                    segment.base_offset,
+                    current * 100 // total,
                 )
 
         size_before = segment.size
-        truncated = segment.recover(check_crc=True, on_batch=lambda _pos, h: on_batch(h), progress=progress)
+        truncated = segment.recover(
+            check_crc=True, on_batch=lambda _pos, h: on_batch(h), progress=progress
+        )
         done += size_before
-        if truncated > 0 or (i + 1 < len(segments) and segment.next_offset > segments[i + 1].base_offset):
+        if truncated > 0 or (
+            i + 1 < len(segments) and segment.next_offset > segments[i + 1].base_offset
+        ):
             later = len(segments) - i - 1
             log.warning(
                 "log recovery truncated a corrupt tail topic=%s partition=%d segment=%d "
                 "truncated_bytes=%d next_offset=%d deleted_later_segments=%d",
-                tp.topic, tp.partition, segment.base_offset, truncated, segment.next_offset, later,
+                tp.topic,
+                tp.partition,
+                segment.base_offset,
+                truncated,
+                segment.next_offset,
+                later,
             )
             return truncated, i + 1
-        if n + 1 < len(to_recover) or i + 1 < len(segments):
-            if i + 1 < len(segments):
-                segment.next_offset = segments[i + 1].base_offset
+        if i + 1 < len(segments):
+            segment.next_offset = segments[i + 1].base_offset
     if time.monotonic() - started >= PROGRESS_SECONDS:
         log.info("log recovery done topic=%s partition=%d bytes=%d", tp.topic, tp.partition, done)
     return 0, len(segments)

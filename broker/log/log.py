@@ -16,17 +16,26 @@ import bisect
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT
 from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochFileCache
-from broker.log.info import FetchDataInfo, LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
+from broker.log.info import (
+    FetchDataInfo,
+    LogAppendInfo,
+    LogOffsetMetadata,
+    TimestampAndOffset,
+)
 from broker.log.loader import load_segments
 from broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
 from broker.log.segment import DELETED_SUFFIX, AppendedBatch, LogSegment
-from broker.log.validation import ValidRecords, validate_follower_append, validate_leader_append
+from broker.log.validation import (
+    ValidRecords,
+    validate_follower_append,
+    validate_leader_append,
+)
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
 from protocol.topic_partition import TopicPartition
@@ -108,7 +117,9 @@ class UnifiedLog:
         now = _now_ms() if now_ms is None else now_ms
         log_dir.mkdir(parents=True, exist_ok=True)
         epoch_cache = LeaderEpochFileCache(log_dir / LEADER_EPOCH_CHECKPOINT)
-        producer_state = ProducerStateManager(log_dir, producer_id_expiration_ms=producer_id_expiration_ms)
+        producer_state = ProducerStateManager(
+            log_dir, producer_id_expiration_ms=producer_id_expiration_ms
+        )
 
         def on_recovered_batch(header: BatchHeader) -> None:
             epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
@@ -143,8 +154,13 @@ class UnifiedLog:
         log.info(
             "log loaded topic=%s partition=%d segments=%d log_start_offset=%d log_end_offset=%d "
             "recovery_point=%d clean_shutdown=%s",
-            topic_partition.topic, topic_partition.partition, len(self._segments), start,
-            self.log_end_offset, self.recovery_point, had_clean_shutdown,
+            topic_partition.topic,
+            topic_partition.partition,
+            len(self._segments),
+            start,
+            self.log_end_offset,
+            self.recovery_point,
+            had_clean_shutdown,
         )
         return self
 
@@ -157,22 +173,9 @@ class UnifiedLog:
             for segment in self._segments[first:]:
                 for _, header in segment.iter_headers(0):
                     if header.last_offset >= replay_from and header.producer_id >= 0:
-                        self._replay_batch(header)
+                        self.producer_state.replay(header)
         self.producer_state.update_map_end_offset(end)
         self.producer_state.remove_expired_producers(now_ms)
-
-    def _replay_batch(self, header: BatchHeader) -> None:
-        info = ProducerAppendInfo(
-            self.producer_state.last_entry(header.producer_id), header.producer_id, validate=False
-        )
-        if header.is_control:
-            info.append_control_batch(header.producer_epoch, header.max_timestamp)
-        else:
-            info.append_data_batch(
-                header.producer_epoch, header.base_sequence, header.last_sequence, header.max_timestamp,
-                header.base_offset, header.last_offset, header.is_transactional,
-            )
-        self.producer_state.update(info)
 
     # ------------------------------------------------------------- properties
     @property
@@ -218,14 +221,22 @@ class UnifiedLog:
 
     # ---------------------------------------------------------------- append
     def append_as_leader(
-        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, now_ms: int | None = None
+        self,
+        records: bytes | bytearray | memoryview,
+        leader_epoch: int,
+        *,
+        now_ms: int | None = None,
     ) -> LogAppendInfo:
         """Validate, assign offsets and append a produced records blob (see CONTRACTS.md)."""
         self._check_open()
         now = _now_ms() if now_ms is None else now_ms
         if len(records) == 0:
-            return LogAppendInfo(Offset(-1), Offset(-1), -1, Offset(-1), -1, self.log_start_offset, 0, 0)
-        valid = validate_leader_append(records, self._config, self.log_end_offset, leader_epoch, now)
+            return LogAppendInfo(
+                Offset(-1), Offset(-1), -1, Offset(-1), -1, self.log_start_offset, 0, 0
+            )
+        valid = validate_leader_append(
+            records, self._config, self.log_end_offset, leader_epoch, now
+        )
         staged: dict[int, ProducerAppendInfo] = {}
         for batch in valid.batches:
             header = batch.header
@@ -233,7 +244,9 @@ class UnifiedLog:
                 continue
             entry = self.producer_state.last_entry(header.producer_id)
             if entry is not None and header.producer_id not in staged:
-                duplicate = entry.find_duplicate(header.producer_epoch, header.base_sequence, header.last_sequence)
+                duplicate = entry.find_duplicate(
+                    header.producer_epoch, header.base_sequence, header.last_sequence
+                )
                 if duplicate is not None:
                     return LogAppendInfo(
                         Offset(duplicate.first_offset),
@@ -248,8 +261,13 @@ class UnifiedLog:
                     )
             info = self.producer_state.prepare(header.producer_id, staged, validate=True)
             info.append_data_batch(
-                header.producer_epoch, header.base_sequence, header.last_sequence, batch.max_timestamp,
-                batch.base_offset, batch.last_offset, header.is_transactional,
+                header.producer_epoch,
+                header.base_sequence,
+                header.last_sequence,
+                batch.max_timestamp,
+                batch.base_offset,
+                batch.last_offset,
+                header.is_transactional,
             )
         self._append(valid, staged, now)
         return LogAppendInfo(
@@ -263,7 +281,9 @@ class UnifiedLog:
             valid.valid_bytes,
         )
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview, *, now_ms: int | None = None) -> LogAppendInfo:
+    def append_as_follower(
+        self, records: bytes | bytearray | memoryview, *, now_ms: int | None = None
+    ) -> LogAppendInfo:
         """Append replicated batches keeping the leader's offsets and epochs.
 
         A trailing partial batch (the leader cut its region at max_bytes) is ignored.
@@ -272,20 +292,16 @@ class UnifiedLog:
         now = _now_ms() if now_ms is None else now_ms
         valid = validate_follower_append(records, self.log_end_offset)
         if not valid.batches:
-            return LogAppendInfo(Offset(-1), Offset(-1), -1, Offset(-1), -1, self.log_start_offset, 0, 0)
+            return LogAppendInfo(
+                Offset(-1), Offset(-1), -1, Offset(-1), -1, self.log_start_offset, 0, 0
+            )
         staged: dict[int, ProducerAppendInfo] = {}
         for batch in valid.batches:
             header = batch.header
             if header.producer_id < 0:
                 continue
             info = self.producer_state.prepare(header.producer_id, staged, validate=False)
-            if header.is_control:
-                info.append_control_batch(header.producer_epoch, header.max_timestamp)
-            else:
-                info.append_data_batch(
-                    header.producer_epoch, header.base_sequence, header.last_sequence, header.max_timestamp,
-                    header.base_offset, header.last_offset, header.is_transactional,
-                )
+            info.append_replicated(header)
         self._append(valid, staged, now)
         return LogAppendInfo(
             Offset(valid.first_offset),
@@ -298,12 +314,17 @@ class UnifiedLog:
             valid.valid_bytes,
         )
 
-    def _append(self, valid: ValidRecords, staged: dict[int, ProducerAppendInfo], now_ms: int) -> None:
+    def _append(
+        self, valid: ValidRecords, staged: dict[int, ProducerAppendInfo], now_ms: int
+    ) -> None:
         segment = self._maybe_roll(valid, now_ms)
         buffers = [buf for batch in valid.batches for buf in batch.buffers]
         segment.append(
             buffers,
-            [AppendedBatch(b.size, b.last_offset, b.max_timestamp, b.offset_of_max_timestamp) for b in valid.batches],
+            [
+                AppendedBatch(b.size, b.last_offset, b.max_timestamp, b.offset_of_max_timestamp)
+                for b in valid.batches
+            ],
         )
         for batch in valid.batches:
             self.leader_epoch_cache.assign(batch.leader_epoch, batch.base_offset)
@@ -316,12 +337,16 @@ class UnifiedLog:
 
     def _maybe_roll(self, valid: ValidRecords, now_ms: int) -> LogSegment:
         segment = self._segments[-1]
-        if segment.should_roll(self._config, valid.valid_bytes, valid.max_timestamp, valid.last_offset, now_ms):
+        if segment.should_roll(
+            self._config, valid.valid_bytes, valid.max_timestamp, valid.last_offset, now_ms
+        ):
             return self.roll(now_ms=now_ms, expected_next_offset=valid.first_offset)
         return segment
 
     # ------------------------------------------------------------------ roll
-    def roll(self, *, now_ms: int | None = None, expected_next_offset: int | None = None) -> LogSegment:
+    def roll(
+        self, *, now_ms: int | None = None, expected_next_offset: int | None = None
+    ) -> LogSegment:
         """Start a new active segment at the log end offset (Kafka's roll)."""
         self._check_open()
         now = _now_ms() if now_ms is None else now_ms
@@ -338,7 +363,9 @@ class UnifiedLog:
         self._bases.append(new_base)
         log.info(
             "segment rolled topic=%s partition=%d base_offset=%d",
-            self.topic_partition.topic, self.topic_partition.partition, new_base,
+            self.topic_partition.topic,
+            self.topic_partition.partition,
+            new_base,
         )
         self._scheduler(0, lambda: self._flush_if_open(new_base))
         return segment
@@ -403,7 +430,11 @@ class UnifiedLog:
         self._check_open()
         if timestamp == EARLIEST_TIMESTAMP:
             earliest = self.leader_epoch_cache.earliest_entry
-            epoch = earliest[0] if earliest is not None and earliest[1] <= self._log_start_offset else -1
+            epoch = (
+                earliest[0]
+                if earliest is not None and earliest[1] <= self._log_start_offset
+                else -1
+            )
             return TimestampAndOffset(-1, self.log_start_offset, epoch)
         if timestamp == LATEST_TIMESTAMP:
             latest = self.leader_epoch_cache.latest_epoch
@@ -416,7 +447,10 @@ class UnifiedLog:
         if timestamp < 0:
             return None
         for segment in self._segments:
-            if segment.max_timestamp_so_far >= timestamp and segment.next_offset > self._log_start_offset:
+            if (
+                segment.max_timestamp_so_far >= timestamp
+                and segment.next_offset > self._log_start_offset
+            ):
                 found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
                 if found is not None:
                     return found
@@ -440,11 +474,15 @@ class UnifiedLog:
         self.leader_epoch_cache.truncate_from_start(new_start)
         log.info(
             "log start offset incremented topic=%s partition=%d log_start_offset=%d",
-            self.topic_partition.topic, self.topic_partition.partition, new_start,
+            self.topic_partition.topic,
+            self.topic_partition.partition,
+            new_start,
         )
         return True
 
-    def delete_retention_segments(self, now_ms: int | None = None, *, high_watermark: int | None = None) -> int:
+    def delete_retention_segments(
+        self, now_ms: int | None = None, *, high_watermark: int | None = None
+    ) -> int:
         """Delete whole old segments by log start offset, retention.bytes and retention.ms.
 
         Never deletes the active segment or data at or above the high watermark (default: LEO);
@@ -453,9 +491,15 @@ class UnifiedLog:
         """
         self._check_open()
         now = _now_ms() if now_ms is None else now_ms
-        hw = self.log_end_offset if high_watermark is None else min(high_watermark, self.log_end_offset)
+        hw = (
+            self.log_end_offset
+            if high_watermark is None
+            else min(high_watermark, self.log_end_offset)
+        )
         deleted = self._delete_old_segments(
-            lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset, hw, "log start offset"
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset,
+            hw,
+            "log start offset",
         )
         if self._config.delete:
             if self._config.retention_bytes >= 0 and self.size > self._config.retention_bytes:
@@ -497,7 +541,9 @@ class UnifiedLog:
         del self._bases[: len(deletable)]
         log.info(
             "deleting segments topic=%s partition=%d reason=%s base_offsets=%s",
-            self.topic_partition.topic, self.topic_partition.partition, reason,
+            self.topic_partition.topic,
+            self.topic_partition.partition,
+            reason,
             [s.base_offset for s in deletable],
         )
         self._schedule_segment_deletion(deletable)
@@ -552,7 +598,10 @@ class UnifiedLog:
         self.recovery_point = min(self.recovery_point, end)
         log.info(
             "log truncated topic=%s partition=%d target=%d log_end_offset=%d",
-            self.topic_partition.topic, self.topic_partition.partition, target, end,
+            self.topic_partition.topic,
+            self.topic_partition.partition,
+            target,
+            end,
         )
         return True
 
@@ -572,7 +621,9 @@ class UnifiedLog:
         self.recovery_point = new_offset
         log.info(
             "log truncated fully topic=%s partition=%d start_offset=%d",
-            self.topic_partition.topic, self.topic_partition.partition, new_offset,
+            self.topic_partition.topic,
+            self.topic_partition.partition,
+            new_offset,
         )
 
     # ------------------------------------------------------------------ flush

@@ -23,8 +23,8 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 from broker.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -109,8 +109,12 @@ class LogManager:
             marker = log_dir / CLEAN_SHUTDOWN_FILE
             clean = marker.exists()
             self.had_clean_shutdown[log_dir] = clean
-            recovery_points = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read_or_empty()
-            start_offsets = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read_or_empty()
+            recovery_points = OffsetCheckpointFile(
+                log_dir / RECOVERY_POINT_CHECKPOINT
+            ).read_or_empty()
+            start_offsets = OffsetCheckpointFile(
+                log_dir / LOG_START_OFFSET_CHECKPOINT
+            ).read_or_empty()
             entries = sorted(p for p in log_dir.iterdir() if p.is_dir())
             partitions: list[tuple[TopicPartition, Path]] = []
             for path in entries:
@@ -123,11 +127,16 @@ class LogManager:
                 except ValueError:
                     log.warning("ignoring directory that is not a partition path=%s", path)
             log.info(
-                "loading logs dir=%s partitions=%d clean_shutdown=%s", log_dir, len(partitions), clean
+                "loading logs dir=%s partitions=%d clean_shutdown=%s",
+                log_dir,
+                len(partitions),
+                clean,
             )
             for n, (tp, path) in enumerate(partitions, 1):
                 if tp in self._logs:
-                    raise RuntimeError(f"duplicate log directories for {tp}: {self._log_dir_of[tp]} and {log_dir}")
+                    raise RuntimeError(
+                        f"duplicate log directories for {tp}: {self._log_dir_of[tp]} and {log_dir}"
+                    )
                 config = config_for(tp) if config_for is not None else self.default_config
                 self._logs[tp] = UnifiedLog.open(
                     path,
@@ -140,7 +149,9 @@ class LogManager:
                     producer_id_expiration_ms=self.producer_id_expiration_ms,
                 )
                 self._log_dir_of[tp] = log_dir
-                log.info("loaded log dir=%s partition=%s progress=%d/%d", log_dir, tp, n, len(partitions))
+                log.info(
+                    "loaded log dir=%s partition=%s progress=%d/%d", log_dir, tp, n, len(partitions)
+                )
             if clean:
                 marker.unlink()
         log.info("logs loaded count=%d seconds=%.3f", len(self._logs), time.monotonic() - started)
@@ -159,7 +170,9 @@ class LogManager:
             if config is not None:
                 existing.config = config
             return existing
-        log_dir = min(self.log_dirs, key=lambda d: sum(1 for v in self._log_dir_of.values() if v == d))
+        log_dir = min(
+            self.log_dirs, key=lambda d: sum(1 for v in self._log_dir_of.values() if v == d)
+        )
         created = UnifiedLog.open(
             log_dir / str(tp),
             config or self.default_config,
@@ -226,10 +239,14 @@ class LogManager:
         for d, offsets in self._by_dir(lambda lg: lg.log_start_offset).items():
             OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(offsets)
 
-    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int] | None = None) -> None:
+    def checkpoint_high_watermarks(
+        self, high_watermarks: Mapping[TopicPartition, int] | None = None
+    ) -> None:
         """Write `replication-offset-checkpoint` from the given HWs (or the callback)."""
-        hws = high_watermarks if high_watermarks is not None else (
-            self.high_watermarks() if self.high_watermarks is not None else None
+        hws = (
+            high_watermarks
+            if high_watermarks is not None
+            else (self.high_watermarks() if self.high_watermarks is not None else None)
         )
         if hws is None:
             return

@@ -34,12 +34,14 @@ import struct
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import crc32c as _crc32c
 
 from broker.log.checkpoints import atomic_write
 from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, INT_MAX
 from protocol.errors import ErrorCode, KafkaError
+from protocol.records import BatchHeader
 
 log = logging.getLogger("samsa.log")
 
@@ -69,7 +71,9 @@ class ProducerStateEntry:
 
     producer_id: int
     producer_epoch: int = NO_PRODUCER_EPOCH
-    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    batches: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
+    )
     coordinator_epoch: int = -1
     last_timestamp: int = -1
     current_txn_first_offset: int | None = None
@@ -109,18 +113,19 @@ class ProducerStateEntry:
             "last_timestamp": self.last_timestamp,
             "txn_first_offset": self.current_txn_first_offset,
             "batches": [
-                [b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp] for b in self.batches
+                [b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp]
+                for b in self.batches
             ],
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> ProducerStateEntry:
-        entry = cls(int(data["pid"]), int(data["epoch"]))  # type: ignore[arg-type]
-        entry.coordinator_epoch = int(data["coordinator_epoch"])  # type: ignore[arg-type]
-        entry.last_timestamp = int(data["last_timestamp"])  # type: ignore[arg-type]
+    def from_json(cls, data: dict[str, Any]) -> ProducerStateEntry:
+        entry = cls(int(data["pid"]), int(data["epoch"]))
+        entry.coordinator_epoch = int(data["coordinator_epoch"])
+        entry.last_timestamp = int(data["last_timestamp"])
         txn = data.get("txn_first_offset")
-        entry.current_txn_first_offset = None if txn is None else int(txn)  # type: ignore[arg-type]
-        for b in data["batches"]:  # type: ignore[attr-defined]
+        entry.current_txn_first_offset = None if txn is None else int(txn)
+        for b in data["batches"]:
             entry.batches.append(BatchMetadata(*(int(x) for x in b)))
         return entry
 
@@ -133,7 +138,9 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerAppendInfo:
     """The staged effect of one append on one producer's state (Kafka's ProducerAppendInfo)."""
 
-    def __init__(self, current: ProducerStateEntry | None, producer_id: int, *, validate: bool) -> None:
+    def __init__(
+        self, current: ProducerStateEntry | None, producer_id: int, *, validate: bool
+    ) -> None:
         self.producer_id = producer_id
         self.validate = validate
         self.current = current or ProducerStateEntry(producer_id)
@@ -156,10 +163,27 @@ class ProducerAppendInfo:
         if epoch != self.updated.producer_epoch:
             self.updated.batches.clear()
             self.updated.producer_epoch = epoch
-        self.updated.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
+        self.updated.batches.append(
+            BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp)
+        )
         self.updated.last_timestamp = timestamp
         if is_transactional and self.updated.current_txn_first_offset is None:
             self.updated.current_txn_first_offset = first_offset
+
+    def append_replicated(self, header: BatchHeader) -> None:
+        """Stage a batch written by a leader (follower append, log replay): no sequence checks."""
+        if header.is_control:
+            self.append_control_batch(header.producer_epoch, header.max_timestamp)
+        else:
+            self.append_data_batch(
+                header.producer_epoch,
+                header.base_sequence,
+                header.last_sequence,
+                header.max_timestamp,
+                header.base_offset,
+                header.last_offset,
+                header.is_transactional,
+            )
 
     def append_control_batch(self, epoch: int, timestamp: int) -> None:
         """Stage a transaction marker: the producer's open transaction ends."""
@@ -207,7 +231,9 @@ class ProducerAppendInfo:
 class ProducerStateManager:
     """All producers' state for one partition plus its snapshot files."""
 
-    def __init__(self, log_dir: Path, *, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+    def __init__(
+        self, log_dir: Path, *, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    ) -> None:
         self.log_dir = log_dir
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
@@ -218,11 +244,15 @@ class ProducerStateManager:
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
-    def prepare(self, producer_id: int, staged: dict[int, ProducerAppendInfo], *, validate: bool) -> ProducerAppendInfo:
+    def prepare(
+        self, producer_id: int, staged: dict[int, ProducerAppendInfo], *, validate: bool
+    ) -> ProducerAppendInfo:
         """The staging object for `producer_id` within one append (created on first use)."""
         info = staged.get(producer_id)
         if info is None:
-            info = ProducerAppendInfo(self.producers.get(producer_id), producer_id, validate=validate)
+            info = ProducerAppendInfo(
+                self.producers.get(producer_id), producer_id, validate=validate
+            )
             staged[producer_id] = info
         return info
 
@@ -230,6 +260,14 @@ class ProducerStateManager:
     def update(self, info: ProducerAppendInfo) -> None:
         """Commit a staged append."""
         self.producers[info.producer_id] = info.updated
+
+    def replay(self, header: BatchHeader) -> None:
+        """Apply one batch already in the log (loading, truncation), unchecked."""
+        info = ProducerAppendInfo(
+            self.producers.get(header.producer_id), header.producer_id, validate=False
+        )
+        info.append_replicated(header)
+        self.update(info)
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
@@ -273,7 +311,10 @@ class ProducerStateManager:
     def take_snapshot(self) -> Path:
         """Write the current state as `<map_end_offset>.snapshot`."""
         payload = json.dumps(
-            {"map_end_offset": self.map_end_offset, "producers": [e.to_json() for e in self.producers.values()]},
+            {
+                "map_end_offset": self.map_end_offset,
+                "producers": [e.to_json() for e in self.producers.values()],
+            },
             separators=(",", ":"),
         ).encode()
         header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, _SNAPSHOT_VERSION, _crc32c.crc32c(payload))

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, Sequence
+from typing import BinaryIO
 
 from broker.log.config import INT_MAX, LogConfig
 from broker.log.index import IndexCorruptError, OffsetIndex, TimeIndex
-from broker.log.info import FetchDataInfo, FileRecords, LogOffsetMetadata, TimestampAndOffset
+from broker.log.info import (
+    FetchDataInfo,
+    FileRecords,
+    LogOffsetMetadata,
+    TimestampAndOffset,
+)
 from protocol.errors import CorruptRecordError
 from protocol.records import HEADER_SIZE, BatchHeader, decode_records, verify_crc
 from protocol.types import Offset
@@ -27,7 +33,8 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
-_SCAN_WINDOW = 1 << 16
+_FIRST_WINDOW = 8 << 10
+_MAX_WINDOW = 1 << 20
 _IOV_MAX = 1024
 
 
@@ -49,16 +56,22 @@ class AppendedBatch:
 class LogSegment:
     """One segment: its files, its in-memory indexes and the facts needed for roll and retention."""
 
-    def __init__(self, log_dir: Path, base_offset: int, config: LogConfig, *, created_ms: int) -> None:
+    def __init__(
+        self, log_dir: Path, base_offset: int, config: LogConfig, *, created_ms: int
+    ) -> None:
         self.dir = log_dir
         self.base_offset = base_offset
         self.created_ms = created_ms
         self.log_path = log_dir / segment_file_name(base_offset, LOG_SUFFIX)
         self.index = OffsetIndex(
-            log_dir / segment_file_name(base_offset, INDEX_SUFFIX), base_offset, config.max_offset_index_entries
+            log_dir / segment_file_name(base_offset, INDEX_SUFFIX),
+            base_offset,
+            config.max_offset_index_entries,
         )
         self.time_index = TimeIndex(
-            log_dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX), base_offset, config.max_time_index_entries
+            log_dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX),
+            base_offset,
+            config.max_time_index_entries,
         )
         self._writer = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.reader: BinaryIO = open(self.log_path, "rb", buffering=0)  # noqa: SIM115
@@ -77,7 +90,9 @@ class LogSegment:
         """Trust the index files (flushed segment); raises IndexCorruptError if they look wrong."""
         self.index.load(self.size)
         self.time_index.load()
-        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = self.time_index.last_entry()
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = (
+            self.time_index.last_entry()
+        )
         if is_last:
             self.next_offset = self.read_next_offset()
 
@@ -111,10 +126,14 @@ class LogSegment:
                         f"batch at {pos} has offsets {header.base_offset}..{header.last_offset}, expected >= {expected}"
                     )
                 if header.last_offset - self.base_offset > INT_MAX:
-                    raise CorruptRecordError(f"batch at {pos} offset {header.last_offset} does not fit the segment")
+                    raise CorruptRecordError(
+                        f"batch at {pos} offset {header.last_offset} does not fit the segment"
+                    )
                 if check_crc and batch is not None and not verify_crc(batch, 0, header):
                     raise CorruptRecordError(f"batch at {pos} failed its CRC check")
-                self._index_batch(pos, header.size, header.last_offset, header.max_timestamp, header.last_offset)
+                self._index_batch(
+                    pos, header.size, header.last_offset, header.max_timestamp, header.last_offset
+                )
                 expected = header.next_offset
                 valid = pos + header.size
                 if on_batch is not None:
@@ -122,7 +141,9 @@ class LogSegment:
                 if progress is not None:
                     progress(valid)
         except CorruptRecordError as exc:
-            log.warning("corrupt record batch found log=%s position=%d error=%s", self.log_path, valid, exc)
+            log.warning(
+                "corrupt record batch found log=%s position=%d error=%s", self.log_path, valid, exc
+            )
         truncated = self.size - valid
         if truncated > 0:
             os.ftruncate(self._writer, valid)
@@ -131,18 +152,28 @@ class LogSegment:
         return truncated
 
     # ------------------------------------------------------------------ append
-    def append(self, buffers: Sequence[bytes | bytearray | memoryview], batches: Sequence[AppendedBatch]) -> None:
+    def append(
+        self, buffers: Sequence[bytes | bytearray | memoryview], batches: Sequence[AppendedBatch]
+    ) -> None:
         """Write the batches' bytes (as given in `buffers`) at the end and index them."""
         total = sum(b.size for b in batches)
         _writev_all(self._writer, buffers, total)
         pos = self.size
         for batch in batches:
-            self._index_batch(pos, batch.size, batch.last_offset, batch.max_timestamp, batch.offset_of_max_timestamp)
+            self._index_batch(
+                pos,
+                batch.size,
+                batch.last_offset,
+                batch.max_timestamp,
+                batch.offset_of_max_timestamp,
+            )
             pos += batch.size
             self.next_offset = batch.last_offset + 1
         self.size = pos
 
-    def _index_batch(self, pos: int, size: int, last_offset: int, max_ts: int, offset_of_max_ts: int) -> None:
+    def _index_batch(
+        self, pos: int, size: int, last_offset: int, max_ts: int, offset_of_max_ts: int
+    ) -> None:
         if pos == 0:
             self._rolling_based_timestamp = max_ts
         if max_ts > self.max_timestamp_so_far:
@@ -150,7 +181,9 @@ class LogSegment:
             self.offset_of_max_timestamp_so_far = offset_of_max_ts
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             self.index.append(last_offset, pos)
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
+            )
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += size
 
@@ -168,14 +201,18 @@ class LogSegment:
         end = self.size
         window = b""
         window_start = start
+        window_size = _FIRST_WINDOW  # small for lookups, growing for long scans
         pos = start
         while pos + HEADER_SIZE <= end:
             if pos + HEADER_SIZE > window_start + len(window):
                 window_start = pos
-                window = os.pread(fd, min(_SCAN_WINDOW, end - pos), pos)
+                window = os.pread(fd, min(window_size, end - pos), pos)
+                window_size = min(window_size * 2, _MAX_WINDOW)
             header = BatchHeader.parse(window, pos - window_start)
             if pos + header.size > end:
-                raise CorruptRecordError(f"batch at {pos} truncated: needs {header.size} bytes, {end - pos} left")
+                raise CorruptRecordError(
+                    f"batch at {pos} truncated: needs {header.size} bytes, {end - pos} left"
+                )
             batch: bytes | memoryview | None = None
             if check_crc:
                 rel = pos - window_start
@@ -186,9 +223,13 @@ class LogSegment:
             yield pos, header, batch
             pos += header.size
         if pos < end:
-            raise CorruptRecordError(f"{end - pos} trailing bytes at {pos} are not a whole batch header")
+            raise CorruptRecordError(
+                f"{end - pos} trailing bytes at {pos} are not a whole batch header"
+            )
 
-    def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, BatchHeader] | None:
+    def translate_offset(
+        self, offset: int, start_position: int = 0
+    ) -> tuple[int, BatchHeader] | None:
         """The first batch whose last offset is >= `offset`, as (position, header); None if none."""
         _, index_pos = self.index.lookup(offset)
         try:
@@ -222,17 +263,23 @@ class LogSegment:
         adjusted = max(max_size, header.size) if min_one_message else max_size
         limit = self.size if max_position is None else max_position
         if adjusted == 0 or limit <= position:
-            return FetchDataInfo(Offset(start_offset), None, metadata, first_entry_incomplete=adjusted < header.size)
+            return FetchDataInfo(
+                Offset(start_offset), None, metadata, first_entry_incomplete=adjusted < header.size
+            )
         fetch_size = min(limit - position, adjusted)
         if fetch_size < header.size and not min_one_message:
             return FetchDataInfo(Offset(start_offset), None, metadata, first_entry_incomplete=True)
-        return FetchDataInfo(Offset(start_offset), FileRecords(self.reader, position, fetch_size), metadata)
+        return FetchDataInfo(
+            Offset(start_offset), FileRecords(self.reader, position, fetch_size), metadata
+        )
 
     def read_batch(self, position: int, header: BatchHeader) -> bytes:
         """The whole batch at `position`."""
         return os.pread(self.reader.fileno(), header.size, position)
 
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> TimestampAndOffset | None:
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int
+    ) -> TimestampAndOffset | None:
         """The first record with timestamp >= `timestamp` and offset >= `starting_offset`."""
         _, ts_offset = self.time_index.lookup(timestamp)
         _, position = self.index.lookup(max(ts_offset, starting_offset))
@@ -241,7 +288,9 @@ class LogSegment:
                 continue
             for record in decode_records(self.read_batch(pos, header), 0, header):
                 if record.timestamp >= timestamp and record.offset >= starting_offset:
-                    return TimestampAndOffset(record.timestamp, record.offset, header.partition_leader_epoch)
+                    return TimestampAndOffset(
+                        record.timestamp, record.offset, header.partition_leader_epoch
+                    )
         return None
 
     # ------------------------------------------------------------------- roll
@@ -253,12 +302,23 @@ class LogSegment:
                 break
         return self._rolling_based_timestamp
 
-    def should_roll(self, config: LogConfig, incoming_size: int, max_timestamp: int, max_offset: int, now_ms: int) -> bool:
+    def should_roll(
+        self,
+        config: LogConfig,
+        incoming_size: int,
+        max_timestamp: int,
+        max_offset: int,
+        now_ms: int,
+    ) -> bool:
         """Kafka's LogSegment.shouldRoll."""
         if self.size == 0:
             return False
         first_ts = self.rolling_based_timestamp()
-        waited = max_timestamp - first_ts if first_ts is not None and first_ts >= 0 else now_ms - self.created_ms
+        waited = (
+            max_timestamp - first_ts
+            if first_ts is not None and first_ts >= 0
+            else now_ms - self.created_ms
+        )
         return (
             self.size > config.segment_bytes - incoming_size
             or waited > config.segment_ms - config.segment_jitter_ms
@@ -269,7 +329,9 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """Called when a newer segment takes over: pin the final max timestamp in the time index."""
-        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True)
+        self.time_index.maybe_append(
+            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
+        )
 
     @property
     def largest_timestamp(self) -> int:
@@ -293,7 +355,9 @@ class LogSegment:
         removed = self.size - position
         os.ftruncate(self._writer, position)
         self.size = position
-        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = self.time_index.last_entry()
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = (
+            self.time_index.last_entry()
+        )
         self.bytes_since_last_index_entry = 0
         if position == 0:
             self._rolling_based_timestamp = None
@@ -312,7 +376,9 @@ class LogSegment:
         os.replace(self.log_path, new_log)
         self.log_path = new_log
         self.index.rename_to(self.index.path.with_name(self.index.path.name + suffix))
-        self.time_index.rename_to(self.time_index.path.with_name(self.time_index.path.name + suffix))
+        self.time_index.rename_to(
+            self.time_index.path.with_name(self.time_index.path.name + suffix)
+        )
 
     def close(self) -> None:
         """Pin the final time index entry and close every handle."""

@@ -77,7 +77,9 @@ class ValidRecords:
         return best.offset_of_max_timestamp
 
 
-def parse_batches(records: bytes | bytearray | memoryview, *, allow_partial_tail: bool) -> list[tuple[int, BatchHeader]]:
+def parse_batches(
+    records: bytes | bytearray | memoryview, *, allow_partial_tail: bool
+) -> list[tuple[int, BatchHeader]]:
     """Split a records blob into (position, header); CORRUPT_MESSAGE on anything malformed.
 
     A follower's fetch may end in a truncated batch (the leader cut the region at max_bytes);
@@ -94,13 +96,16 @@ def parse_batches(records: bytes | bytearray | memoryview, *, allow_partial_tail
             raise CorruptRecordError(f"record batch at {pos} truncated: {end - pos} bytes")
         if magic_of(buf, pos) != 2:
             raise KafkaError(
-                ErrorCode.corrupt_message, f"magic {magic_of(buf, pos)} batches must be up-converted to v2"
+                ErrorCode.corrupt_message,
+                f"magic {magic_of(buf, pos)} batches must be up-converted to v2",
             )
         header = BatchHeader.parse(buf, pos)
         if pos + header.size > end:
             if allow_partial_tail:
                 break
-            raise CorruptRecordError(f"record batch at {pos} truncated: {header.size} > {end - pos}")
+            raise CorruptRecordError(
+                f"record batch at {pos} truncated: {header.size} > {end - pos}"
+            )
         out.append((pos, header))
         pos += header.size
     return out
@@ -140,21 +145,27 @@ def validate_leader_append(
             prefix = _PREFIX.pack(base, header.batch_length, leader_epoch)
             buffers = [prefix, buf[pos + PREFIX_SIZE : pos + header.size]]
             max_ts, offset_of_max = header.max_timestamp, last
-        result.batches.append(ValidBatch(header, buffers, base, last, max_ts, offset_of_max, leader_epoch))
+        result.batches.append(
+            ValidBatch(header, buffers, base, last, max_ts, offset_of_max, leader_epoch)
+        )
         result.valid_bytes += header.size
         result.num_messages += header.records_count
         offset = last + 1
     return result
 
 
-def validate_follower_append(records: bytes | bytearray | memoryview, log_end_offset: int) -> ValidRecords:
+def validate_follower_append(
+    records: bytes | bytearray | memoryview, log_end_offset: int
+) -> ValidRecords:
     """Check a replicated records blob (CRC, offsets increasing from the log end); keep its offsets."""
     buf = memoryview(records)
     result = ValidRecords()
     expected = log_end_offset
     for pos, header in parse_batches(buf, allow_partial_tail=True):
         if not verify_crc(buf, pos, header):
-            raise CorruptRecordError(f"replicated record batch at offset {header.base_offset} failed its CRC check")
+            raise CorruptRecordError(
+                f"replicated record batch at offset {header.base_offset} failed its CRC check"
+            )
         if header.base_offset < expected or header.last_offset_delta < 0:
             raise KafkaError(
                 ErrorCode.unknown_server_error,
@@ -178,7 +189,9 @@ def validate_follower_append(records: bytes | bytearray | memoryview, log_end_of
     return result
 
 
-def _check_batch(buf: memoryview, pos: int, header: BatchHeader, config: LogConfig, now_ms: int) -> None:
+def _check_batch(
+    buf: memoryview, pos: int, header: BatchHeader, config: LogConfig, now_ms: int
+) -> None:
     if header.size > config.max_message_bytes:
         raise KafkaError(
             ErrorCode.message_too_large,
@@ -194,18 +207,25 @@ def _check_batch(buf: memoryview, pos: int, header: BatchHeader, config: LogConf
     if header.is_control:
         raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
     if header.producer_id >= 0 and header.base_sequence < 0:
-        raise KafkaError(ErrorCode.invalid_record, f"invalid sequence number {header.base_sequence}")
+        raise KafkaError(
+            ErrorCode.invalid_record, f"invalid sequence number {header.base_sequence}"
+        )
     if not config.log_append_time:
         _check_timestamp(header.max_timestamp, config, now_ms)
         _check_timestamp(header.base_timestamp, config, now_ms)
     if config.compact and batch_has_null_key(buf, pos, header):
-        raise KafkaError(ErrorCode.invalid_record, "compacted topic cannot accept a record without a key")
+        raise KafkaError(
+            ErrorCode.invalid_record, "compacted topic cannot accept a record without a key"
+        )
 
 
 def _check_timestamp(ts: int, config: LogConfig, now_ms: int) -> None:
     if ts == NO_TIMESTAMP:
         return
-    if ts < now_ms - config.message_timestamp_before_max_ms or ts > now_ms + config.message_timestamp_after_max_ms:
+    if (
+        ts < now_ms - config.message_timestamp_before_max_ms
+        or ts > now_ms + config.message_timestamp_after_max_ms
+    ):
         raise KafkaError(
             ErrorCode.invalid_timestamp,
             f"timestamp {ts} is out of range (now {now_ms}, before.max.ms "

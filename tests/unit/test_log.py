@@ -6,6 +6,7 @@ import os
 import struct
 
 import pytest
+from test_log_support import NOW, TP, batch, headers_of, open_log, read_all
 
 from broker.log import LogConfig, UnifiedLog
 from protocol.errors import ErrorCode, KafkaError
@@ -19,7 +20,6 @@ from protocol.records import (
     verify_crc,
 )
 from protocol.types import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
-from test_log_support import NOW, TP, batch, headers_of, open_log, read_all
 
 
 def test_append_assigns_contiguous_offsets_and_epoch(tmp_path):
@@ -55,7 +55,10 @@ def test_read_inside_a_batch_returns_whole_batch(tmp_path):
     hs = headers_of(info.records.read_bytes())
     assert [h.base_offset for h in hs] == [5]
     assert info.first_offset == 7
-    assert info.fetch_offset_metadata.relative_position == headers_of(log.read(0, 1 << 20).records.read_bytes())[0].size
+    assert (
+        info.fetch_offset_metadata.relative_position
+        == headers_of(log.read(0, 1 << 20).records.read_bytes())[0].size
+    )
 
 
 def test_read_at_log_end_is_empty_and_beyond_is_out_of_range(tmp_path):
@@ -80,7 +83,10 @@ def test_max_offset_is_exclusive_at_batch_boundaries(tmp_path):
     assert [h.base_offset for h in headers_of(info.records.read_bytes())] == [0, 3]
     assert len(info.records) == sum(h.size for h in headers_of(info.records.read_bytes()))
     # a bound inside a batch excludes that batch
-    assert [h.base_offset for h in headers_of(log.read(0, 1 << 20, 7).records.read_bytes())] == [0, 3]
+    assert [h.base_offset for h in headers_of(log.read(0, 1 << 20, 7).records.read_bytes())] == [
+        0,
+        3,
+    ]
     # reading at or past the bound (but within the log) is empty, not an error
     assert log.read(6, 1 << 20, 6).records is None
     assert log.read(9, 1 << 20, 6).records is None
@@ -130,7 +136,9 @@ def test_roll_by_segment_bytes_and_reads_across_segments(tmp_path):
     bases = [s.base_offset for s in log.segments]
     assert bases == [0, 3, 6, 9]
     assert all(s.size <= one * 3 for s in log.segments)
-    assert sorted(p.name for p in (tmp_path / "p").glob("*.log")) == [f"{b:020d}.log" for b in bases]
+    assert sorted(p.name for p in (tmp_path / "p").glob("*.log")) == [
+        f"{b:020d}.log" for b in bases
+    ]
     assert [o for o, _ in read_all(log)] == list(range(10))
     # reading from a segment boundary returns data of one segment only
     info = log.read(3, 1 << 20)
@@ -176,7 +184,9 @@ def test_explicit_roll_of_empty_active_segment_is_a_no_op(tmp_path):
 
 def test_retention_by_time_deletes_old_segments_and_rolls_active(tmp_path):
     one = len(batch(1))
-    log = open_log(tmp_path / "p", segment_bytes=one * 2, retention_ms=10_000, file_delete_delay_ms=0)
+    log = open_log(
+        tmp_path / "p", segment_bytes=one * 2, retention_ms=10_000, file_delete_delay_ms=0
+    )
     for i in range(6):
         log.append_as_leader(batch(1, ts=NOW + i * 1000), 0, now_ms=NOW)
     assert [s.base_offset for s in log.segments] == [0, 2, 4]
@@ -197,7 +207,9 @@ def test_retention_by_time_deletes_old_segments_and_rolls_active(tmp_path):
 
 def test_retention_by_size_keeps_the_newest_bytes(tmp_path):
     one = len(batch(1))
-    log = open_log(tmp_path / "p", segment_bytes=one * 2, retention_bytes=one * 3, file_delete_delay_ms=0)
+    log = open_log(
+        tmp_path / "p", segment_bytes=one * 2, retention_bytes=one * 3, file_delete_delay_ms=0
+    )
     for _ in range(7):
         log.append_as_leader(batch(1), 0, now_ms=NOW)
     assert log.size == one * 7
@@ -233,7 +245,7 @@ def test_deleted_segment_files_survive_until_delay_for_readers(tmp_path):
     assert log.delete_retention_segments(NOW) == 1
     assert (tmp_path / "p" / f"{0:020d}.log.deleted").exists()
     assert len(region.read_bytes()) == len(region)  # an in-flight reader still works
-    [(delay, fn)] = [s for s in scheduled if s[0] == 60_000]
+    [(_, fn)] = [s for s in scheduled if s[0] == 60_000]
     fn()
     assert not (tmp_path / "p" / f"{0:020d}.log.deleted").exists()
 
@@ -379,7 +391,9 @@ def test_validation_errors(tmp_path):
     legacy[16] = 1
     assert code_of(bytes(legacy)) == ErrorCode.corrupt_message
     assert code_of(batch(1, ts=NOW + 3_600_001)) == ErrorCode.invalid_timestamp
-    control = build_batch([NewRecord(b"k", b"v", timestamp=NOW)], is_control=True, producer_id=1, producer_epoch=0)
+    control = build_batch(
+        [NewRecord(b"k", b"v", timestamp=NOW)], is_control=True, producer_id=1, producer_epoch=0
+    )
     assert code_of(control) == ErrorCode.invalid_record
     no_seq = batch(1, pid=5, epoch=0, seq=-1)
     assert code_of(no_seq) == ErrorCode.invalid_record
@@ -414,7 +428,9 @@ def test_append_as_follower_keeps_offsets_and_ignores_partial_tail(tmp_path):
     info = follower.append_as_follower(data[:-5], now_ms=NOW)
     assert (info.first_offset, info.last_offset) == (0, 1)
     assert follower.log_end_offset == 2
-    info = follower.append_as_follower(follower_tail := leader.read(2, 1 << 20).records.read_bytes(), now_ms=NOW)
+    info = follower.append_as_follower(
+        follower_tail := leader.read(2, 1 << 20).records.read_bytes(), now_ms=NOW
+    )
     assert (info.first_offset, info.last_offset) == (2, 3)
     assert follower.leader_epoch_cache.entries() == [(3, 0), (4, 2)]
     assert follower.read(0, 1 << 20).records.read_bytes() == data

@@ -6,7 +6,11 @@ import struct
 
 import pytest
 
-from broker.log.checkpoints import CheckpointError, LeaderEpochCheckpointFile, OffsetCheckpointFile
+from broker.log.checkpoints import (
+    CheckpointError,
+    LeaderEpochCheckpointFile,
+    OffsetCheckpointFile,
+)
 from broker.log.epoch_cache import LeaderEpochFileCache
 from broker.log.index import IndexCorruptError, OffsetIndex, TimeIndex
 from protocol.topic_partition import TopicPartition
@@ -102,7 +106,11 @@ def test_topic_partition_names():
     tp = TopicPartition("my-topic", 12)
     assert str(tp) == "my-topic-12"
     assert TopicPartition.parse("my-topic-12") == tp
-    assert sorted([TopicPartition("b", 0), TopicPartition("a", 2), TopicPartition("a", 1)])[0] == TopicPartition("a", 1)
+    assert sorted([TopicPartition("b", 0), TopicPartition("a", 2), TopicPartition("a", 1)]) == [
+        TopicPartition("a", 1),
+        TopicPartition("a", 2),
+        TopicPartition("b", 0),
+    ]
     with pytest.raises(ValueError):
         TopicPartition.parse("nodash")
 

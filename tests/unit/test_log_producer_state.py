@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from test_log_support import NOW, batch, open_log
 
 from broker.log.producer_state import ProducerStateManager, in_sequence
 from protocol.errors import ErrorCode, KafkaError
-from test_log_support import NOW, batch, open_log
 
 INT_MAX = (1 << 31) - 1
 
@@ -26,7 +26,9 @@ def test_retried_duplicate_returns_original_offsets(tmp_path):
     log.append_as_leader(batch(2, pid=7, epoch=0, seq=3), 0, now_ms=NOW)
     retry = log.append_as_leader(batch(3, pid=7, epoch=0, seq=0), 0, now_ms=NOW)
     assert retry.duplicate
-    assert (retry.first_offset, retry.last_offset) == (first.first_offset, first.last_offset) == (0, 2)
+    assert (
+        (retry.first_offset, retry.last_offset) == (first.first_offset, first.last_offset) == (0, 2)
+    )
     assert log.log_end_offset == 6  # nothing appended
 
 
@@ -81,7 +83,10 @@ def test_rejected_multi_batch_append_leaves_no_state(tmp_path):
     log = open_log(tmp_path / "p")
     log.append_as_leader(batch(1, pid=1, epoch=0, seq=0), 0, now_ms=NOW)
     good_then_gap = batch(1, pid=1, epoch=0, seq=1) + batch(1, pid=1, epoch=0, seq=5)
-    assert _code(lambda: log.append_as_leader(good_then_gap, 0, now_ms=NOW)) == ErrorCode.out_of_order_sequence_number
+    assert (
+        _code(lambda: log.append_as_leader(good_then_gap, 0, now_ms=NOW))
+        == ErrorCode.out_of_order_sequence_number
+    )
     assert log.log_end_offset == 1
     assert log.producer_state.last_entry(1).last_seq == 0
 
@@ -108,7 +113,9 @@ def test_state_rebuilt_by_replay_without_snapshot(tmp_path):
     reopened = open_log(tmp_path / "p", segment_bytes=len(batch(1, pid=1, epoch=0, seq=0)) * 2)
     dup = reopened.append_as_leader(batch(1, pid=1, epoch=0, seq=4), 0, now_ms=NOW)
     assert dup.duplicate and dup.first_offset == 4
-    assert reopened.append_as_leader(batch(1, pid=1, epoch=0, seq=5), 0, now_ms=NOW).first_offset == 5
+    assert (
+        reopened.append_as_leader(batch(1, pid=1, epoch=0, seq=5), 0, now_ms=NOW).first_offset == 5
+    )
 
 
 def test_state_from_older_snapshot_plus_replay_after_unclean_stop(tmp_path):
@@ -116,7 +123,10 @@ def test_state_from_older_snapshot_plus_replay_after_unclean_stop(tmp_path):
     log = open_log(tmp_path / "p", segment_bytes=one * 2)
     for seq in range(5):
         log.append_as_leader(batch(1, pid=1, epoch=0, seq=seq), 0, now_ms=NOW)
-    assert sorted(p.name[:20] for p in (tmp_path / "p").glob("*.snapshot")) == [f"{2:020d}", f"{4:020d}"]
+    assert sorted(p.name[:20] for p in (tmp_path / "p").glob("*.snapshot")) == [
+        f"{2:020d}",
+        f"{4:020d}",
+    ]
     reopened = open_log(tmp_path / "p", segment_bytes=one * 2)
     assert reopened.append_as_leader(batch(1, pid=1, epoch=0, seq=4), 0, now_ms=NOW).duplicate
 

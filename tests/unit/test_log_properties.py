@@ -17,11 +17,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from test_log_support import NOW, TP, batch, read_all
 
 from broker.log import LogConfig, UnifiedLog
 from protocol.errors import KafkaError
 from protocol.records import BatchHeader
-from test_log_support import NOW, TP, batch, read_all
 
 
 class LogMachine(RuleBasedStateMachine):
@@ -50,7 +50,9 @@ class LogMachine(RuleBasedStateMachine):
             self.epoch += 1
         self.counter += 1
         value = f"r{self.counter}-".encode()
-        info = self.log.append_as_leader(batch(count, value=value, ts=NOW + self.counter), self.epoch, now_ms=NOW)
+        info = self.log.append_as_leader(
+            batch(count, value=value, ts=NOW + self.counter), self.epoch, now_ms=NOW
+        )
         assert info.first_offset == self.end
         assert info.last_offset == self.end + count - 1
         self.batches.append((self.end, count))
@@ -110,14 +112,23 @@ class LogMachine(RuleBasedStateMachine):
         if clean:
             self.log.close()
             self.log = UnifiedLog.open(
-                self.tmp / "p", self.config, TP, now_ms=NOW, had_clean_shutdown=True,
-                log_start_offset=self.start, recovery_point=self.end,
+                self.tmp / "p",
+                self.config,
+                TP,
+                now_ms=NOW,
+                had_clean_shutdown=True,
+                log_start_offset=self.start,
+                recovery_point=self.end,
             )
         else:  # kill -9: no flush, no snapshot, no final index entries
             recovery_point = self.log.recovery_point
             self.log.close_handles()
             self.log = UnifiedLog.open(
-                self.tmp / "p", self.config, TP, now_ms=NOW, log_start_offset=self.start,
+                self.tmp / "p",
+                self.config,
+                TP,
+                now_ms=NOW,
+                log_start_offset=self.start,
                 recovery_point=recovery_point,
             )
 
@@ -125,14 +136,19 @@ class LogMachine(RuleBasedStateMachine):
     @rule(cut=st.integers(1, 40))
     def torn_write_then_crash(self, cut: int) -> None:
         active = self.log.active_segment
-        last_base, last_count = self.batches[-1]
+        last_base, _ = self.batches[-1]
         if active.size == 0 or last_base < active.base_offset:
             return
         recovery_point = min(self.log.recovery_point, last_base)
         self.log.close_handles()
         os.truncate(active.log_path, active.size - cut)
         self.log = UnifiedLog.open(
-            self.tmp / "p", self.config, TP, now_ms=NOW, log_start_offset=self.start, recovery_point=recovery_point
+            self.tmp / "p",
+            self.config,
+            TP,
+            now_ms=NOW,
+            log_start_offset=self.start,
+            recovery_point=recovery_point,
         )
         self.batches.pop()
         self.end = last_base
@@ -156,7 +172,10 @@ class LogMachine(RuleBasedStateMachine):
 
 
 LogMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=60,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 test_log_state_machine = LogMachine.TestCase
 

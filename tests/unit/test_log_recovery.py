@@ -6,11 +6,12 @@ import asyncio
 import logging
 import os
 
+from test_log_support import NOW, TP, batch, open_log, read_all
+
 from broker.log import LogConfig, LogManager, UnifiedLog
 from broker.log.checkpoints import OffsetCheckpointFile
 from broker.log.manager import CLEAN_SHUTDOWN_FILE
 from protocol.topic_partition import TopicPartition
-from test_log_support import NOW, TP, batch, open_log, read_all
 
 SEG = f"{0:020d}"
 
@@ -36,7 +37,7 @@ def test_torn_tail_is_truncated_on_unclean_open(tmp_path, caplog):
 
 
 def test_flipped_byte_in_last_batch_is_cut_off(tmp_path):
-    log = _fill(tmp_path / "p")
+    _fill(tmp_path / "p")  # no close: a crash
     path = tmp_path / "p" / f"{SEG}.log"
     data = bytearray(path.read_bytes())
     data[-3] ^= 0x40
@@ -74,10 +75,14 @@ def test_missing_index_files_are_rebuilt(tmp_path):
         tmp_path / "p", LogConfig(index_interval_bytes=1), TP, now_ms=NOW, had_clean_shutdown=True
     )
     assert reopened.active_segment.index.entries() == entries
-    assert reopened.active_segment.time_index.entries()[: len(time_entries) - 1] == time_entries[:-1]
+    assert (
+        reopened.active_segment.time_index.entries()[: len(time_entries) - 1] == time_entries[:-1]
+    )
     assert (tmp_path / "p" / f"{SEG}.index").stat().st_size == 8 * len(entries)
     assert [o for o, _ in read_all(reopened, 7)] == list(range(7, 20))
-    assert reopened.fetch_offset_by_timestamp(NOW + 5).offset == 9  # batch 4 = offsets 8,9 at ts +4,+5
+    assert (
+        reopened.fetch_offset_by_timestamp(NOW + 5).offset == 9
+    )  # batch 4 = offsets 8,9 at ts +4,+5
 
 
 def test_short_index_file_is_rebuilt(tmp_path):
@@ -130,13 +135,15 @@ def test_recovery_point_limits_the_scan(tmp_path):
     )
     assert reopened.log_end_offset == 20
     reopened.close_handles()
-    scanned = UnifiedLog.open(tmp_path / "p", LogConfig(segment_bytes=one * 3), TP, now_ms=NOW, recovery_point=0)
+    scanned = UnifiedLog.open(
+        tmp_path / "p", LogConfig(segment_bytes=one * 3), TP, now_ms=NOW, recovery_point=0
+    )
     assert scanned.log_end_offset == 4
     assert [s.base_offset for s in scanned.segments] == [0]
 
 
 def test_recovery_logs_progress(tmp_path, caplog, monkeypatch):
-    import broker.log.loader as loader
+    from broker.log import loader
 
     monkeypatch.setattr(loader, "PROGRESS_BYTES", 1)
     _fill(tmp_path / "p")
@@ -154,7 +161,9 @@ def test_manager_clean_shutdown_skips_recovery(tmp_path):
         log.append_as_leader(batch(2), 0)
     manager.close()
     assert (tmp_path / "d1" / CLEAN_SHUTDOWN_FILE).exists()
-    assert OffsetCheckpointFile(tmp_path / "d1" / "recovery-point-offset-checkpoint").read() == {tp: 6}
+    assert OffsetCheckpointFile(tmp_path / "d1" / "recovery-point-offset-checkpoint").read() == {
+        tp: 6
+    }
     # a corrupt tail that a recovery scan would cut off: the clean path trusts the files
     seg = tmp_path / "d1" / "t-0" / f"{SEG}.log"
     data = bytearray(seg.read_bytes())
@@ -219,7 +228,9 @@ def test_manager_background_tasks_run_retention_and_stop(tmp_path):
 
     async def scenario() -> None:
         config = LogConfig(segment_bytes=one, retention_bytes=one, file_delete_delay_ms=0)
-        manager = LogManager([tmp_path], config, retention_check_interval_ms=20, flush_check_interval_ms=20)
+        manager = LogManager(
+            [tmp_path], config, retention_check_interval_ms=20, flush_check_interval_ms=20
+        )
         manager.load_logs()
         log = manager.get_or_create_log(tp)
         for _ in range(4):

@@ -6,7 +6,13 @@ import dataclasses
 from pathlib import Path
 
 from broker.log import LogConfig, UnifiedLog
-from protocol.records import BatchHeader, NewRecord, build_batch, decode_batch, iter_batch_headers
+from protocol.records import (
+    BatchHeader,
+    NewRecord,
+    build_batch,
+    decode_batch,
+    iter_batch_headers,
+)
 from protocol.topic_partition import TopicPartition
 
 TP = TopicPartition("orders", 0)
@@ -27,7 +33,11 @@ def batch(
     """One v2 batch of `count` records with timestamps ts, ts+1, ... and values value+index."""
     records = [NewRecord(key, value + str(i).encode(), timestamp=ts + i) for i in range(count)]
     return build_batch(
-        records, producer_id=pid, producer_epoch=epoch, base_sequence=seq, compression=compression  # type: ignore[arg-type]
+        records,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        compression=compression,  # type: ignore[arg-type]
     )
 
 
@@ -50,7 +60,9 @@ def headers_of(data: bytes) -> list[BatchHeader]:
     return out
 
 
-def read_all(log: UnifiedLog, start: int | None = None, max_offset: int | None = None) -> list[tuple[int, bytes | None]]:
+def read_all(
+    log: UnifiedLog, start: int | None = None, max_offset: int | None = None
+) -> list[tuple[int, bytes | None]]:
     """(offset, value) of every record from `start` (default log start) to `max_offset`."""
     offset = log.log_start_offset if start is None else start
     end = log.log_end_offset if max_offset is None else max_offset
