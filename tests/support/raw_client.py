@@ -170,13 +170,20 @@ class RawClient:
         return payload[4:]
 
     def request(
-        self, entity: Any, *, client_id: str | None = "raw-client", response_class: type | None = None
+        self,
+        entity: Any,
+        *,
+        client_id: str | None = "raw-client",
+        api_version: int | None = None,
+        response_class: type | None = None,
     ) -> Any:
         """Send a kio request entity and decode the response with the matching response class
-        (header v1 for flexible versions, except ApiVersions whose response header is v0)."""
+        (header v1 for flexible versions, except ApiVersions whose response header is v0).
+        `api_version` is needed where one class serves several versions (Produce v0-2)."""
         cls = type(entity)
-        key, version = int(cls.__api_key__), int(cls.__version__)
-        cid = self.send_request(entity, client_id=client_id)
+        key = int(cls.__api_key__)
+        version = int(cls.__version__) if api_version is None else api_version
+        cid = self.send_request(entity, client_id=client_id, api_version=version)
         payload = self.recv_frame()
         (got,) = _I32.unpack_from(payload, 0)
         assert got == cid, f"correlation id {got}, expected {cid}"
@@ -185,5 +192,10 @@ class RawClient:
             _count, pos = skip_uvarint(payload, pos)  # empty header tagged fields
             assert _count == 0
         rcls = response_class or messages.response_class(key, version)
-        entity_out, _ = messages._reader(rcls)(payload, pos)  # noqa: SLF001 - shared kio reader
+        entity_out, used = messages._reader(rcls)(payload, pos)  # noqa: SLF001 - shared kio reader
+        if pos + used != len(payload):
+            raise AssertionError(
+                f"response to api_key={key} v{version} has {len(payload) - pos - used} bytes "
+                f"after the {rcls.__name__} body"
+            )
         return entity_out
