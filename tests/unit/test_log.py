@@ -6,7 +6,15 @@ import os
 import struct
 
 import pytest
-from test_log_support import NOW, TP, batch, headers_of, open_log, read_all
+from test_log_support import (
+    NOW,
+    TP,
+    batch,
+    close_opened_logs,  # noqa: F401  (autouse fixture)
+    headers_of,
+    open_log,
+    read_all,
+)
 
 from broker.log import LogConfig, UnifiedLog
 from protocol.errors import ErrorCode, KafkaError
@@ -248,6 +256,7 @@ def test_deleted_segment_files_survive_until_delay_for_readers(tmp_path):
     [(_, fn)] = [s for s in scheduled if s[0] == 60_000]
     fn()
     assert not (tmp_path / "p" / f"{0:020d}.log.deleted").exists()
+    log.close()
 
 
 def test_delete_records_moves_log_start_offset(tmp_path):

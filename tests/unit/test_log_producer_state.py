@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from test_log_support import NOW, batch, open_log
+from test_log_support import (
+    NOW,
+    batch,
+    close_opened_logs,  # noqa: F401  (autouse fixture)
+    open_log,
+)
 
 from broker.log.producer_state import ProducerStateManager, in_sequence
 from protocol.errors import ErrorCode, KafkaError

@@ -6,7 +6,14 @@ import asyncio
 import logging
 import os
 
-from test_log_support import NOW, TP, batch, open_log, read_all
+from test_log_support import (
+    NOW,
+    TP,
+    batch,
+    close_opened_logs,  # noqa: F401  (autouse fixture)
+    open_log,
+    read_all,
+)
 
 from broker.log import LogConfig, LogManager, UnifiedLog
 from broker.log.checkpoints import OffsetCheckpointFile
@@ -83,6 +90,7 @@ def test_missing_index_files_are_rebuilt(tmp_path):
     assert (
         reopened.fetch_offset_by_timestamp(NOW + 5).offset == 9
     )  # batch 4 = offsets 8,9 at ts +4,+5
+    reopened.close_handles()
 
 
 def test_short_index_file_is_rebuilt(tmp_path):
@@ -95,6 +103,7 @@ def test_short_index_file_is_rebuilt(tmp_path):
         tmp_path / "p", LogConfig(index_interval_bytes=1), TP, now_ms=NOW, had_clean_shutdown=True
     )
     assert reopened.active_segment.index.entries() == entries
+    reopened.close_handles()
 
 
 def test_leftover_files_are_removed(tmp_path):
@@ -140,6 +149,7 @@ def test_recovery_point_limits_the_scan(tmp_path):
     )
     assert scanned.log_end_offset == 4
     assert [s.base_offset for s in scanned.segments] == [0]
+    scanned.close_handles()
 
 
 def test_recovery_logs_progress(tmp_path, caplog, monkeypatch):
@@ -182,6 +192,7 @@ def test_manager_clean_shutdown_skips_recovery(tmp_path):
     manager.load_logs()
     assert not manager.had_clean_shutdown[tmp_path / "d1"]
     assert manager.get_log(tp).log_end_offset == 4
+    manager.close()
 
 
 def test_manager_checkpoints_and_log_start_offset_survive(tmp_path):
@@ -199,6 +210,7 @@ def test_manager_checkpoints_and_log_start_offset_survive(tmp_path):
     assert manager.read_high_watermarks() == {tp: 2}
     other = manager.get_or_create_log(TopicPartition("t", 4))
     assert other.dir.parent != manager.get_log(tp).dir.parent  # spread over the log dirs
+    manager.close()
 
 
 def test_manager_delete_log_renames_then_removes(tmp_path):
@@ -254,6 +266,7 @@ def test_manager_flushes_logs_after_flush_ms(tmp_path):
     assert manager.flush_dirty_logs(log.last_flush_ms + 999) == 0
     assert manager.flush_dirty_logs(log.last_flush_ms + 1000) == 1
     assert log.recovery_point == 2
+    manager.close()
 
 
 def test_manager_removes_directories_left_for_deletion(tmp_path):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from broker.log import LogConfig, UnifiedLog
 from protocol.records import (
@@ -41,10 +44,23 @@ def batch(
     )
 
 
+_opened: list[UnifiedLog] = []
+
+
+@pytest.fixture(autouse=True)
+def close_opened_logs() -> Iterator[None]:
+    """Close the file handles of every log `open_log` opened (import it into a test module)."""
+    yield
+    while _opened:
+        _opened.pop().close_handles()
+
+
 def open_log(path: Path, **overrides: object) -> UnifiedLog:
     """Open a log in `path` with LogConfig overrides and a fixed clock."""
     config = dataclasses.replace(LogConfig(), **overrides)  # type: ignore[arg-type]
-    return UnifiedLog.open(path, config, TP, now_ms=NOW)
+    log = UnifiedLog.open(path, config, TP, now_ms=NOW)
+    _opened.append(log)
+    return log
 
 
 def headers_of(data: bytes) -> list[BatchHeader]:
