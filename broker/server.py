@@ -21,6 +21,7 @@ from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.network import Connection
 from broker.producer_ids import ProducerIdManager
+from broker.coordinator.coordinator import GroupCoordinator
 from broker.replication.replica_manager import ReplicaManager
 from controller.embedded import EmbeddedController
 from controller.interface import Controller
@@ -41,6 +42,7 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.controller: Controller = None  # type: ignore[assignment]  # set in start()
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
+        self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
         self._stopped = asyncio.Event()
@@ -81,6 +83,9 @@ class Broker:
             self.broker_id, self.log_manager, self.log_config_for, hw_checkpoints
         )
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
+        self.group_coordinator = GroupCoordinator(self)
+        self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
+        self.group_coordinator.start()
         self.controller.subscribe(self.replica_manager.on_image)
         await self.controller.start()
         self.log_manager.start()
@@ -100,6 +105,8 @@ class Broker:
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
+        if self.group_coordinator is not None:
+            await self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.delayed_fetch.wake_all()
             self.replica_manager.delayed_produce.wake_all()

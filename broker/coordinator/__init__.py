@@ -1,0 +1,1 @@
+"""The group coordinator (classic consumer groups) and `__consumer_offsets`."""

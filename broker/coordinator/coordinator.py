@@ -1,0 +1,594 @@
+"""The group coordinator: which groups this broker serves, their offsets, and `__consumer_offsets`.
+
+The coordinator of a group is the leader of partition `partition_for(group)` of the compacted,
+replicated `__consumer_offsets` topic (created on the first FindCoordinator). When this broker
+becomes leader of such a partition it loads the partition's groups and offsets by reading it from
+the log start to the log end (a task that yields to the loop; the decoding runs in a thread;
+requests for its groups get COORDINATOR_LOAD_IN_PROGRESS meanwhile); when it loses leadership it
+unloads them (waiting members get NOT_COORDINATOR). Offset commits and group metadata (after
+every rebalance and whenever a group empties) are appended with acks=-1 and applied in memory only
+once written; deletions write tombstones. A periodic task expires offsets of Empty groups older
+than offsets.retention.minutes, and removes groups left with neither members nor offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+from broker.coordinator.group import ClassicGroup, GroupState
+from broker.coordinator.loader import LoadState, decode_chunk
+from broker.coordinator.membership import GroupMembership, MembershipConfig
+from broker.coordinator.records import (
+    OffsetAndMetadata,
+    group_metadata_key,
+    group_metadata_value,
+    offset_commit_key,
+    offset_commit_value,
+    partition_for,
+)
+from controller.model import NewTopic
+from protocol.errors import ErrorCode
+from protocol.records import NewRecord, build_batch
+from protocol.topic_partition import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+log = logging.getLogger("samsa.coordinator")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+MAX_GROUP_ID_BYTES = 0x7FFF
+"""A group id must fit the int16-length string of a __consumer_offsets key."""
+LOAD_BUFFER_BYTES = 5 * 1024 * 1024
+LOAD_PROGRESS_INTERVAL_S = 5.0
+
+
+class LoadStatus(enum.Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+
+
+@dataclass(eq=False)
+class OffsetsPartition:
+    """One `__consumer_offsets` partition this broker leads, and the groups it holds."""
+
+    index: int
+    status: LoadStatus = LoadStatus.LOADING
+    groups: dict[str, ClassicGroup] = field(default_factory=dict)
+    task: asyncio.Task[None] | None = None
+    loaded: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorNode:
+    error: ErrorCode
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitEntry:
+    tp: TopicPartition
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def group_id_error(group_id: str | None) -> ErrorCode:
+    """INVALID_GROUP_ID for a missing, empty or too long group id (as Kafka 4's coordinator)."""
+    if not group_id:
+        return ErrorCode.invalid_group_id
+    if len(group_id.encode("utf-8", "surrogatepass")) > MAX_GROUP_ID_BYTES:
+        return ErrorCode.invalid_group_id
+    return ErrorCode.none
+
+
+def _append_error_for_group(error: ErrorCode) -> ErrorCode:
+    if error in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+    ):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error == ErrorCode.none:
+        return error
+    return ErrorCode.unknown_server_error
+
+
+def _append_error_for_offsets(error: ErrorCode) -> ErrorCode:
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large, ErrorCode.invalid_fetch_size):
+        return ErrorCode.invalid_commit_offset_size
+    return _append_error_for_group(error)
+
+
+class GroupCoordinator:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        config = broker.config
+        self.config = config
+        self.membership = GroupMembership(
+            MembershipConfig(config.group_initial_rebalance_delay_ms, config.group_max_size),
+            self._persist_group,
+        )
+        self._partitions: dict[int, OffsetsPartition] = {}
+        self._active = False
+        self._create_lock = asyncio.Lock()
+        self._expiry_task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # == lifecycle ================================================================================
+
+    def start(self) -> None:
+        self._active = True
+        self._expiry_task = asyncio.get_running_loop().create_task(self._expiry_loop())
+
+    async def shutdown(self) -> None:
+        self._active = False
+        for part in list(self._partitions.values()):
+            self._unload(part)
+        tasks = [t for t in (self._expiry_task, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.membership.close()
+
+    def _spawn(self, coro: object) -> None:
+        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # == partitions ===============================================================================
+
+    def num_partitions(self) -> int:
+        topic = self.broker.controller.image.topics.get(OFFSETS_TOPIC)
+        if topic is not None and topic.partitions:
+            return len(topic.partitions)
+        return self.config.offsets_topic_num_partitions
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions())
+
+    def on_leadership_change(self, tp: TopicPartition, is_leader: bool) -> None:
+        """Replica manager listener (no awaits): load on leadership, unload on losing it."""
+        if tp.topic != OFFSETS_TOPIC:
+            return
+        old = self._partitions.pop(tp.partition, None)
+        if old is not None:
+            self._unload(old)
+        if is_leader:
+            part = OffsetsPartition(tp.partition)
+            self._partitions[tp.partition] = part
+            part.task = asyncio.get_running_loop().create_task(self._load(part))
+
+    def _unload(self, part: OffsetsPartition) -> None:
+        if part.task is not None and not part.task.done():
+            part.task.cancel()
+        for group in part.groups.values():
+            self.membership.shut_down_group(group, ErrorCode.not_coordinator)
+        if part.groups:
+            log.info("groups unloaded partition=%d groups=%d", part.index, len(part.groups))
+        part.groups.clear()
+        if self._partitions.get(part.index) is part:
+            del self._partitions[part.index]
+
+    async def _load(self, part: OffsetsPartition) -> None:
+        tp = TopicPartition(OFFSETS_TOPIC, part.index)
+        started = time.monotonic()
+        try:
+            partition = self.broker.replica_manager.partitions.get(tp)
+            if partition is None:
+                return
+            log_ = partition.log
+            position = int(log_.log_start_offset)
+            end = int(log_.log_end_offset)
+            state = LoadState()
+            last_progress = started
+            while position < end:
+                info = log_.read(position, LOAD_BUFFER_BYTES, end)
+                if info.records is None:
+                    break
+                chunk = await asyncio.to_thread(lambda r=info.records, p=position: decode_chunk(r.read_bytes(), p))
+                if self._partitions.get(part.index) is not part:
+                    return  # unloaded meanwhile
+                if chunk.next_offset <= position:
+                    log.error("loading stuck partition=%d offset=%d", part.index, position)
+                    break
+                state.apply(chunk)
+                position = chunk.next_offset
+                if time.monotonic() - last_progress >= LOAD_PROGRESS_INTERVAL_S:
+                    last_progress = time.monotonic()
+                    log.info(
+                        "loading groups partition=%d offset=%d end=%d records=%d",
+                        part.index, position, end, state.records,
+                    )  # fmt: skip
+            self._install(part, state)
+            part.status = LoadStatus.ACTIVE
+            part.loaded.set()
+            elapsed = (time.monotonic() - started) * 1000
+            if state.records or elapsed > 1000:
+                log.info(
+                    "groups loaded partition=%d groups=%d records=%d end_offset=%d ms=%.0f",
+                    part.index, len(part.groups), state.records, end, elapsed,
+                )  # fmt: skip
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("loading groups failed partition=%d", part.index)
+
+    def _install(self, part: OffsetsPartition, state: LoadState) -> None:
+        now = _now_ms()
+        for group_id in state.group_ids():
+            value = state.groups.get(group_id)
+            group = ClassicGroup.from_record(group_id, value, now) if value else ClassicGroup(group_id)
+            if value is None:
+                group.state_timestamp_ms = now
+            group.offsets = dict(state.offsets.get(group_id, {}))
+            part.groups[group_id] = group
+            for member in group.members.values():
+                self.membership.start_session(group, member)
+
+    def _partition(self, group_id: str) -> tuple[ErrorCode, OffsetsPartition | None]:
+        """Kafka's coordinator checks, in its order."""
+        if not self._active:
+            return ErrorCode.coordinator_not_available, None
+        part = self._partitions.get(self.partition_for(group_id))
+        if part is None:
+            return ErrorCode.not_coordinator, None
+        if part.status is LoadStatus.LOADING:
+            return ErrorCode.coordinator_load_in_progress, None
+        return ErrorCode.none, part
+
+    def group_status(self, group_id: str | None) -> tuple[ErrorCode, OffsetsPartition | None]:
+        error = group_id_error(group_id)
+        if error != ErrorCode.none:
+            return error, None
+        assert group_id is not None
+        return self._partition(group_id)
+
+    def get_group(self, group_id: str | None) -> tuple[ErrorCode, ClassicGroup | None]:
+        """(error, group): the group if this broker coordinates it and it exists (else None)."""
+        error, part = self.group_status(group_id)
+        if part is None:
+            return error, None
+        return ErrorCode.none, part.groups.get(group_id or "")
+
+    def get_or_create_group(self, group_id: str) -> tuple[ErrorCode, ClassicGroup | None]:
+        error, part = self.group_status(group_id)
+        if part is None:
+            return error, None
+        group = part.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            group = ClassicGroup(group_id, state_timestamp_ms=_now_ms())
+            part.groups[group_id] = group
+        return ErrorCode.none, group
+
+    def _group_is_current(self, group: ClassicGroup) -> OffsetsPartition | None:
+        part = self._partitions.get(self.partition_for(group.group_id))
+        if part is None or part.groups.get(group.group_id) is not group:
+            return None
+        return part
+
+    def all_groups(self) -> tuple[bool, list[ClassicGroup]]:
+        """(any partition still loading, every group of the loaded partitions)."""
+        loading = any(p.status is LoadStatus.LOADING for p in self._partitions.values())
+        groups = [g for p in self._partitions.values() for g in p.groups.values()]
+        return loading, groups
+
+    # == FindCoordinator ==========================================================================
+
+    async def find_coordinator(self, key: str, listener: str) -> CoordinatorNode:
+        image = self.broker.controller.image
+        if OFFSETS_TOPIC not in image.topics:
+            await self._create_offsets_topic()
+            image = self.broker.controller.image
+        topic = image.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return CoordinatorNode(ErrorCode.coordinator_not_available)
+        index = partition_for(key, len(topic.partitions))
+        reg = topic.partitions.get(index)
+        if reg is None or not reg.online:
+            return CoordinatorNode(ErrorCode.coordinator_not_available)
+        broker = image.brokers.get(reg.leader)
+        endpoint = broker.endpoint(listener) if broker is not None else None
+        if endpoint is None:
+            return CoordinatorNode(ErrorCode.coordinator_not_available)
+        part = self._partitions.get(index)
+        if part is not None and part.status is LoadStatus.LOADING:
+            # usually a few milliseconds right after creation: spare the client a retry
+            try:
+                await asyncio.wait_for(part.loaded.wait(), 1.0)
+            except asyncio.TimeoutError:
+                pass
+        return CoordinatorNode(ErrorCode.none, int(reg.leader), endpoint.host, endpoint.port)
+
+    async def _create_offsets_topic(self) -> None:
+        async with self._create_lock:
+            controller = self.broker.controller
+            if OFFSETS_TOPIC in controller.image.topics:
+                return
+            live = len(controller.image.brokers)
+            replication = max(1, min(self.config.offsets_topic_replication_factor, live))
+            topic = NewTopic(
+                name=OFFSETS_TOPIC,
+                num_partitions=self.config.offsets_topic_num_partitions,
+                replication_factor=replication,
+                configs={
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+                    "compression.type": "producer",
+                },
+            )
+            results = await controller.create_topics([topic])
+            error = results.get(OFFSETS_TOPIC)
+            if error is None:
+                log.info(
+                    "topic created topic=%s partitions=%d replication_factor=%d",
+                    OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, replication,
+                )  # fmt: skip
+            elif error.code != ErrorCode.topic_already_exists:
+                log.warning("creating %s failed error=%s message=%s", OFFSETS_TOPIC, error.code.name, error.message)
+
+    # == persistence ==============================================================================
+
+    async def _append(self, index: int, records: list[NewRecord]) -> ErrorCode:
+        tp = TopicPartition(OFFSETS_TOPIC, index)
+        batch = build_batch(records)
+        results = await self.broker.replica_manager.append_records(
+            [(tp, batch)], -1, self.config.offsets_commit_timeout_ms
+        )
+        result = results.get(tp)
+        return ErrorCode.unknown_server_error if result is None else result.error
+
+    async def _persist_group(self, group: ClassicGroup, assignments: dict[str, bytes] | None) -> ErrorCode:
+        part = self._group_is_current(group)
+        if part is None:
+            return ErrorCode.not_coordinator
+        value = group_metadata_value(group.to_record(assignments))
+        error = await self._append(part.index, [NewRecord(group_metadata_key(group.group_id), value)])
+        return _append_error_for_group(error)
+
+    # == offsets ==================================================================================
+
+    def _validate_offset_commit(
+        self, group: ClassicGroup, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode:
+        """Kafka's classic-group offset commit rules."""
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.coordinator_not_available
+        if generation < 0 and group.is_in(GroupState.EMPTY):
+            return ErrorCode.none  # admin client or a consumer without group management
+        if generation >= 0 or member_id or instance_id is not None:
+            error = self.membership.validate_member(group, member_id, instance_id, generation)
+            if error != ErrorCode.none:
+                return error
+        elif not group.is_in(GroupState.EMPTY):
+            return ErrorCode.unknown_member_id
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        entries: list[OffsetCommitEntry],
+        *,
+        api_version: int,
+        expire_timestamp: int = -1,
+        client_id: str | None = None,
+        correlation_id: int = -1,
+    ) -> dict[TopicPartition, ErrorCode]:
+        error, part = self.group_status(group_id)
+        if part is None:
+            return {e.tp: error for e in entries}
+        group = part.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            if generation >= 0:
+                code = ErrorCode.group_id_not_found if api_version >= 9 else ErrorCode.illegal_generation
+                return {e.tp: code for e in entries}
+            group = ClassicGroup(group_id, state_timestamp_ms=_now_ms())
+            part.groups[group_id] = group
+        error = self._validate_offset_commit(group, member_id, instance_id, generation)
+        if error != ErrorCode.none:
+            return {e.tp: error for e in entries}
+        if member_id:
+            self.membership.touch(group, member_id)
+
+        image = self.broker.controller.image
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        now = _now_ms()
+        for e in entries:
+            metadata = e.metadata or ""
+            if image.partition(e.tp.topic, e.tp.partition) is None:
+                results[e.tp] = ErrorCode.unknown_topic_or_partition
+            elif len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results[e.tp] = ErrorCode.offset_metadata_too_large
+            else:
+                accepted[e.tp] = OffsetAndMetadata(e.offset, e.leader_epoch, metadata, now, expire_timestamp)  # type: ignore[arg-type]
+        if accepted:
+            records = [
+                NewRecord(offset_commit_key(group_id, tp.topic, tp.partition), offset_commit_value(v), timestamp=now)
+                for tp, v in accepted.items()
+            ]
+            for tp in accepted:
+                group.pending_offset_commits[tp] += 1
+            try:
+                error = _append_error_for_offsets(await self._append(part.index, records))
+            finally:
+                for tp in accepted:
+                    group.pending_offset_commits[tp] -= 1
+                    if group.pending_offset_commits[tp] <= 0:
+                        del group.pending_offset_commits[tp]
+            if error == ErrorCode.none and self._group_is_current(group) is not None:
+                group.offsets.update(accepted)
+            for tp in accepted:
+                results[tp] = error
+            if error != ErrorCode.none:
+                log.warning(
+                    "offset commit failed group=%s client_id=%s correlation_id=%d partitions=%d error=%s",
+                    group_id, client_id, correlation_id, len(accepted), error.name,
+                )  # fmt: skip
+        return results
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
+        """Committed offsets (None where there is none); all of them when partitions is None."""
+        error, group = self.get_group(group_id)
+        if error != ErrorCode.none:
+            return error, {}
+        offsets = group.offsets if group is not None and not group.is_in(GroupState.DEAD) else {}
+        if partitions is None:
+            return ErrorCode.none, dict(sorted(offsets.items()))
+        return ErrorCode.none, {tp: offsets.get(tp) for tp in partitions}
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete: (group error, per-partition errors)."""
+        error, group = self.get_group(group_id)
+        if error != ErrorCode.none:
+            return error, {}
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.group_id_not_found, {}
+        subscribed: set[str] | None = set()
+        if not group.is_in(GroupState.EMPTY):
+            subscribed = group.subscribed_topics()
+            if subscribed is None:
+                return ErrorCode.non_empty_group, {}
+        image = self.broker.controller.image
+        results: dict[TopicPartition, ErrorCode] = {}
+        to_delete: list[TopicPartition] = []
+        for tp in partitions:
+            if image.partition(tp.topic, tp.partition) is None:
+                results[tp] = ErrorCode.unknown_topic_or_partition
+            elif tp.topic in subscribed:
+                results[tp] = ErrorCode.group_subscribed_to_topic
+            else:
+                results[tp] = ErrorCode.none
+                if tp in group.offsets:
+                    to_delete.append(tp)
+        if to_delete:
+            part = self._group_is_current(group)
+            if part is None:
+                return ErrorCode.not_coordinator, {}
+            for tp in to_delete:
+                group.offsets.pop(tp, None)
+            error = _append_error_for_group(await self._append(part.index, self._offset_tombstones(group_id, to_delete)))
+            if error != ErrorCode.none:
+                return error, {}
+        return ErrorCode.none, results
+
+    @staticmethod
+    def _offset_tombstones(group_id: str, tps: Iterable[TopicPartition]) -> list[NewRecord]:
+        return [NewRecord(offset_commit_key(group_id, tp.topic, tp.partition), None) for tp in tps]
+
+    # == groups ===================================================================================
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        by_partition: dict[int, list[NewRecord]] = {}
+        for group_id in group_ids:
+            error, part = self.group_status(group_id)
+            if part is None:
+                results[group_id] = error
+                continue
+            group = part.groups.get(group_id)
+            if group is None or group.is_in(GroupState.DEAD):
+                results[group_id] = ErrorCode.group_id_not_found
+            elif not group.is_in(GroupState.EMPTY):
+                results[group_id] = ErrorCode.non_empty_group
+            else:
+                self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
+                del part.groups[group_id]
+                records = by_partition.setdefault(part.index, [])
+                records += self._offset_tombstones(group_id, group.offsets)
+                records.append(NewRecord(group_metadata_key(group_id), None))
+                results[group_id] = ErrorCode.none
+                log.info("group deleted group=%s offsets=%d", group_id, len(group.offsets))
+        for index, records in by_partition.items():
+            error = _append_error_for_group(await self._append(index, records))
+            if error != ErrorCode.none:
+                for group_id in group_ids:
+                    if results.get(group_id) == ErrorCode.none and self.partition_for(group_id) == index:
+                        results[group_id] = error
+        return results
+
+    # == offset retention =========================================================================
+
+    async def _expiry_loop(self) -> None:
+        interval = self.config.offsets_retention_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.expire_offsets(_now_ms())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("offset expiration failed")
+
+    def _expired(self, group: ClassicGroup, offset: OffsetAndMetadata, now_ms: int) -> bool:
+        if offset.expire_timestamp >= 0:
+            return now_ms >= offset.expire_timestamp
+        base = group.state_timestamp_ms if group.protocol_type else offset.commit_timestamp
+        if base < 0:
+            base = offset.commit_timestamp
+        return now_ms - base >= self.config.offsets_retention_ms
+
+    async def expire_offsets(self, now_ms: int) -> int:
+        """Expire offsets of Empty groups past retention; drop groups left with nothing."""
+        total = 0
+        for part in list(self._partitions.values()):
+            if part.status is not LoadStatus.ACTIVE:
+                continue
+            records: list[NewRecord] = []
+            for group in list(part.groups.values()):
+                if not group.is_in(GroupState.EMPTY):
+                    continue
+                expired = [
+                    tp
+                    for tp, offset in group.offsets.items()
+                    if tp not in group.pending_offset_commits and self._expired(group, offset, now_ms)
+                ]
+                for tp in expired:
+                    del group.offsets[tp]
+                records += self._offset_tombstones(group.group_id, expired)
+                total += len(expired)
+                if expired:
+                    log.info("offsets expired group=%s partitions=%d", group.group_id, len(expired))
+                if not group.offsets and not group.pending_offset_commits and not group.pending_members:
+                    self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
+                    del part.groups[group.group_id]
+                    records.append(NewRecord(group_metadata_key(group.group_id), None))
+                    log.info("group removed group=%s reason=empty_without_offsets", group.group_id)
+            if records:
+                error = await self._append(part.index, records)
+                if error != ErrorCode.none:
+                    log.warning("writing expiration tombstones failed partition=%d error=%s", part.index, error.name)
+        return total
+
+
+def offsets_by_topic(
+    items: Mapping[TopicPartition, object],
+) -> dict[str, list[tuple[int, object]]]:
+    """Group per-partition results by topic, keeping order (for building responses)."""
+    out: dict[str, list[tuple[int, object]]] = {}
+    for tp, value in items.items():
+        out.setdefault(tp.topic, []).append((tp.partition, value))
+    return out

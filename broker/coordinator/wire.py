@@ -1,0 +1,29 @@
+"""Small helpers the group handlers share (request fields to plain values)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from broker.context import RequestContext
+    from broker.coordinator.coordinator import GroupCoordinator
+
+NO_THROTTLE = datetime.timedelta(0)
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# AclOperation READ 3, DELETE 6, DESCRIBE 8: what Kafka reports for a group without an authorizer.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def millis(value: datetime.timedelta) -> int:
+    return int(value.total_seconds() * 1000)
+
+
+def client_host(ctx: RequestContext) -> str:
+    """As Kafka shows it: "/" + the client's IP address."""
+    host = ctx.client_address.rsplit(":", 1)[0]
+    return "/" + host.strip("[]")
+
+
+def coordinator(ctx: RequestContext) -> GroupCoordinator:
+    return ctx.broker.group_coordinator

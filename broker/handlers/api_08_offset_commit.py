@@ -1,0 +1,80 @@
+# OffsetCommit (key 8), versions 2-9.
+# Commits go to the group's __consumer_offsets partition (OffsetCommitKey v1 / OffsetCommitValue
+# v3, acks=-1) and are visible to OffsetFetch once written. Members of a group are checked as
+# Kafka does (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS
+# while CompletingRebalance) and the commit counts as a heartbeat; generation -1 with an empty
+# member id commits for a group without members (simple consumers, admin tools), creating it if
+# needed; an unknown group with a generation >= 0 gets ILLEGAL_GENERATION (v9: GROUP_ID_NOT_FOUND).
+# Per partition: UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist,
+# OFFSET_METADATA_TOO_LARGE above offset.metadata.max.bytes; INVALID_GROUP_ID for empty or too long
+# group ids. Not supported: retention_time (v2-4) is ignored (offsets.retention.minutes applies,
+# as in Kafka since 2.1 for consumers that send -1); v10 (topic ids).
+from __future__ import annotations
+
+from kio.schema.offset_commit.v9.request import OffsetCommitRequest
+from kio.schema.offset_commit.v9.response import (
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+
+from broker.context import RequestContext
+from broker.coordinator.coordinator import OffsetCommitEntry
+from broker.coordinator.wire import NO_THROTTLE, coordinator
+from broker.handlers import registry
+from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
+
+API_KEY = 8
+
+
+def _response(request: OffsetCommitRequest, errors: dict[TopicPartition, ErrorCode]) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            OffsetCommitResponseTopic(
+                name=t.name,
+                partitions=tuple(
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=errors.get(TopicPartition(t.name, p.partition_index), ErrorCode.unknown_server_error),
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in request.topics
+        ),
+    )
+
+
+def _error_response(ctx: RequestContext, request: OffsetCommitRequest, error: Exception) -> OffsetCommitResponse:
+    code = getattr(error, "code", ErrorCode.unknown_server_error)
+    return _response(request, {TopicPartition(t.name, p.partition_index): code for t in request.topics for p in t.partitions})
+
+
+@registry.api(API_KEY, 2, 9, error_response=_error_response)
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    entries = [
+        OffsetCommitEntry(
+            TopicPartition(t.name, int(p.partition_index)),
+            int(p.committed_offset),
+            int(p.committed_leader_epoch) if ctx.api_version >= 6 else -1,
+            p.committed_metadata,
+        )
+        for t in request.topics
+        for p in t.partitions
+    ]
+    errors = await coordinator(ctx).commit_offsets(
+        str(request.group_id),
+        int(request.generation_id_or_member_epoch),
+        request.member_id,
+        request.group_instance_id if ctx.api_version >= 7 else None,
+        entries,
+        api_version=ctx.api_version,
+        client_id=ctx.client_id,
+        correlation_id=ctx.correlation_id,
+    )
+    return _response(request, errors)
+
+
+

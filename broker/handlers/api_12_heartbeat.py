@@ -1,0 +1,33 @@
+# Heartbeat (key 12), versions 0-4.
+# Keeps a member's session alive. NONE in Stable and CompletingRebalance, REBALANCE_IN_PROGRESS in
+# PreparingRebalance (the member must rejoin), else UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+# FENCED_INSTANCE_ID (v3+ static members) and the coordinator errors, as Kafka.
+# Not supported: nothing of v0-4 is left out.
+from __future__ import annotations
+
+from kio.schema.heartbeat.v4.request import HeartbeatRequest
+from kio.schema.heartbeat.v4.response import HeartbeatResponse
+
+from broker.context import RequestContext
+from broker.coordinator.wire import NO_THROTTLE, coordinator
+from broker.handlers import registry
+from protocol.errors import ErrorCode
+
+API_KEY = 12
+
+
+def _error_response(ctx: RequestContext, request: HeartbeatRequest, error: Exception) -> HeartbeatResponse:
+    return HeartbeatResponse(throttle_time=NO_THROTTLE, error_code=getattr(error, "code", ErrorCode.unknown_server_error))
+
+
+@registry.api(API_KEY, 0, 4, error_response=_error_response)
+async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    coord = coordinator(ctx)
+    error, group = coord.get_group(request.group_id)
+    if error == ErrorCode.none:
+        if group is None:
+            error = ErrorCode.unknown_member_id
+        else:
+            instance_id = request.group_instance_id if ctx.api_version >= 3 else None
+            error = coord.membership.heartbeat(group, request.member_id, instance_id, int(request.generation_id))
+    return HeartbeatResponse(throttle_time=NO_THROTTLE, error_code=error)

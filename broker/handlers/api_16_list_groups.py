@@ -1,0 +1,48 @@
+# ListGroups (key 16), versions 0-5.
+# Every group this broker coordinates (groups of partitions still loading are left out and the
+# response carries COORDINATOR_LOAD_IN_PROGRESS), with protocol type; v4+ state and a states
+# filter, v5+ type ("classic") and a types filter (both case-insensitive; empty = all). Dead
+# groups are never listed. Not supported: group types other than classic (KIP-848 consumer,
+# share, streams groups do not exist here).
+from __future__ import annotations
+
+from kio.schema.list_groups.v5.request import ListGroupsRequest
+from kio.schema.list_groups.v5.response import ListedGroup, ListGroupsResponse
+
+from broker.context import RequestContext
+from broker.coordinator.group import CLASSIC_GROUP_TYPE, GroupState
+from broker.coordinator.wire import NO_THROTTLE, coordinator
+from broker.handlers import registry
+from protocol.errors import ErrorCode
+
+API_KEY = 16
+
+
+def _error_response(ctx: RequestContext, request: ListGroupsRequest, error: Exception) -> ListGroupsResponse:
+    code = getattr(error, "code", ErrorCode.unknown_server_error)
+    return ListGroupsResponse(throttle_time=NO_THROTTLE, error_code=code, groups=())
+
+
+@registry.api(API_KEY, 0, 5, error_response=_error_response)
+async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    loading, groups = coordinator(ctx).all_groups()
+    states = {s.lower() for s in request.states_filter} if ctx.api_version >= 4 else set()
+    types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
+    listed = []
+    for group in sorted(groups, key=lambda g: g.group_id):
+        if group.is_in(GroupState.DEAD):
+            continue
+        if states and group.state.value.lower() not in states:
+            continue
+        if types and CLASSIC_GROUP_TYPE not in types:
+            continue
+        listed.append(
+            ListedGroup(
+                group_id=group.group_id,  # type: ignore[arg-type]
+                protocol_type=group.protocol_type or "",
+                group_state=group.state.value,
+                group_type=CLASSIC_GROUP_TYPE,
+            )
+        )
+    error = ErrorCode.coordinator_load_in_progress if loading else ErrorCode.none
+    return ListGroupsResponse(throttle_time=NO_THROTTLE, error_code=error, groups=tuple(listed))

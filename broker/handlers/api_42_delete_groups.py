@@ -1,0 +1,34 @@
+# DeleteGroups (key 42), versions 0-2.
+# Deletes Empty groups: the group and all its committed offsets get tombstones in
+# __consumer_offsets. Per group: GROUP_ID_NOT_FOUND (unknown or Dead), NON_EMPTY_GROUP (has
+# members), INVALID_GROUP_ID, coordinator errors. Not supported: nothing of v0-2 is left out.
+from __future__ import annotations
+
+from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+from kio.schema.delete_groups.v2.response import DeletableGroupResult, DeleteGroupsResponse
+
+from broker.context import RequestContext
+from broker.coordinator.wire import NO_THROTTLE, coordinator
+from broker.handlers import registry
+from protocol.errors import ErrorCode
+
+API_KEY = 42
+
+
+def _response(results: dict[str, ErrorCode], order: tuple[str, ...]) -> DeleteGroupsResponse:
+    return DeleteGroupsResponse(
+        throttle_time=NO_THROTTLE,
+        results=tuple(DeletableGroupResult(group_id=g, error_code=results[g]) for g in order),  # type: ignore[arg-type]
+    )
+
+
+def _error_response(ctx: RequestContext, request: DeleteGroupsRequest, error: Exception) -> DeleteGroupsResponse:
+    code = getattr(error, "code", ErrorCode.unknown_server_error)
+    return _response({g: code for g in request.groups_names}, request.groups_names)
+
+
+@registry.api(API_KEY, 0, 2, error_response=_error_response)
+async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    names = tuple(dict.fromkeys(request.groups_names))
+    results = await coordinator(ctx).delete_groups(list(names))
+    return _response(results, names)

@@ -1,0 +1,47 @@
+# OffsetDelete (key 47), version 0.
+# Deletes committed offsets of a group (tombstones in __consumer_offsets). Allowed for an Empty
+# group, and in a consumer group with members for topics none of them subscribes to
+# (GROUP_SUBSCRIBED_TO_TOPIC otherwise); a non-consumer group with members gets NON_EMPTY_GROUP.
+# GROUP_ID_NOT_FOUND for unknown groups, UNKNOWN_TOPIC_OR_PARTITION for partitions that do not
+# exist, INVALID_GROUP_ID and coordinator errors at the top level.
+# Not supported: nothing of v0 is left out.
+from __future__ import annotations
+
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
+from kio.schema.offset_delete.v0.response import (
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+
+from broker.context import RequestContext
+from broker.coordinator.wire import NO_THROTTLE, coordinator
+from broker.handlers import registry
+from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
+
+API_KEY = 47
+
+
+def _response(error: ErrorCode, results: dict[TopicPartition, ErrorCode]) -> OffsetDeleteResponse:
+    by_topic: dict[str, list[OffsetDeleteResponsePartition]] = {}
+    for tp, code in results.items():
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetDeleteResponsePartition(partition_index=tp.partition, error_code=code)  # type: ignore[arg-type]
+        )
+    return OffsetDeleteResponse(
+        error_code=error,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(OffsetDeleteResponseTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items()),  # type: ignore[arg-type]
+    )
+
+
+def _error_response(ctx: RequestContext, request: OffsetDeleteRequest, error: Exception) -> OffsetDeleteResponse:
+    return _response(getattr(error, "code", ErrorCode.unknown_server_error), {})
+
+
+@registry.api(API_KEY, 0, 0, error_response=_error_response)
+async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    partitions = [TopicPartition(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
+    error, results = await coordinator(ctx).delete_offsets(str(request.group_id), partitions)
+    return _response(error, results)
