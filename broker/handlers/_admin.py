@@ -1,0 +1,224 @@
+"""Shared pieces of the admin API handlers (CreateTopics, DeleteTopics, the config APIs, ...).
+
+Not a handler: the registry only imports `api_*` modules. Holds Kafka's default error messages
+for the codes the admin handlers return, the config resource types, the audit log line every
+admin action writes, and the validation of manual replica assignments (Kafka's wording).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from broker.context import RequestContext
+from protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("samsa.admin")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+DEFAULT_MESSAGES: Mapping[ErrorCode, str] = {
+    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
+    ErrorCode.unknown_topic_id: "This server does not host this topic ID.",
+    ErrorCode.topic_deletion_disabled: "Topic deletion is disabled.",
+    ErrorCode.not_leader_or_follower: (
+        "For requests intended only for the leader, this error indicates that the broker is "
+        "not the current leader. For requests intended for any replica, this error indicates "
+        "that the broker is not a replica of the topic partition."
+    ),
+}
+
+
+def default_message(code: ErrorCode) -> str | None:
+    """Kafka's `ApiError(error)` message: the error's default text (None for NONE)."""
+    if code == ErrorCode.none:
+        return None
+    return DEFAULT_MESSAGES.get(code)
+
+
+def error_message(e: KafkaError) -> str | None:
+    """The message of a KafkaError, or the code's default when it carries none of its own."""
+    if e.message and e.message != e.code.name:
+        return e.message
+    return default_message(e.code)
+
+
+class ResourceType(enum.IntEnum):
+    """Kafka's ConfigResource.Type ids."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+    @classmethod
+    def name_of(cls, value: int) -> str:
+        try:
+            return cls(value).name
+        except ValueError:
+            return "UNKNOWN"
+
+
+def audit(ctx: RequestContext, action: str, **fields: object) -> None:
+    """One log line per admin action, with who asked (client id, address, correlation id)."""
+    extra = " ".join(f"{k}={v}" for k, v in fields.items())
+    log.info(
+        "admin action=%s client_id=%s client=%s correlation_id=%d api_version=%d %s",
+        action,
+        ctx.client_id,
+        ctx.client_address,
+        ctx.correlation_id,
+        ctx.api_version,
+        extra,
+    )
+
+
+def scala_set(names: Iterable[str]) -> str:
+    """How Kafka's messages render a set of names: `Set(a, b)`."""
+    return f"Set({', '.join(sorted(names))})"
+
+
+def broker_id_of(name: str, *, what: str = "Broker id") -> int:
+    """Parse a BROKER resource name; INVALID_REQUEST as Kafka words it when it is not a number."""
+    if not _INTEGER.fullmatch(name):
+        raise KafkaError(ErrorCode.invalid_request, f"{what} must be an integer, but it is: {name}")
+    return int(name)
+
+
+def check_manual_assignment(
+    replicas: Sequence[int], brokers: Iterable[int], replication_factor: int | None
+) -> None:
+    """Kafka's validation of one partition's manual replica list (INVALID_REPLICA_ASSIGNMENT)."""
+    if not replicas:
+        raise KafkaError(
+            ErrorCode.invalid_replica_assignment,
+            "The manual partition assignment includes an empty replica list.",
+        )
+    known = set(brokers)
+    previous: int | None = None
+    for broker_id in sorted(replicas):
+        if broker_id not in known:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                f"The manual partition assignment includes broker {broker_id}, but no such "
+                "broker is registered.",
+            )
+        if broker_id == previous:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                f"The manual partition assignment includes the broker {broker_id} more than once.",
+            )
+        previous = broker_id
+    if replication_factor is not None and len(replicas) != replication_factor:
+        raise KafkaError(
+            ErrorCode.invalid_replica_assignment,
+            f"The manual partition assignment includes a partition with {len(replicas)} "
+            "replica(s), but this is not consistent with previous partitions, which have "
+            f"{replication_factor} replica(s).",
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Config resources (AlterConfigs, IncrementalAlterConfigs)
+# --------------------------------------------------------------------------------------------
+
+
+def check_duplicate_resources(resources: Sequence[object]) -> dict[int, KafkaError]:
+    """Resources named twice (same type and name): both fail, as in Kafka. Index -> error."""
+    seen: dict[tuple[int, str], int] = {}
+    errors: dict[int, KafkaError] = {}
+    for i, r in enumerate(resources):
+        key = (r.resource_type, r.resource_name)  # type: ignore[attr-defined]
+        if key in seen:
+            for j in (seen[key], i):
+                errors[j] = KafkaError(ErrorCode.invalid_request, "Each resource must appear at most once.")
+        else:
+            seen[key] = i
+    return errors
+
+
+def check_config_keys(names: Sequence[str]) -> None:
+    if len(set(names)) != len(names):
+        raise KafkaError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+
+
+async def alter_topic_configs(
+    ctx: RequestContext, name: str, configs: Mapping[str, str], validate_only: bool
+) -> None:
+    """Replace a topic's overrides with `configs`, checked as Kafka's controller checks them."""
+    from broker.config import validate_topic_configs
+    from controller.placement import topic_name_error
+
+    if not name:
+        raise KafkaError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+    error = topic_name_error(name)
+    if error:
+        raise KafkaError(ErrorCode.invalid_topic_exception, error)
+    validate_topic_configs(configs, allow_null=False)
+    controller = ctx.broker.controller
+    if name not in controller.image.topics:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+    await controller.alter_topic_configs(name, dict(configs), validate_only=validate_only)
+
+
+def check_broker_resource(ctx: RequestContext, name: str) -> None:
+    """A BROKER resource is the empty name (cluster default) or this broker's id."""
+    if name:
+        broker_id = broker_id_of(name, what="Node id")
+        if broker_id != ctx.broker.broker_id:
+            raise KafkaError(
+                ErrorCode.invalid_request,
+                f"Unexpected broker id, expected {ctx.broker.broker_id}, but received {name}",
+            )
+
+
+def refuse_dynamic_broker_configs(names: Iterable[str]) -> None:
+    """Samsa has no dynamic broker configs: any that would be set is refused, in the words Kafka
+    uses for a config that cannot be changed at runtime (INVALID_REQUEST, KAFKA-13609)."""
+    names = list(names)
+    if names:
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Cannot update these configs dynamically: {scala_set(names)}"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Loggers (BROKER_LOGGER resources)
+# --------------------------------------------------------------------------------------------
+
+ROOT_LOGGER = "root"
+TRACE = 5
+LOG4J_TO_PYTHON = {
+    "TRACE": TRACE,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "FATAL": logging.CRITICAL,
+    "OFF": logging.CRITICAL + 50,
+}
+VALID_LOG_LEVELS = ", ".join(LOG4J_TO_PYTHON)
+
+
+def log4j_level(level: int) -> str:
+    """A Python level as the log4j level name Kafka reports."""
+    for name, python_level in sorted(LOG4J_TO_PYTHON.items(), key=lambda kv: -kv[1]):
+        if level >= python_level:
+            return name
+    return "TRACE"
+
+
+def logger_levels() -> dict[str, str]:
+    """The broker's loggers and their effective levels in log4j terms: root and samsa.*."""
+    out = {ROOT_LOGGER: log4j_level(logging.getLogger().getEffectiveLevel())}
+    for name, candidate in sorted(logging.root.manager.loggerDict.items()):
+        if isinstance(candidate, logging.Logger) and (name == "samsa" or name.startswith("samsa.")):
+            out[name] = log4j_level(candidate.getEffectiveLevel())
+    return out
+
+
+def python_logger(name: str) -> logging.Logger:
+    return logging.getLogger() if name == ROOT_LOGGER else logging.getLogger(name)

@@ -1,0 +1,91 @@
+# DeleteRecords (key 21), versions 0-2.
+# Per partition, on its leader, as Kafka's Partition.deleteRecordsOnLeader: the log start offset
+# moves up to the requested offset (-1 means the high watermark); the records below it are no
+# longer readable (Fetch below it -> OFFSET_OUT_OF_RANGE, ListOffsets EARLIEST -> it) and the
+# segments wholly below it are deleted by the next retention pass. The answer's low_watermark is
+# the new log start offset. Errors with Kafka's codes: an internal topic -> INVALID_TOPIC_EXCEPTION;
+# unknown partition -> UNKNOWN_TOPIC_OR_PARTITION; not the leader -> NOT_LEADER_OR_FOLLOWER; a topic
+# whose cleanup.policy lacks "delete" -> POLICY_VIOLATION; an offset below -1 or above the high
+# watermark -> OFFSET_OUT_OF_RANGE. Failed partitions report low_watermark -1.
+# Not supported: waiting for followers to move their log start offsets (Kafka's delayed
+# DeleteRecords purgatory); the low watermark is the leader's.
+from __future__ import annotations
+
+import datetime
+
+from kio.schema.delete_records.v2.request import DeleteRecordsRequest
+from kio.schema.delete_records.v2.response import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+)
+from kio.static.primitive import i32, i64
+
+from broker.context import RequestContext
+from broker.handlers import registry
+from broker.handlers._admin import audit
+from controller.model import INTERNAL_TOPICS
+from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
+
+API_KEY = 21
+HIGH_WATERMARK = -1
+
+
+def delete_records_on_leader(ctx: RequestContext, tp: TopicPartition, offset: int) -> int:
+    """Move the partition's log start offset; returns the new low watermark. Raises KafkaError."""
+    if tp.topic in INTERNAL_TOPICS:
+        raise KafkaError(
+            ErrorCode.invalid_topic_exception, f"Cannot delete records of internal topic {tp.topic}"
+        )
+    partition = ctx.broker.replica_manager.leader_partition(tp)
+    log_ = partition.log
+    if not log_.config.delete:
+        raise KafkaError(
+            ErrorCode.policy_violation,
+            f"Records of partition {tp} can not be deleted due to the configured policy",
+        )
+    target = partition.high_watermark if offset == HIGH_WATERMARK else offset
+    if target < 0:
+        raise KafkaError(ErrorCode.offset_out_of_range, f"The offset {target} for partition {tp} is not valid")
+    if target > partition.high_watermark:
+        raise KafkaError(
+            ErrorCode.offset_out_of_range,
+            f"Cannot increment the log start offset to {target} of partition {tp} since it is "
+            f"larger than the high watermark {partition.high_watermark}",
+        )
+    log_.maybe_increment_log_start_offset(target)
+    return log_.log_start_offset
+
+
+@registry.api(API_KEY, 0, 2)
+async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            try:
+                low = delete_records_on_leader(ctx, tp, p.offset)
+                result = DeleteRecordsPartitionResult(
+                    partition_index=i32(p.partition_index), low_watermark=i64(low), error_code=ErrorCode.none
+                )
+                message = None
+            except KafkaError as e:
+                result = DeleteRecordsPartitionResult(
+                    partition_index=i32(p.partition_index), low_watermark=i64(-1), error_code=e.code
+                )
+                message = e.message
+            partitions.append(result)
+            audit(
+                ctx,
+                "delete_records",
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=p.offset,
+                low_watermark=result.low_watermark,
+                result=result.error_code.name,
+                message=repr(message),
+            )
+        topics.append(DeleteRecordsTopicResult(name=topic.name, partitions=tuple(partitions)))
+    return DeleteRecordsResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))

@@ -1,0 +1,240 @@
+# IncrementalAlterConfigs (key 44), versions 0-1.
+# Operations SET (0), DELETE (1), APPEND (2) and SUBTRACT (3), applied in order to the resource's
+# current dynamic configs. APPEND/SUBTRACT only for LIST configs (cleanup.policy): they start from
+# the current override, else the broker's default, add the values not there yet / remove the
+# given ones.
+# TOPIC (2): the result becomes the topic's overrides after Kafka's validation (INVALID_CONFIG with
+# Kafka's message, e.g. "Can't APPEND to key x because its type is not LIST."); an unknown topic ->
+# UNKNOWN_TOPIC_OR_PARTITION; the replica manager applies the new LogConfig to the live logs.
+# BROKER (4): Samsa has no dynamic broker configs yet: a SET/APPEND/SUBTRACT is refused with
+# Kafka's answer for configs that cannot change at runtime (INVALID_REQUEST "Cannot update these
+# configs dynamically: Set(...)"); DELETE alone succeeds and changes nothing (nothing is set).
+# BROKER_LOGGER (8): SET a logger's level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF) or DELETE
+# it (inherit from root), as Kafka does for log4j; unknown loggers, the root's DELETE, APPEND and
+# SUBTRACT are refused with Kafka's messages. A resource named twice, duplicate keys, null values
+# for SET/APPEND/SUBTRACT and unknown operations -> INVALID_REQUEST. validate_only changes nothing.
+from __future__ import annotations
+
+import datetime
+import enum
+import logging
+from collections.abc import Mapping, Sequence
+
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from kio.schema.incremental_alter_configs.v1.response import (
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsResponse,
+)
+
+from broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigType
+from broker.context import RequestContext
+from broker.handlers import registry
+from broker.handlers._admin import (
+    LOG4J_TO_PYTHON,
+    ROOT_LOGGER,
+    VALID_LOG_LEVELS,
+    ResourceType,
+    alter_topic_configs,
+    audit,
+    broker_id_of,
+    check_broker_resource,
+    check_config_keys,
+    check_duplicate_resources,
+    error_message,
+    logger_levels,
+    python_logger,
+    refuse_dynamic_broker_configs,
+)
+from protocol.errors import ErrorCode, KafkaError
+
+API_KEY = 44
+log = logging.getLogger("samsa.admin")
+
+
+class OpType(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+def _op(config: AlterableConfig) -> OpType:
+    try:
+        return OpType(config.config_operation)
+    except ValueError:
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Unknown operations type {config.config_operation}"
+        ) from None
+
+
+def _parts(value: str | None) -> list[str]:
+    return [p for p in (value or "").split(",") if p]
+
+
+def apply_topic_ops(
+    current: Mapping[str, str], ops: Sequence[AlterableConfig], defaults: Mapping[str, str | None]
+) -> dict[str, str]:
+    """The topic's overrides after `ops` (Kafka's ConfigurationControlManager semantics)."""
+    configs = dict(current)
+    for config in ops:
+        op = _op(config)
+        if op == OpType.SET:
+            configs[config.name] = config.value or ""
+        elif op == OpType.DELETE:
+            configs.pop(config.name, None)
+        else:
+            definition = TOPIC_CONFIGS.get(config.name)
+            if definition is None or definition.type != ConfigType.LIST:
+                raise KafkaError(
+                    ErrorCode.invalid_config,
+                    f"Can't {op.name} to key {config.name} because its type is not LIST.",
+                )
+            values = _parts(configs.get(config.name, defaults.get(config.name)))
+            for v in (config.value or "").split(","):
+                if op == OpType.APPEND and v not in values:
+                    values.append(v)
+                elif op == OpType.SUBTRACT and v in values:
+                    values.remove(v)
+            configs[config.name] = ",".join(values)
+    return configs
+
+
+def broker_ops_to_set(ops: Sequence[AlterableConfig]) -> dict[str, str]:
+    """The dynamic broker configs the ops would leave set, starting from none."""
+    props: dict[str, str] = {}
+    for config in ops:
+        op = _op(config)
+        if op == OpType.SET:
+            props[config.name] = config.value or ""
+        elif op == OpType.DELETE:
+            props.pop(config.name, None)
+        else:
+            definition = BROKER_CONFIGS.get(config.name)
+            if definition is None:
+                raise KafkaError(ErrorCode.invalid_config, f"Unknown config name: {config.name}")
+            if definition.type != ConfigType.LIST:
+                verb = "append" if op == OpType.APPEND else "subtract"
+                raise KafkaError(
+                    ErrorCode.invalid_config,
+                    f"Config value {verb} is not allowed for config key: {config.name}",
+                )
+            props[config.name] = config.value or ""
+    return props
+
+
+def alter_loggers(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+    name = resource.resource_name
+    if broker_id_of(name, what="Node id") != ctx.broker.broker_id:
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"Unexpected node id. Expected {ctx.broker.broker_id}, but received {name}",
+        )
+    known = logger_levels()
+    for config in resource.configs:
+        op = config.config_operation
+        if op in (OpType.SET, OpType.DELETE) and config.name not in known:
+            raise KafkaError(ErrorCode.invalid_config, f"Logger {config.name} does not exist!")
+        if op == OpType.SET and config.value not in LOG4J_TO_PYTHON:
+            raise KafkaError(
+                ErrorCode.invalid_config,
+                f"Cannot set the log level of {config.name} to {config.value} as it is not a "
+                f"supported log level. Valid log levels are {VALID_LOG_LEVELS}",
+            )
+        if op == OpType.DELETE and config.name == ROOT_LOGGER:
+            raise KafkaError(
+                ErrorCode.invalid_request, f"Removing the log level of the {ROOT_LOGGER} logger is not allowed"
+            )
+        if op in (OpType.APPEND, OpType.SUBTRACT):
+            raise KafkaError(
+                ErrorCode.invalid_request,
+                f"{OpType(op).name} operation is not allowed for the BROKER_LOGGER resource",
+            )
+        if op not in (OpType.SET, OpType.DELETE):
+            raise KafkaError(
+                ErrorCode.invalid_request,
+                f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource",
+            )
+    if validate_only:
+        return
+    for config in resource.configs:
+        logger = python_logger(config.name)
+        if config.config_operation == OpType.SET:
+            logger.setLevel(LOG4J_TO_PYTHON[config.value or ""])
+            log.warning("log level updated logger=%s level=%s", config.name, config.value)
+        else:
+            logger.setLevel(logging.NOTSET)
+            log.warning("log level unset logger=%s", config.name)
+
+
+async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+    check_config_keys([c.name for c in resource.configs])
+    nulls = [c.name for c in resource.configs if c.value is None and c.config_operation != OpType.DELETE]
+    if nulls:
+        raise KafkaError(ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}")
+    kind = resource.resource_type
+    if kind == ResourceType.TOPIC:
+        broker = ctx.broker
+        topic = broker.controller.image.topics.get(resource.resource_name)
+        current = dict(topic.configs) if topic is not None else {}
+        defaults = {
+            name: TOPIC_CONFIGS[name].default_string if value is None else _render(name, value)
+            for name, value in broker.config.topic_defaults().items()
+        }
+        configs = apply_topic_ops(current, resource.configs, defaults)
+        await alter_topic_configs(ctx, resource.resource_name, configs, validate_only)
+    elif kind == ResourceType.BROKER:
+        check_broker_resource(ctx, resource.resource_name)
+        refuse_dynamic_broker_configs(broker_ops_to_set(resource.configs))
+    elif kind == ResourceType.BROKER_LOGGER:
+        alter_loggers(ctx, resource, validate_only)
+    else:
+        raise KafkaError(ErrorCode.invalid_request, f"Unknown resource type {kind}")
+
+
+def _render(name: str, value: object) -> str | None:
+    from broker.config import render_value
+
+    return render_value(TOPIC_CONFIGS[name].type, value)
+
+
+@registry.api(API_KEY, 0, 1)
+async def handle(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
+    duplicates = check_duplicate_resources(request.resources)
+    responses = []
+    for i, resource in enumerate(request.resources):
+        try:
+            if i in duplicates:
+                raise duplicates[i]
+            await _alter(ctx, resource, request.validate_only)
+            response = AlterConfigsResourceResponse(
+                error_code=ErrorCode.none,
+                error_message=None,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        except KafkaError as e:
+            response = AlterConfigsResourceResponse(
+                error_code=e.code,
+                error_message=error_message(e),
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        responses.append(response)
+        audit(
+            ctx,
+            "incremental_alter_configs",
+            resource_type=ResourceType.name_of(resource.resource_type),
+            resource=repr(resource.resource_name),
+            ops=[(OpType(c.config_operation).name if c.config_operation in OpType._value2member_map_
+                  else c.config_operation, c.name, c.value) for c in resource.configs],
+            validate_only=request.validate_only,
+            result=response.error_code.name,
+            message=repr(response.error_message),
+        )
+    return IncrementalAlterConfigsResponse(throttle_time=datetime.timedelta(0), responses=tuple(responses))
