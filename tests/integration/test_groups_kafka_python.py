@@ -1,0 +1,16 @@
+"""Consumer groups with kafka-python: three members split a topic, one closes, one is killed
+(SIGKILL) and its partitions move within the session timeout, and committed offsets are where a
+new member resumes after a broker restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.groups_support import run_group_scenario
+
+
+@pytest.mark.timeout(240)
+def test_group_split_failover_and_resume(tmp_path: Path) -> None:
+    run_group_scenario("kafka-python", tmp_path, crash_broker=False)
