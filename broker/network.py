@@ -75,6 +75,10 @@ class Connection:
             return
         except (ConnectionError, OSError) as e:
             log.debug("connection lost client=%s error=%s", self.address, e)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug: never let it escape the connection task unlogged
+            log.exception("connection closed reason=internal_error client=%s", self.address)
         finally:
             self.writer.close()
 
@@ -153,7 +157,17 @@ class Connection:
                     correlation_id,
                 )
                 e = KafkaError(ErrorCode.unknown_server_error, str(e))
-            response = handler.error_response(ctx, handler.handler_request(api_version, request), e)
+            try:
+                response = handler.error_response(ctx, handler.handler_request(api_version, request), e)
+            except Exception:
+                log.exception(
+                    "error response failed api=%s api_version=%d client_id=%s correlation_id=%d",
+                    handler.name,
+                    api_version,
+                    header.client_id,
+                    correlation_id,
+                )
+                raise self._close("handler_error", correlation_id, api=handler.name) from None
         if response is None:  # acks=0 produce: no response
             return
         out = messages.FrameBuffer()
@@ -163,7 +177,17 @@ class Connection:
                 correlation_id, flexible and api_key != frames.API_VERSIONS_KEY
             )
         )
-        messages.encode(messages.convert(response, messages.response_class(api_key, api_version)), out)
+        try:
+            messages.encode(messages.convert(response, messages.response_class(api_key, api_version)), out)
+        except Exception:  # a handler bug: say which API, then drop this connection only
+            log.exception(
+                "response encoding failed api=%s api_version=%d client_id=%s correlation_id=%d",
+                handler.name,
+                api_version,
+                header.client_id,
+                correlation_id,
+            )
+            raise self._close("response_encoding_error", correlation_id, api=handler.name) from None
         chunks = out.finish()
         await self._write([frames.size_prefix(out.size), *chunks])
         elapsed_ms = (time.monotonic() - started) * 1000

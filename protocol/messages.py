@@ -19,7 +19,8 @@ import datetime
 import uuid
 from dataclasses import MISSING, Field, fields
 from functools import cache
-from typing import Any, Callable, Protocol
+from types import UnionType
+from typing import Any, Callable, Protocol, Union, get_args, get_origin
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
@@ -112,9 +113,48 @@ def _reader(cls: type) -> Callable[[Any, int], tuple[Any, int]]:
     return entity_reader(cls)
 
 
+class NullFieldError(ValueError):
+    """A field the schema does not allow to be null was sent as null."""
+
+
 def decode_request(api_key: int, api_version: int, buf: bytes | memoryview, offset: int) -> Any:
-    """Decode a request body; returns (entity, bytes consumed). Raises on malformed input."""
-    return _reader(request_class(api_key, api_version))(buf, offset)
+    """Decode a request body; returns (entity, bytes consumed). Raises on malformed input,
+    including null in a non-nullable array (kio reads length -1 as None for every array; Kafka's
+    parser rejects it, and handlers rely on it not happening)."""
+    entity, used = _reader(request_class(api_key, api_version))(buf, offset)
+    check_non_nullable(entity)
+    return entity, used
+
+
+@cache
+def _null_plan(cls: type) -> tuple[tuple[str, bool, int], ...]:
+    """(field name, nullable, kind) for the fields of `cls` that can hold None or nest entities."""
+    steps: list[tuple[str, bool, int]] = []
+    for f in fields(cls):
+        nullable = get_origin(f.type) in (UnionType, Union) and type(None) in get_args(f.type)
+        kind = classify_field(f)
+        if isinstance(kind, EntityTupleField):
+            steps.append((f.name, nullable, _ENTITY_TUPLE))
+        elif isinstance(kind, EntityField):
+            steps.append((f.name, nullable, _ENTITY))
+        elif not nullable:
+            steps.append((f.name, False, _PRIMITIVE))
+    return tuple(steps)
+
+
+def check_non_nullable(entity: Any) -> None:
+    """Raise NullFieldError if a non-nullable field of `entity` (or of an entity in it) is None."""
+    for name, nullable, kind in _null_plan(type(entity)):
+        value = getattr(entity, name)
+        if value is None:
+            if nullable:
+                continue
+            raise NullFieldError(f"non-nullable field {type(entity).__name__}.{name} was null")
+        if kind == _ENTITY:
+            check_non_nullable(value)
+        elif kind == _ENTITY_TUPLE:
+            for item in value:
+                check_non_nullable(item)
 
 
 def encode(entity: Any, out: FrameBuffer) -> None:

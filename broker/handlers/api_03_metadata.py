@@ -4,7 +4,8 @@
 # v0: an empty topic list means all topics; v1+: null means all, empty means none. Unknown topics
 # are created when the request allows it (v4+ flag; always for v0-3) and auto.create.topics.enable
 # is on, with num.partitions and default.replication.factor; invalid names get
-# INVALID_TOPIC_EXCEPTION. v10+ topics may be named by id (UNKNOWN_TOPIC_ID if unknown).
+# INVALID_TOPIC_EXCEPTION. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
+# name before v12 closes the connection (Kafka rejects it as an invalid request).
 # Authorized operations: no authorizer, so every operation is reported as allowed when asked.
 # Not supported: v13 (top-level error code, KIP-1102).
 from __future__ import annotations
@@ -21,7 +22,7 @@ from kio.schema.metadata.v12.response import (
 )
 from kio.static.primitive import i32
 
-from broker.context import RequestContext
+from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
 from controller.model import ClusterImage, NewTopic, TopicRegistration
 from controller.placement import topic_name_error
@@ -106,6 +107,8 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         for requested in request.topics or ():
             name = requested.name
             if name is None:
+                if ctx.api_version < 12:  # as Kafka: names are nullable in requests from v12 only
+                    raise CloseConnection(f"Topic name can not be null for version {ctx.api_version}")
                 found = image.topic_by_id(requested.topic_id) if requested.topic_id else None
                 if found is None:
                     topics.append(_error_topic(None, ErrorCode.unknown_topic_id, requested.topic_id))
