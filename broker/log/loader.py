@@ -220,8 +220,16 @@ def _recover(
             return truncated, i + 1
         if i + 1 < len(segments):
             segment.next_offset = segments[i + 1].base_offset
-    if time.monotonic() - started >= PROGRESS_SECONDS:
-        log.info("log recovery done topic=%s partition=%d bytes=%d", tp.topic, tp.partition, done)
+    # always said, like Kafka's "Recovering unflushed segment": an operator (and the crash test)
+    # must be able to see that an unclean shutdown was recovered from
+    log.info(
+        "log recovery done topic=%s partition=%d segments=%d bytes=%d seconds=%.3f",
+        tp.topic,
+        tp.partition,
+        len(to_recover),
+        done,
+        time.monotonic() - started,
+    )
     return 0, len(segments)
 
 

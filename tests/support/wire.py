@@ -21,11 +21,19 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode
-from protocol.records import NewRecord, Record, build_batch, decode_records, iter_batch_headers
+from protocol.records import (
+    HEADER_SIZE,
+    BatchHeader,
+    NewRecord,
+    Record,
+    build_batch,
+    decode_records,
+    verify_crc,
+)
 from tests.support.raw_client import RawClient
 
 __all__ = ["RawClient", "ProduceAnswer", "init_producer_id", "produce", "idempotent_batch",
-           "fetch", "fetch_all", "list_offset"]  # fmt: skip
+           "fetch", "fetch_batches", "fetch_all", "list_offset"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -100,40 +108,8 @@ def fetch(
 ) -> tuple[ErrorCode, int, list[Record]]:
     """One Fetch (no wait): (error, high watermark, decoded records of the returned batches,
     including those before `offset` when it falls inside a batch)."""
-    resp = client.request(
-        FetchRequest(
-            replica_id=BrokerId(-1),
-            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=0)),
-            min_bytes=i32(0),
-            max_bytes=i32(max_bytes),
-            isolation_level=i8(0),
-            session_id=i32(0),
-            session_epoch=i32(-1),
-            topics=(
-                FetchTopic(
-                    topic=TopicName(topic),
-                    partitions=(
-                        FetchPartition(
-                            partition=i32(partition),
-                            current_leader_epoch=i32(-1),
-                            fetch_offset=i64(offset),
-                            log_start_offset=i64(-1),
-                            partition_max_bytes=i32(max_bytes),
-                        ),
-                    ),
-                ),
-            ),
-            forgotten_topics_data=(),
-            rack_id="",
-        )
-    )
-    (t,) = resp.responses
-    (p,) = t.partitions
-    records: list[Record] = []
-    data = bytes(p.records or b"")
-    for pos, header in iter_batch_headers(data, check_crc=True):
-        records += decode_records(data, pos, header)
-    return ErrorCode(p.error_code), int(p.high_watermark), records
+    error, hw, batches = fetch_batches(client, topic, partition, offset, max_bytes)
+    return error, hw, [r for _, _, records in batches for r in records]
 
 
 def fetch_all(client: RawClient, topic: str, partition: int = 0, start: int = 0) -> list[Record]:
@@ -175,3 +151,52 @@ def list_offset(client: RawClient, topic: str, partition: int, timestamp: int) -
     (t,) = resp.responses if hasattr(resp, "responses") else resp.topics
     (p,) = t.partitions
     return ErrorCode(p.error_code), int(p.offset), int(p.timestamp)
+
+
+def fetch_batches(
+    client: RawClient, topic: str, partition: int, offset: int, max_bytes: int = 4 << 20
+) -> tuple[ErrorCode, int, list[tuple[int, int, list[Record]]]]:
+    """Like `fetch`, but keeps the batches apart: (error, high watermark, [(base offset, last
+    offset, records)]) for each whole batch returned."""
+    resp = client.request(
+        FetchRequest(
+            replica_id=BrokerId(-1),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=0)),
+            min_bytes=i32(0),
+            max_bytes=i32(max_bytes),
+            isolation_level=i8(0),
+            session_id=i32(0),
+            session_epoch=i32(-1),
+            topics=(
+                FetchTopic(
+                    topic=TopicName(topic),
+                    partitions=(
+                        FetchPartition(
+                            partition=i32(partition),
+                            current_leader_epoch=i32(-1),
+                            fetch_offset=i64(offset),
+                            log_start_offset=i64(-1),
+                            partition_max_bytes=i32(max_bytes),
+                        ),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+    )
+    (t,) = resp.responses
+    (p,) = t.partitions
+    data = bytes(p.records or b"")
+    batches: list[tuple[int, int, list[Record]]] = []
+    pos = 0
+    # like Kafka, the broker may end the records with a partial batch cut at max_bytes, which
+    # clients drop
+    while pos + HEADER_SIZE <= len(data):
+        h = BatchHeader.parse(data, pos)
+        if pos + h.size > len(data):
+            break
+        assert verify_crc(data, pos, h), f"batch at {h.base_offset} fails its CRC"
+        batches.append((int(h.base_offset), int(h.last_offset), decode_records(data, pos, h)))
+        pos += h.size
+    return ErrorCode(p.error_code), int(p.high_watermark), batches
