@@ -171,8 +171,8 @@ def test_create_topics_errors_are_kafkas(admin: KafkaAdminClient) -> None:
     )
     assert by_name["too-many-replicas"] == (
         InvalidReplicationFactorError.errno,
-        "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be "
-        "reached because only 1 broker(s) are registered.",
+        ("Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be "
+        "reached because only 1 broker(s) are registered."),
     )
     assert by_name["zero-replicas"] == (
         InvalidReplicationFactorError.errno,
