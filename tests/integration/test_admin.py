@@ -606,3 +606,45 @@ def test_describe_cluster(samsa_broker: SamsaProcess, admin: KafkaAdminClient) -
         plain = c.request(DescribeClusterRequest(include_cluster_authorized_operations=False))
         assert plain.cluster_authorized_operations == -2147483648
         assert plain.cluster_id == cluster["cluster_id"]
+
+
+def test_broker_logger_levels(samsa_broker: SamsaProcess) -> None:
+    from kio.schema.describe_configs.v4.request import (
+        DescribeConfigsRequest,
+        DescribeConfigsResource,
+    )
+    from kio.schema.incremental_alter_configs.v1.request import (
+        AlterableConfig,
+        AlterConfigsResource,
+        IncrementalAlterConfigsRequest,
+    )
+
+    def alter(c: RawClient, *ops: tuple[int, str, str | None], name: str = "0") -> list[tuple[int, str | None]]:
+        response = c.request(IncrementalAlterConfigsRequest(
+            resources=(AlterConfigsResource(
+                resource_type=8,
+                resource_name=name,
+                configs=tuple(AlterableConfig(name=n, config_operation=op, value=v) for op, n, v in ops),
+            ),),
+            validate_only=False,
+        ))
+        return [(r.error_code, r.error_message) for r in response.responses]
+
+    def levels(c: RawClient) -> dict[str, str | None]:
+        response = c.request(DescribeConfigsRequest(
+            resources=(DescribeConfigsResource(resource_type=8, resource_name="0", configuration_keys=None),),
+        ))
+        assert response.results[0].error_code == 0
+        return {e.name: e.value for e in response.results[0].configs}
+
+    with RawClient(samsa_broker.port) as c:
+        assert levels(c)["samsa.admin"] == "INFO"
+        assert alter(c, (0, "samsa.admin", "DEBUG")) == [(0, None)]
+        assert levels(c)["samsa.admin"] == "DEBUG"
+        assert alter(c, (1, "samsa.admin", None)) == [(0, None)]
+        assert levels(c)["samsa.admin"] == "INFO"
+        assert alter(c, (0, "samsa.admin", "LOUD"))[0][0] == 40  # INVALID_CONFIG
+        assert alter(c, (0, "no.such.logger", "DEBUG")) == [(40, "Logger no.such.logger does not exist!")]
+        assert alter(c, (1, "root", None)) == [(42, "Removing the log level of the root logger is not allowed")]
+        assert alter(c, (2, "root", "DEBUG")) == [(42, "APPEND operation is not allowed for the BROKER_LOGGER resource")]
+        assert alter(c, (0, "root", "DEBUG"), name="3")[0][0] == 42
