@@ -5,9 +5,10 @@ progress logged), using each log dir's checkpoints (`recovery-point-offset-check
 `log-start-offset-checkpoint`) and its clean-shutdown marker `.kafka_cleanshutdown`, which is
 removed once loading is done so that a crash from then on counts as unclean.
 
-Running: `start()` launches background tasks on the event loop (retention, flush, checkpoints) and
-`stop()` cancels them. Shutdown: `close()` stops the tasks, flushes and closes every log, writes the
-checkpoints and finally the clean-shutdown markers.
+Running: `start()` launches background tasks on the event loop (retention, flush, checkpoints,
+and the log cleaner when a `cleaner_config` enables it) and `stop()` cancels them. Shutdown:
+`close()` stops the tasks, flushes and closes every log, writes the checkpoints and finally the
+clean-shutdown markers.
 
 Life of a log directory:
 
@@ -32,8 +33,10 @@ from broker.log.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
 )
+from broker.log.cleaner import CleanerConfig, LogCleaner
 from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.log import UnifiedLog
+from broker.log.partition_metadata import read_topic_id, write_topic_id
 from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger("samsa.log")
@@ -60,6 +63,7 @@ class LogManager:
         checkpoint_interval_ms: int = 60_000,
         high_watermark_checkpoint_interval_ms: int = 5_000,
         high_watermarks: Callable[[], Mapping[TopicPartition, int]] | None = None,
+        cleaner_config: CleanerConfig | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -78,6 +82,18 @@ class LogManager:
         self.had_clean_shutdown: dict[Path, bool] = {}
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
+        self.cleaner: LogCleaner | None = None
+        """Compaction (broker/log/cleaner.py); None when log.cleaner.enable is false or no
+        cleaner config was given. It reads the high watermarks through this manager."""
+        if cleaner_config is not None and cleaner_config.enable:
+            self.cleaner = LogCleaner(
+                self.all_logs,
+                self.log_dirs,
+                cleaner_config,
+                high_watermarks=lambda: (
+                    self.high_watermarks() if self.high_watermarks is not None else {}
+                ),
+            )
 
     # -------------------------------------------------------------- scheduler
     def schedule(self, delay_ms: int, fn: Callable[[], None]) -> None:
@@ -163,9 +179,28 @@ class LogManager:
     def all_logs(self) -> dict[TopicPartition, UnifiedLog]:
         return dict(self._logs)
 
-    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> UnifiedLog:
-        """The log of `tp`, created empty in the least-loaded log dir if it does not exist."""
+    def get_or_create_log(
+        self, tp: TopicPartition, config: LogConfig | None = None, topic_id: uuid.UUID | None = None
+    ) -> UnifiedLog:
+        """The log of `tp`, created empty in the least-loaded log dir if it does not exist.
+
+        With a `topic_id`, an existing log recorded for another id (a leftover of a deleted topic
+        of the same name) is deleted and a fresh one created; the id is recorded in the directory.
+        """
         existing = self._logs.get(tp)
+        if existing is not None and topic_id is not None:
+            recorded = read_topic_id(existing.dir)
+            if recorded is not None and recorded != topic_id:
+                log.warning(
+                    "deleting stale log of an earlier topic partition=%s recorded_topic_id=%s topic_id=%s",
+                    tp,
+                    recorded,
+                    topic_id,
+                )
+                self.delete_log(tp)
+                existing = None
+            elif recorded is None:
+                write_topic_id(existing.dir, topic_id)
         if existing is not None:
             if config is not None:
                 existing.config = config
@@ -180,6 +215,8 @@ class LogManager:
             scheduler=self.schedule,
             producer_id_expiration_ms=self.producer_id_expiration_ms,
         )
+        if topic_id is not None:
+            write_topic_id(created.dir, topic_id)
         self._logs[tp] = created
         self._log_dir_of[tp] = log_dir
         log.info("created log partition=%s dir=%s", tp, log_dir)
@@ -191,6 +228,8 @@ class LogManager:
         self._log_dir_of.pop(tp, None)
         if removed is None:
             return False
+        if self.cleaner is not None:
+            self.cleaner.forget(tp)
         target = removed.dir.with_name(f"{tp}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
         os.replace(removed.dir, target)
         removed.renamed_dir(target)
@@ -305,9 +344,13 @@ class LogManager:
             asyncio.create_task(self.run_flush(), name="log-flush"),
             asyncio.create_task(self.run_checkpoints(), name="log-checkpoints"),
         ]
+        if self.cleaner is not None:
+            self.cleaner.start()
 
     async def stop(self) -> None:
         """Cancel the background tasks and wait for them to end."""
+        if self.cleaner is not None:
+            await self.cleaner.stop()
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()

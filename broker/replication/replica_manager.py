@@ -91,7 +91,7 @@ class ReplicaManager:
                 seen.add(tp)
                 partition = self.partitions.get(tp)
                 if partition is None:
-                    log_ = self.log_manager.get_or_create_log(tp, config)
+                    log_ = self.log_manager.get_or_create_log(tp, config, topic.topic_id)
                     partition = Partition(
                         tp,
                         self.broker_id,
@@ -110,6 +110,12 @@ class ReplicaManager:
                 if partition.is_leader != was_leader:
                     for listener in self._leadership_listeners:
                         listener(tp, partition.is_leader)
+        if old is None:
+            # First image after start-up: logs on disk for partitions the cluster no longer assigns
+            # here (deleted while this broker was down, or it died mid-delete) are strays.
+            for tp in [tp for tp in self.log_manager.all_logs() if tp not in seen]:
+                log.info("deleting stray log topic=%s partition=%d", tp.topic, tp.partition)
+                self.log_manager.delete_log(tp)
         for tp in [tp for tp in self.partitions if tp not in seen]:
             partition = self.partitions.pop(tp)
             was_leader = partition.is_leader
