@@ -549,6 +549,13 @@ _DEFS: tuple[ConfigDef, ...] = (
               "it may be compacted.", _at_least(0)),
     ConfigDef("log.cleaner.max.compaction.lag.ms", LONG, LONG_MAX, "Maximum time a message "
               "stays ineligible for compaction.", _at_least(1)),
+    ConfigDef("log.cleaner.dedupe.buffer.size", LONG, 134_217_728, "Memory for the cleaner's "
+              "key -> offset map, shared by all cleaner threads; counted as Kafka counts it (24 "
+              "bytes per key), so it bounds the same number of keys per pass.", _at_least(0)),
+    ConfigDef("log.cleaner.io.buffer.size", INT, 524_288, "Read and write buffer of a cleaner "
+              "thread.", _at_least(0)),
+    ConfigDef("log.cleaner.io.buffer.load.factor", DOUBLE, 0.9, "How full the cleaner's offset "
+              "map may get before a pass stops mapping more of the dirty section."),
     # ---- broker configs that are also topic configs under the same name ----------------------
     ConfigDef("compression.type", STRING, "producer", "Final compression of stored batches; "
               "`producer` keeps the producer's codec.", _COMPRESSION, scope=BOTH),

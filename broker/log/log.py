@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT
+from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
 from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochFileCache
 from broker.log.info import (
@@ -28,7 +28,7 @@ from broker.log.info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
-from broker.log.loader import load_segments
+from broker.log.loader import CLEANED_SUFFIX, SWAP_SUFFIX, load_segments
 from broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
 from broker.log.segment import DELETED_SUFFIX, AppendedBatch, LogSegment
 from broker.log.validation import (
@@ -93,6 +93,9 @@ class UnifiedLog:
         self.unflushed_messages = 0
         self.closed = False
         self._deleted_segments: list[LogSegment] = []
+        self.lowest_truncation_offset: int | None = None
+        """The lowest log end offset a truncation left since the log cleaner last looked (the
+        cleaner lowers its checkpoint to it and then resets this to None)."""
 
     # ------------------------------------------------------------------- open
     @classmethod
@@ -591,6 +594,7 @@ class UnifiedLog:
             self._schedule_segment_deletion(doomed)
         self._segments[-1].truncate_to(target)
         end = self.log_end_offset
+        self._note_truncation(end)
         self._log_start_offset = min(self._log_start_offset, end)
         self.leader_epoch_cache.truncate_from_end(end)
         self.producer_state.delete_snapshots_after(end)
@@ -619,12 +623,48 @@ class UnifiedLog:
         self.producer_state.truncate_fully_and_start_at(new_offset)
         self._log_start_offset = new_offset
         self.recovery_point = new_offset
+        self._note_truncation(new_offset)
         log.info(
             "log truncated fully topic=%s partition=%d start_offset=%d",
             self.topic_partition.topic,
             self.topic_partition.partition,
             new_offset,
         )
+
+    def _note_truncation(self, end: int) -> None:
+        if self.lowest_truncation_offset is None or end < self.lowest_truncation_offset:
+            self.lowest_truncation_offset = end
+
+    # --------------------------------------------------------------- cleaning
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
+        """Swap the log cleaner's output in for `old_segments` (Kafka's replaceSegments).
+
+        `new_segments` are written, fsynced and named `<base>.log.cleaned` (+ indexes);
+        `old_segments` are consecutive live segments, none of them the active one, and the new
+        ones cover exactly their offset range. Every step leaves a state the loader repairs:
+        1. every new segment `.cleaned` -> `.swap` (from here a restart completes the swap);
+        2. the in-memory segment list is spliced (readers holding an old segment's FileRecords
+           keep their open file until file.delete.delay.ms);
+        3. old segments -> `.deleted`, deleted after file.delete.delay.ms;
+        4. every new segment `.swap` -> its final name.
+        """
+        self._check_open()
+        if not old_segments or not new_segments:
+            raise ValueError("replace_segments needs old and new segments")
+        first = next(i for i, s in enumerate(self._segments) if s is old_segments[0])
+        if self._segments[first : first + len(old_segments)] != old_segments or (
+            first + len(old_segments) >= len(self._segments)
+        ):
+            raise ValueError("old segments are not consecutive closed segments of this log")
+        for segment in new_segments:
+            segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+        fsync_dir(self._dir)
+        self._segments[first : first + len(old_segments)] = new_segments
+        self._bases[first : first + len(old_segments)] = [s.base_offset for s in new_segments]
+        self._schedule_segment_deletion(old_segments)
+        for segment in new_segments:
+            segment.change_file_suffixes(SWAP_SUFFIX, "")
+        fsync_dir(self._dir)
 
     # ------------------------------------------------------------------ flush
     def flush(self, up_to: int | None = None, *, now_ms: int | None = None) -> None:

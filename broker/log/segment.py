@@ -58,19 +58,27 @@ class LogSegment:
     """One segment: its files, its in-memory indexes and the facts needed for roll and retention."""
 
     def __init__(
-        self, log_dir: Path, base_offset: int, config: LogConfig, *, created_ms: int
+        self,
+        log_dir: Path,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        created_ms: int,
+        file_suffix: str = "",
     ) -> None:
+        """`file_suffix` (e.g. `.cleaned`) is appended to all three file names; the log cleaner
+        writes its output under a suffix and renames it with `change_file_suffixes`."""
         self.dir = log_dir
         self.base_offset = base_offset
         self.created_ms = created_ms
-        self.log_path = log_dir / segment_file_name(base_offset, LOG_SUFFIX)
+        self.log_path = log_dir / (segment_file_name(base_offset, LOG_SUFFIX) + file_suffix)
         self.index = OffsetIndex(
-            log_dir / segment_file_name(base_offset, INDEX_SUFFIX),
+            log_dir / (segment_file_name(base_offset, INDEX_SUFFIX) + file_suffix),
             base_offset,
             config.max_offset_index_entries,
         )
         self.time_index = TimeIndex(
-            log_dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX),
+            log_dir / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + file_suffix),
             base_offset,
             config.max_time_index_entries,
         )
@@ -383,6 +391,22 @@ class LogSegment:
         self.time_index.rename_to(
             self.time_index.path.with_name(self.time_index.path.name + suffix)
         )
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename all three files from `<name><old_suffix>` to `<name><new_suffix>` (Kafka's
+        changeFileSuffixes: `.cleaned` -> `.swap` -> ``); open handles stay valid."""
+
+        def renamed(path: Path) -> Path:
+            if old_suffix and not path.name.endswith(old_suffix):
+                raise ValueError(f"{path} does not end with {old_suffix!r}")
+            stem = path.name[: len(path.name) - len(old_suffix)] if old_suffix else path.name
+            return path.with_name(stem + new_suffix)
+
+        new_log = renamed(self.log_path)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        self.index.rename_to(renamed(self.index.path))
+        self.time_index.rename_to(renamed(self.time_index.path))
 
     def close(self) -> None:
         """Pin the final time index entry and close every handle."""
