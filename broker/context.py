@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -18,6 +18,9 @@ class RequestContext:
     client_address: str
     listener: str
     broker: Broker
+    request: Any = None
+    """The request as the client sent it (its own version's class), for the few fields a newer
+    version dropped; handlers otherwise use the converted request they are given."""
 
 
 class CloseConnection(Exception):

@@ -132,6 +132,7 @@ class Connection:
             client_address=self.address,
             listener=self.listener,
             broker=self.broker,
+            request=request,
         )
         started = time.monotonic()
         try:

@@ -232,10 +232,13 @@ def _plan(source: type, target: type) -> tuple[tuple[str, int, Any], ...]:
     return tuple(steps)
 
 
-def convert(value: Any, target: type) -> Any:
-    """Convert a kio entity to another version's class of the same message (matched by name)."""
+def convert(value: Any, target: type, **overrides: Any) -> Any:
+    """Convert a kio entity to another version's class of the same message (matched by name).
+
+    `overrides` set top-level fields of the result, for fields the source version lacks.
+    """
     source = type(value)
-    if source is target:
+    if source is target and not overrides:
         return value
     kwargs: dict[str, Any] = {}
     for name, kind, arg in _plan(source, target):
@@ -251,6 +254,7 @@ def convert(value: Any, target: type) -> Any:
                 kwargs[name] = convert(v, arg)
             else:
                 kwargs[name] = tuple(convert(x, arg) for x in v)
+    kwargs.update(overrides)
     return target(**kwargs)
 
 

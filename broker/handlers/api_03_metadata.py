@@ -6,7 +6,8 @@
 # is on, with num.partitions and default.replication.factor; invalid names get
 # INVALID_TOPIC_EXCEPTION. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
 # name before v12 closes the connection (Kafka rejects it as an invalid request).
-# Authorized operations: no authorizer, so every operation is reported as allowed when asked.
+# Authorized operations: no authorizer, so every operation is reported as allowed when asked
+# (topic operations v8+, cluster operations v8-10).
 # Not supported: v13 (top-level error code, KIP-1102).
 from __future__ import annotations
 
@@ -20,20 +21,19 @@ from kio.schema.metadata.v12.response import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from kio.schema.metadata.v10.response import MetadataResponse as MetadataResponseV10
 from kio.static.primitive import i32
 
+from broker.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
 from controller.model import ClusterImage, NewTopic, TopicRegistration
 from controller.placement import topic_name_error
 from protocol.errors import ErrorCode
+from protocol.messages import convert
 from protocol.types import BrokerId
 
 API_KEY = 3
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-# AclOperation codes READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
-# ALTER_CONFIGS 11: with no authorizer Kafka reports them all.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -135,10 +135,17 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             elif name in to_create:
                 topics.append(_error_topic(name, ErrorCode.leader_not_available))
 
-    return MetadataResponse(
+    response = MetadataResponse(
         throttle_time=datetime.timedelta(0),
         brokers=brokers_for(image, ctx.listener),
         cluster_id=image.cluster_id,
         controller_id=BrokerId(image.controller_id),
         topics=tuple(topics),
     )
+    if 8 <= ctx.api_version <= 10:
+        # v8-10 also carry the cluster's authorized operations, dropped from the spec in v11.
+        asked = ctx.request.include_cluster_authorized_operations
+        return convert(response, MetadataResponseV10, cluster_authorized_operations=i32(
+            CLUSTER_OPERATIONS if asked else AUTHORIZED_OPERATIONS_OMITTED
+        ))
+    return response

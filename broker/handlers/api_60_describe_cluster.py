@@ -16,6 +16,7 @@ from kio.schema.describe_cluster.v2.response import (
 )
 from kio.static.primitive import i8, i32
 
+from broker.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import audit
@@ -25,10 +26,8 @@ from protocol.types import BrokerId
 API_KEY = 60
 BROKER_ENDPOINTS = 1
 CONTROLLER_ENDPOINTS = 2
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # AclOperation codes on the CLUSTER resource: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
 # DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def _error(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeClusterResponse:

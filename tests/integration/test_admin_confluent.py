@@ -216,6 +216,12 @@ def test_describe_cluster(samsa_broker: SamsaProcess, admin: AdminClient) -> Non
     assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(0, "127.0.0.1", samsa_broker.port)]
     assert cluster.controller is not None and cluster.controller.id == 0
     assert cluster.cluster_id
+    assert cluster.authorized_operations is None
+
+    # Asked for, the cluster's authorized operations come in Metadata v8-10 (no authorizer: all).
+    asked = admin.describe_cluster(include_authorized_operations=True, request_timeout=TIMEOUT).result(TIMEOUT)
+    names = {op.name for op in asked.authorized_operations}
+    assert {"DESCRIBE", "ALTER", "CLUSTER_ACTION", "IDEMPOTENT_WRITE", "DESCRIBE_CONFIGS"} <= names
 
 
 def test_admin_actions_are_logged(samsa_broker: SamsaProcess, admin: AdminClient) -> None:
