@@ -17,6 +17,7 @@ from typing import Sequence
 
 from broker.config import BrokerConfig, Listener, topic_log_config
 from broker.handlers import registry
+from broker.log.cleaner import CleanerConfig
 from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.network import Connection
@@ -73,6 +74,7 @@ class Broker:
             producer_id_expiration_ms=self.config.producer_id_expiration_ms,
             retention_check_interval_ms=self.config.log_retention_check_interval_ms,
             flush_check_interval_ms=self.config.log_flush_scheduler_interval_ms,
+            cleaner_config=CleanerConfig.from_broker_config(self.config),
         )
         await asyncio.to_thread(self.log_manager.load_logs)
         hw_checkpoints = self.log_manager.read_high_watermarks()
