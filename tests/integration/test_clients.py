@@ -10,6 +10,8 @@ produce and consume loses nothing.
 from __future__ import annotations
 
 import random
+import threading
+import time
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -238,3 +240,66 @@ def test_restart_between_produce_and_consume(tmp_path: Path, how: str) -> None:
         assert more.offsets == [len(written[topic][0])]
     finally:
         broker.close()
+
+
+# ---------------------------------------------------------------------------------------- errors, acks=0, long poll
+
+
+@pytest.mark.parametrize("producer", CLIENTS)
+def test_record_over_max_message_bytes_is_refused(broker: SamsaProcess, producer: str) -> None:
+    """The broker, not the client, refuses a batch over the topic's max.message.bytes (the
+    clients' own limits are set higher): every client reports MESSAGE_TOO_LARGE, nothing is
+    stored, and the next record is accepted."""
+    topic = f"too-large-{producer}"
+    create_topic(broker.bootstrap_servers, topic, configs={"max.message.bytes": str(MiB)})
+    with pytest.raises(Exception) as excinfo:
+        produce(producer, broker.bootstrap_servers, topic, [Rec(b"k", big_value(MiB + MiB // 2))], timeout=20)
+    text = f"{type(excinfo.value).__name__} {excinfo.value}".lower().replace("_", " ")
+    assert "too large" in text or "toolarge" in text, text
+    assert end_offset(broker.bootstrap_servers, topic) == 0
+    assert produce(producer, broker.bootstrap_servers, topic, [Rec(b"k", b"small")]).offsets == [0]
+
+
+def test_acks_zero(broker: SamsaProcess) -> None:
+    """acks=0 produce gets no response; the records are stored all the same, in order."""
+    from confluent_kafka import Producer
+    from kafka import KafkaProducer
+
+    topic = "acks-zero"
+    create_topic(broker.bootstrap_servers, topic)
+    kp = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks=0, linger_ms=5)
+    for i in range(200):
+        kp.send(topic, b"kp-%d" % i, partition=0)
+    kp.flush(10)
+    kp.close(5)
+    cp = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": 0, "linger.ms": 5})
+    for i in range(200):
+        cp.produce(topic, b"ck-%d" % i, partition=0)
+    assert cp.flush(10) == 0
+    deadline = time.monotonic() + 10
+    while end_offset(broker.bootstrap_servers, topic) < 400 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    got = consume("aiokafka", broker.bootstrap_servers, topic, 400)
+    assert [g.value for g in got] == [b"kp-%d" % i for i in range(200)] + [b"ck-%d" % i for i in range(200)]
+
+
+@pytest.mark.parametrize("consumer", CLIENTS)
+def test_waiting_consumer_gets_new_records(broker: SamsaProcess, consumer: str) -> None:
+    """A consumer positioned at the end long-polls; records produced while it waits reach it
+    when they are appended: the clients' fetch max wait (10 s) is above the bound (8 s), so a
+    broker that answered only when the wait expired would fail."""
+    topic = f"long-poll-{consumer}"
+    create_topic(broker.bootstrap_servers, topic)
+    produce("confluent", broker.bootstrap_servers, topic, [Rec(b"k", b"before")])
+    late = [Rec(b"k", b"late-%d" % i) for i in range(3)]
+    timer = threading.Timer(1.0, produce, ("kafka-python", broker.bootstrap_servers, topic, late))
+    timer.start()
+    try:
+        started = time.monotonic()
+        got = consume(consumer, broker.bootstrap_servers, topic, 3, offset=1, timeout=20, fetch_wait_ms=10_000)
+        elapsed = time.monotonic() - started
+    finally:
+        timer.join()
+    assert [g.value for g in got] == [r.value for r in late]
+    assert [g.offset for g in got] == [1, 2, 3]
+    assert elapsed < 8, f"records reached the waiting consumer only after {elapsed:.1f}s"

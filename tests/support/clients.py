@@ -262,14 +262,17 @@ def consume(
     partition: int = 0,
     offset: int = 0,
     timeout: float = 30.0,
+    fetch_wait_ms: int = 500,
 ) -> list[Got]:
     """Read `count` records of one partition from `offset` (assigned, no group). Returns what
-    was read when `timeout` passes first; more than `count` is never asked for."""
-    return _CONSUMERS[client](bootstrap, topic, partition, offset, count, timeout)
+    was read when `timeout` passes first; more than `count` is never asked for. `fetch_wait_ms`
+    is the client's fetch max wait (how long the broker may hold an unsatisfied fetch); kcat
+    exits at the end of the partition (-e) unless it waits longer than the default."""
+    return _CONSUMERS[client](bootstrap, topic, partition, offset, count, timeout, fetch_wait_ms)
 
 
 def _kafka_python_consume(
-    bootstrap: str, topic: str, partition: int, offset: int, count: int, timeout: float
+    bootstrap: str, topic: str, partition: int, offset: int, count: int, timeout: float, fetch_wait_ms: int
 ) -> list[Got]:
     from kafka import KafkaConsumer, TopicPartition
 
@@ -280,6 +283,7 @@ def _kafka_python_consume(
         auto_offset_reset="none",
         max_partition_fetch_bytes=MAX_REQUEST,
         fetch_max_bytes=2 * MAX_REQUEST,
+        fetch_max_wait_ms=fetch_wait_ms,
     )
     try:
         tp = TopicPartition(topic, partition)
@@ -306,7 +310,7 @@ def _kafka_python_consume(
 
 
 def _aiokafka_consume(
-    bootstrap: str, topic: str, partition: int, offset: int, count: int, timeout: float
+    bootstrap: str, topic: str, partition: int, offset: int, count: int, timeout: float, fetch_wait_ms: int
 ) -> list[Got]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -318,6 +322,7 @@ def _aiokafka_consume(
             auto_offset_reset="none",
             max_partition_fetch_bytes=MAX_REQUEST,
             fetch_max_bytes=2 * MAX_REQUEST,
+            fetch_max_wait_ms=fetch_wait_ms,
         )
         await consumer.start()
         try:
@@ -347,7 +352,7 @@ def _aiokafka_consume(
 
 
 def _confluent_consume(
-    bootstrap: str, topic: str, partition: int, offset: int, count: int, timeout: float
+    bootstrap: str, topic: str, partition: int, offset: int, count: int, timeout: float, fetch_wait_ms: int
 ) -> list[Got]:
     from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
 
@@ -361,6 +366,8 @@ def _confluent_consume(
             "enable.auto.offset.store": False,
             "fetch.message.max.bytes": MAX_REQUEST,
             "enable.partition.eof": False,
+            "check.crcs": True,
+            "fetch.wait.max.ms": fetch_wait_ms,
         }
     )
     try:
@@ -393,14 +400,17 @@ def _confluent_consume(
 
 
 def _kcat_consume(
-    bootstrap: str, topic: str, partition: int, offset: int, count: int, timeout: float
+    bootstrap: str, topic: str, partition: int, offset: int, count: int, timeout: float, fetch_wait_ms: int
 ) -> list[Got]:
     """kcat -C -J: one JSON object per record. Keys, values and header values are printed as
     strings (the tests use ASCII), null as JSON null."""
     args = [
-        "-C", "-t", topic, "-p", str(partition), "-o", str(offset), "-c", str(count), "-e", "-J",
-        "-X", f"fetch.message.max.bytes={MAX_REQUEST}",
+        "-C", "-t", topic, "-p", str(partition), "-o", str(offset), "-c", str(count), "-J",
+        "-X", f"fetch.message.max.bytes={MAX_REQUEST}", "-X", "check.crcs=true",
+        "-X", f"fetch.wait.max.ms={fetch_wait_ms}",
     ]  # fmt: skip
+    if fetch_wait_ms <= 500:
+        args.append("-e")
     proc = subprocess.run(kcat_command(bootstrap, *args), capture_output=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     out: list[Got] = []
@@ -434,7 +444,7 @@ def _kcat_headers(headers: object) -> tuple[tuple[str, bytes | None], ...]:
     return tuple((k, _kcat_bytes(v)) for k, v in headers.items())
 
 
-_CONSUMERS: dict[str, Callable[[str, str, int, int, int, float], list[Got]]] = {
+_CONSUMERS: dict[str, Callable[[str, str, int, int, int, float, int], list[Got]]] = {
     "kafka-python": _kafka_python_consume,
     "aiokafka": _aiokafka_consume,
     "confluent": _confluent_consume,
