@@ -74,7 +74,10 @@ def _produce_until(
             "linger.ms": 2,
             "batch.num.messages": 200,
             "compression.codec": "lz4" if run.partition % 2 else "none",
-            "message.timeout.ms": 3000,
+            "message.timeout.ms": 10000,
+            # backpressure: produce() blocks (BufferError) instead of queueing records that
+            # would expire before they are sent
+            "queue.buffering.max.messages": 2000,
             "request.timeout.ms": 2000,
             "retries": 0,  # a retry after the kill could store a record twice (not idempotent)
             "log_level": 2,  # the connection errors after the kill are expected
@@ -161,6 +164,7 @@ def test_kill_during_heavy_produce(broker: SamsaProcess, tail: str) -> None:
         time.sleep(0.05)
     before_kill = {run.partition: len(run.acked) for run in runs}
     broker.kill()
+    print(f"acknowledged before the kill: {before_kill}")
     stop.set()
     for t in threads:
         t.join(30)
