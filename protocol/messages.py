@@ -27,6 +27,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_schema_field_type
 
+from protocol.prescan import check_lengths
 from protocol.schemas import produce_v0_2
 
 __all__ = [
@@ -120,30 +121,35 @@ class NullFieldError(ValueError):
 def decode_request(api_key: int, api_version: int, buf: bytes | memoryview, offset: int) -> Any:
     """Decode a request body; returns (entity, bytes consumed). Raises on malformed input,
     including null in a non-nullable array (kio reads length -1 as None for every array; Kafka's
-    parser rejects it, and handlers rely on it not happening)."""
-    entity, used = _reader(request_class(api_key, api_version))(buf, offset)
+    parser rejects it, and handlers rely on it not happening), and any count or length that does
+    not fit in the bytes that follow (`protocol.prescan`)."""
+    cls = request_class(api_key, api_version)
+    check_lengths(cls, buf, offset)  # kio would reserve memory for any declared array count
+    entity, used = _reader(cls)(buf, offset)
     check_non_nullable(entity)
     return entity, used
 
 
 @cache
 def _null_plan(cls: type) -> tuple[tuple[str, bool, int], ...]:
-    """(field name, nullable, kind) for the fields of `cls` that can hold None or nest entities."""
+    """(field name, nullable, kind) for the fields of `cls` that need a look: arrays (kio checks
+    strings and bytes itself, and numbers are never None) and nested entities that contain arrays."""
     steps: list[tuple[str, bool, int]] = []
     for f in fields(cls):
         nullable = get_origin(f.type) in (UnionType, Union) and type(None) in get_args(f.type)
         kind = classify_field(f)
         if isinstance(kind, EntityTupleField):
-            steps.append((f.name, nullable, _ENTITY_TUPLE))
+            steps.append((f.name, nullable, _ENTITY_TUPLE if _null_plan(kind.type_) else _PRIMITIVE))
         elif isinstance(kind, EntityField):
-            steps.append((f.name, nullable, _ENTITY))
-        elif not nullable:
+            if _null_plan(kind.type_):
+                steps.append((f.name, True, _ENTITY))  # a null struct is kio's to reject
+        elif kind.is_array and not nullable:
             steps.append((f.name, False, _PRIMITIVE))
     return tuple(steps)
 
 
 def check_non_nullable(entity: Any) -> None:
-    """Raise NullFieldError if a non-nullable field of `entity` (or of an entity in it) is None."""
+    """Raise NullFieldError if a non-nullable array in `entity` (or an entity in it) is None."""
     for name, nullable, kind in _null_plan(type(entity)):
         value = getattr(entity, name)
         if value is None:

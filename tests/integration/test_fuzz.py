@@ -46,7 +46,7 @@ from protocol.records import NewRecord, build_batch
 from tests.support.raw_client import RawClient, frame, request_header
 
 SEED = int(os.environ.get("SAMSA_FUZZ_SEED", "20261122"))
-FUZZ_CASES = int(os.environ.get("SAMSA_FUZZ_CASES", "1500"))
+FUZZ_CASES = int(os.environ.get("SAMSA_FUZZ_CASES", "3000"))
 WORKERS = 24
 CASE_TIMEOUT = 8.0
 """Seconds a bad connection may take to be answered or closed."""

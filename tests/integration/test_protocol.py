@@ -360,6 +360,11 @@ def test_frame_too_short_for_a_header_closes_connection(broker: SamsaProcess, cl
         (3, 12, b"\xff\xff\xff\xff\xff\xff"),  # Metadata: a varint that never ends
         (1, 12, b"\x00" * 7),  # Fetch: truncated in the middle of its fields
         (18, 3, b"\x7f"),  # ApiVersions: a compact string longer than the frame
+        # array counts that kio would reserve memory for before reading (an abort of the broker)
+        (3, 9, b"\xff\xff\xff\xff\x0f\x00"),  # Metadata v9: 2^32-2 topics
+        (3, 4, b"\x7f\xff\xff\xff\x00"),  # Metadata v4: 2^31-1 topics
+        (0, 9, b"\x00\x00\x01\x00\x00\x00\x00\xff\xff\xff\xff\x0f"),  # Produce v9: 2^32-2 topics
+        (1, 12, b"\x00" * 21 + b"\xff\xff\xff\xff\x0f"),  # Fetch v12: 2^32-2 topics
     ],
 )
 def test_garbage_body_closes_connection(
@@ -374,6 +379,7 @@ def test_garbage_body_closes_connection(
         assert time.monotonic() < deadline, broker.read_log()[-3000:]
         time.sleep(0.05)
     assert "Traceback" not in broker.read_log()
+    assert broker.running
     assert 18 in advertised(client)
 
 
