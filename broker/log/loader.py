@@ -32,7 +32,7 @@ from broker.log.segment import (
     LogSegment,
 )
 from protocol.errors import CorruptRecordError
-from protocol.records import BatchHeader
+from protocol.records import HEADER_SIZE, BatchHeader
 from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger("samsa.log")
@@ -89,18 +89,17 @@ def _complete_swap(log_dir: Path, name: str) -> None:
     swap_path = log_dir / name
     size = swap_path.stat().st_size
     next_offset = base
-    with open(swap_path, "rb") as f:
-        data = f.read(size)
-    pos = 0
-    while pos + 61 <= len(data):
-        try:
-            header = BatchHeader.parse(data, pos)
-        except CorruptRecordError:
-            break
-        if pos + header.size > len(data):
-            break
-        next_offset = header.next_offset
-        pos += header.size
+    with open(swap_path, "rb") as f:  # headers only: a swap may be as large as a segment
+        pos = 0
+        while pos + HEADER_SIZE <= size:
+            try:
+                header = BatchHeader.parse(os.pread(f.fileno(), HEADER_SIZE, pos), 0)
+            except CorruptRecordError:
+                break
+            if pos + header.size > size:
+                break
+            next_offset = header.next_offset
+            pos += header.size
     for other in sorted(os.listdir(log_dir)):
         other_base = _base_offset_of(other, LOG_SUFFIX)
         if other_base is not None and base <= other_base < next_offset:
