@@ -42,7 +42,7 @@ from kio.static.primitive import i16
 
 from broker.testing import SamsaProcess
 from protocol import messages
-from protocol.records import NewRecord, build_batch
+from protocol.records import ATTRIBUTES_OFFSET, CRC_OFFSET, NewRecord, build_batch, compute_crc
 from tests.support.raw_client import RawClient, frame, request_header
 
 SEED = int(os.environ.get("SAMSA_FUZZ_SEED", "20261122"))
@@ -112,6 +112,19 @@ def sample_entity(cls: type, rng: random.Random, depth: int = 0) -> Any:
     return cls(**kwargs)
 
 
+def produce_request(records: bytes) -> Any:
+    from kio.schema.produce.v11 import request as pr
+
+    return pr.ProduceRequest(
+        transactional_id=None,
+        acks=i16(1),
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(
+            pr.TopicProduceData(name=FUZZ_TOPIC, partition_data=(pr.PartitionProduceData(index=0, records=records),)),
+        ),
+    )
+
+
 def template_request(key: int, version: int, rng: random.Random) -> Any:
     """A valid request to mutate: sampled, with the fields that would make it wait or go silent
     pinned (Produce always answers, Fetch does not long-poll)."""
@@ -129,6 +142,7 @@ def template_request(key: int, version: int, rng: random.Random) -> Any:
 
 def encode_payload(request: Any, key: int, version: int, correlation_id: int) -> bytes:
     flexible = messages.is_flexible(key, version)
+    request = messages.convert(request, messages.request_class(key, version))
     return request_header(key, version, correlation_id, "fuzzer", flexible) + messages.encode_bytes(request)
 
 
@@ -182,6 +196,8 @@ class Case:
     """A valid request that may legitimately take longer than CASE_TIMEOUT (long poll)."""
     expect_cid: int | None = None
     detail: str = ""
+    must_answer: bool = False
+    """A well-formed request: it gets a response (an error code), not a closed connection."""
 
 
 @dataclass
@@ -233,6 +249,22 @@ def make_case(index: int, advertised: list[tuple[int, int]]) -> Case:
         may_wait = _may_stay_silent(mutated)
         expect = cid if mutated[4:8] == payload[4:8] and len(mutated) >= 8 else None
         return Case(index, f"mutated key={key} v{version}", frame(mutated), False, may_wait, expect, ops)
+    if r < 0.62:  # a Produce whose batch is mutated and then given a valid CRC again
+        versions = [v for k, v in advertised if k == 0 and v >= 3]
+        version = rng.choice(versions)
+        batch = bytearray(_records())
+        ops = []
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            pos = rng.randrange(8, len(batch))  # anything but baseOffset, which the broker rewrites
+            if CRC_OFFSET <= pos < ATTRIBUTES_OFFSET:
+                continue
+            chunk = rng.choice(_EXTREMES) if rng.random() < 0.5 else bytes([rng.randrange(256)])
+            batch[pos : pos + len(chunk)] = chunk
+            ops.append(f"{chunk.hex()}@{pos}")
+        struct.pack_into(">I", batch, CRC_OFFSET, compute_crc(batch, 0, len(batch)))
+        request = produce_request(bytes(batch))
+        payload = encode_payload(request, 0, version, cid)
+        return Case(index, f"crc-valid batch v{version}", frame(payload), False, False, cid, ",".join(ops), True)
     if r < 0.65:  # random bytes in a correctly sized frame
         body = rng.randbytes(rng.randint(0, 300))
         return Case(index, "random frame", frame(body), False, detail=body[:8].hex())
@@ -451,6 +483,10 @@ def test_fuzz_malformed_frames_while_a_client_works(broker: SamsaProcess) -> Non
     assert not hung, "connections neither answered nor closed:\n" + "\n".join(
         f"case {o.case.index} {o.case.kind} {o.case.detail} responses={o.responses} data={o.case.data[:64].hex()}"
         for o in hung[:20]
+    )
+    unanswered = [o for o in outcomes if o.case.must_answer and o.result != "answered"]
+    assert not unanswered, "well-formed requests not answered:\n" + "\n".join(
+        f"case {o.case.index} {o.case.kind} {o.case.detail}: {o.result}" for o in unanswered[:20]
     )
     bad_answers = [o for o in outcomes if o.error]
     assert not bad_answers, "\n".join(f"case {o.case.index} {o.case.kind}: {o.error}" for o in bad_answers[:20])
