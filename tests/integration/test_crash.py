@@ -180,11 +180,11 @@ def test_kill_during_heavy_produce(broker: SamsaProcess, tail: str) -> None:
     restart_log = broker.read_log()[log_before:]
     assert "clean_shutdown=False" in restart_log
     for p in range(PARTITIONS):
-        truncated = f"log recovery truncated a corrupt tail topic={TOPIC} partition={p} "
-        if p in damage:
-            assert truncated in restart_log, restart_log[-3000:]
-        else:
-            assert f"log recovery done topic={TOPIC} partition={p} " in restart_log, restart_log[-3000:]
+        truncated = f"log recovery truncated a corrupt tail topic={TOPIC} partition={p} " in restart_log
+        done = f"log recovery done topic={TOPIC} partition={p} " in restart_log
+        # the kill itself may tear the last write (a SIGKILL can stop a large write() part way),
+        # so an undamaged partition may be cut too; a damaged one must be
+        assert truncated if p in damage else (truncated or done), restart_log[-3000:]
 
     with RawClient(broker.port) as client:
         for run in runs:
