@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Callable
 from functools import cache
 from types import UnionType
-from typing import Callable, Union, get_args, get_origin
+from typing import Union, get_args, get_origin
 
 from kio.serial._introspect import (
     EntityField,
@@ -143,7 +144,9 @@ def _array_step(element: Step | int, flexible: bool) -> Step:
             if n < 0:
                 return pos
             if n > end - pos:  # also bounds arrays of fieldless structs (size 0)
-                raise LengthError(f"array of {n} elements at {pos} with {end - pos} bytes left")
+                raise LengthError(
+                    f"array of {n} elements at {pos} with {end - pos} bytes left"
+                )
             return _need(pos, n * size, end)
 
         return fixed_array
@@ -153,7 +156,9 @@ def _array_step(element: Step | int, flexible: bool) -> Step:
     def array(buf: Buffer, pos: int, end: int) -> int:
         n, pos = _count(buf, pos, end, flexible)
         if n > end - pos:  # every element takes at least one byte
-            raise LengthError(f"array of {n} elements at {pos} with {end - pos} bytes left")
+            raise LengthError(
+                f"array of {n} elements at {pos} with {end - pos} bytes left"
+            )
         for _ in range(n):
             pos = walk(buf, pos, end)
         return pos
@@ -215,14 +220,24 @@ def _entity_walker(cls: type) -> Step | int:
         if isinstance(kind, EntityTupleField):
             add(_array_step(_entity_walker(kind.type_), flexible))
         elif isinstance(kind, EntityField):
-            nullable = get_origin(f.type) in (UnionType, Union) and type(None) in get_args(f.type)
+            nullable = get_origin(f.type) in (UnionType, Union) and type(
+                None
+            ) in get_args(f.type)
             walk = _entity_walker(kind.type_)
             if nullable:
-                add(_nullable_struct_step(_fixed_step(walk) if isinstance(walk, int) else walk))
+                add(
+                    _nullable_struct_step(
+                        _fixed_step(walk) if isinstance(walk, int) else walk
+                    )
+                )
             else:
                 add(walk)
         elif isinstance(kind, PrimitiveTupleField):
-            add(_array_step(_primitive_step(get_schema_field_type(f), flexible), flexible))
+            add(
+                _array_step(
+                    _primitive_step(get_schema_field_type(f), flexible), flexible
+                )
+            )
         else:
             add(_primitive_step(get_schema_field_type(f), flexible))
     if flexible:
@@ -234,7 +249,9 @@ def _entity_walker(cls: type) -> Step | int:
                 if pos < end and buf[pos] == 0:
                     return pos + 1
                 if pos > end:
-                    raise LengthError(f"{size} bytes before {pos} run past the end of the request ({end})")
+                    raise LengthError(
+                        f"{size} bytes before {pos} run past the end of the request ({end})"
+                    )
                 return _tagged_fields(buf, pos, end)
 
             return fixed_then_tags

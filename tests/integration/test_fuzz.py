@@ -23,10 +23,11 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
@@ -42,7 +43,13 @@ from kio.static.primitive import i16
 
 from broker.testing import SamsaProcess
 from protocol import messages
-from protocol.records import ATTRIBUTES_OFFSET, CRC_OFFSET, NewRecord, build_batch, compute_crc
+from protocol.records import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    NewRecord,
+    build_batch,
+    compute_crc,
+)
 from tests.support.raw_client import RawClient, frame, request_header
 
 SEED = int(os.environ.get("SAMSA_FUZZ_SEED", "20261122"))
@@ -89,7 +96,9 @@ def _sample_primitive(kafka_type: str, rng: random.Random) -> Any:
 
 
 def _records() -> bytes:
-    return build_batch([NewRecord(key=b"k", value=b"fuzz value"), NewRecord(key=None, value=b"v2")])
+    return build_batch(
+        [NewRecord(key=b"k", value=b"fuzz value"), NewRecord(key=None, value=b"v2")]
+    )
 
 
 def sample_entity(cls: type, rng: random.Random, depth: int = 0) -> Any:
@@ -100,12 +109,15 @@ def sample_entity(cls: type, rng: random.Random, depth: int = 0) -> Any:
         kind = classify_field(f)
         if isinstance(kind, EntityTupleField):
             n = 0 if depth > 3 else rng.choice((1, 1, 2))
-            kwargs[f.name] = tuple(sample_entity(kind.type_, rng, depth + 1) for _ in range(n))
+            kwargs[f.name] = tuple(
+                sample_entity(kind.type_, rng, depth + 1) for _ in range(n)
+            )
         elif isinstance(kind, EntityField):
             kwargs[f.name] = sample_entity(kind.type_, rng, depth + 1)
         elif isinstance(kind, PrimitiveTupleField):
             kwargs[f.name] = tuple(
-                _sample_primitive(get_schema_field_type(f), rng) for _ in range(rng.choice((0, 1, 2)))
+                _sample_primitive(get_schema_field_type(f), rng)
+                for _ in range(rng.choice((0, 1, 2)))
             )
         else:
             kwargs[f.name] = _sample_primitive(get_schema_field_type(f), rng)
@@ -120,7 +132,10 @@ def produce_request(records: bytes) -> Any:
         acks=i16(1),
         timeout=datetime.timedelta(seconds=5),
         topic_data=(
-            pr.TopicProduceData(name=FUZZ_TOPIC, partition_data=(pr.PartitionProduceData(index=0, records=records),)),
+            pr.TopicProduceData(
+                name=FUZZ_TOPIC,
+                partition_data=(pr.PartitionProduceData(index=0, records=records),),
+            ),
         ),
     )
 
@@ -131,8 +146,8 @@ def template_request(key: int, version: int, rng: random.Random) -> Any:
     cls = messages.request_class(key, version)
     try:
         request = sample_entity(cls, rng)
-    except Exception:  # a schema our sampler does not cover: the all-defaults request
-        request = messages._zero_entity(cls)  # noqa: SLF001
+    except Exception:  # noqa: BLE001 - a schema the sampler does not cover: all defaults
+        request = messages._zero_entity(cls)
     if key == 0:
         request = messages.replace(request, acks=i16(rng.choice((1, -1))))
     if key == 1:
@@ -143,13 +158,26 @@ def template_request(key: int, version: int, rng: random.Random) -> Any:
 def encode_payload(request: Any, key: int, version: int, correlation_id: int) -> bytes:
     flexible = messages.is_flexible(key, version)
     request = messages.convert(request, messages.request_class(key, version))
-    return request_header(key, version, correlation_id, "fuzzer", flexible) + messages.encode_bytes(request)
+    return request_header(
+        key, version, correlation_id, "fuzzer", flexible
+    ) + messages.encode_bytes(request)
 
 
 # -- mutations -----------------------------------------------------------------------------------
 
-_EXTREMES = (b"\xff", b"\x7f", b"\x80", b"\xff\xff", b"\x7f\xff", b"\x80\x00", b"\xff\xff\xff\xff",
-             b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\x00\x00\x00\x00", b"\xff\xff\xff\xff\xff")
+_EXTREMES = (
+    b"\xff",
+    b"\x7f",
+    b"\x80",
+    b"\xff\xff",
+    b"\x7f\xff",
+    b"\x80\x00",
+    b"\xff\xff\xff\xff",
+    b"\x7f\xff\xff\xff",
+    b"\x80\x00\x00\x00",
+    b"\x00\x00\x00\x00",
+    b"\xff\xff\xff\xff\xff",
+)
 
 
 def mutate(payload: bytes, rng: random.Random, header_size: int) -> tuple[bytes, str]:
@@ -158,7 +186,9 @@ def mutate(payload: bytes, rng: random.Random, header_size: int) -> tuple[bytes,
     start = header_size if rng.random() < 0.85 and len(data) > header_size else 0
     ops = []
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
-        op = rng.choice(("flip", "extreme", "truncate", "insert", "delete", "append", "zero"))
+        op = rng.choice(
+            ("flip", "extreme", "truncate", "insert", "delete", "append", "zero")
+        )
         if len(data) <= start:
             op = "append"
         pos = rng.randrange(start, max(start + 1, len(data)))
@@ -214,10 +244,12 @@ def _decodes(payload: bytes, key: int, version: int) -> Any | None:
         flexible = messages.is_flexible(key, version)
         from protocol import frames
 
-        h = frames.parse_request_header(payload, frames.request_header_version(key, version, flexible))
+        h = frames.parse_request_header(
+            payload, frames.request_header_version(key, version, flexible)
+        )
         request, _ = messages.decode_request(key, version, payload, h.header_size)
         return request
-    except Exception:
+    except Exception:  # noqa: BLE001 - any decoding failure means malformed
         return None
 
 
@@ -244,27 +276,53 @@ def make_case(index: int, advertised: list[tuple[int, int]]) -> Case:
     if r < 0.55:  # a mutated valid request
         key, version = rng.choice(advertised)
         payload = encode_payload(template_request(key, version, rng), key, version, cid)
-        header_size = len(request_header(key, version, cid, "fuzzer", messages.is_flexible(key, version)))
+        header_size = len(
+            request_header(
+                key, version, cid, "fuzzer", messages.is_flexible(key, version)
+            )
+        )
         mutated, ops = mutate(payload, rng, header_size)
         may_wait = _may_stay_silent(mutated)
         expect = cid if mutated[4:8] == payload[4:8] and len(mutated) >= 8 else None
-        return Case(index, f"mutated key={key} v{version}", frame(mutated), False, may_wait, expect, ops)
+        return Case(
+            index,
+            f"mutated key={key} v{version}",
+            frame(mutated),
+            False,
+            may_wait,
+            expect,
+            ops,
+        )
     if r < 0.62:  # a Produce whose batch is mutated and then given a valid CRC again
         versions = [v for k, v in advertised if k == 0 and v >= 3]
         version = rng.choice(versions)
         batch = bytearray(_records())
-        ops = []
+        changes: list[str] = []
         for _ in range(rng.choice((1, 1, 2, 3))):
-            pos = rng.randrange(8, len(batch))  # anything but baseOffset, which the broker rewrites
+            # anything but baseOffset, which the broker rewrites
+            pos = rng.randrange(8, len(batch))
             if CRC_OFFSET <= pos < ATTRIBUTES_OFFSET:
                 continue
-            chunk = rng.choice(_EXTREMES) if rng.random() < 0.5 else bytes([rng.randrange(256)])
+            chunk = (
+                rng.choice(_EXTREMES)
+                if rng.random() < 0.5
+                else bytes([rng.randrange(256)])
+            )
             batch[pos : pos + len(chunk)] = chunk
-            ops.append(f"{chunk.hex()}@{pos}")
+            changes.append(f"{chunk.hex()}@{pos}")
         struct.pack_into(">I", batch, CRC_OFFSET, compute_crc(batch, 0, len(batch)))
         request = produce_request(bytes(batch))
         payload = encode_payload(request, 0, version, cid)
-        return Case(index, f"crc-valid batch v{version}", frame(payload), False, False, cid, ",".join(ops), True)
+        return Case(
+            index,
+            f"crc-valid batch v{version}",
+            frame(payload),
+            False,
+            False,
+            cid,
+            ",".join(changes),
+            True,
+        )
     if r < 0.65:  # random bytes in a correctly sized frame
         body = rng.randbytes(rng.randint(0, 300))
         return Case(index, "random frame", frame(body), False, detail=body[:8].hex())
@@ -275,28 +333,66 @@ def make_case(index: int, advertised: list[tuple[int, int]]) -> Case:
         key, version = rng.choice(advertised)
         payload = encode_payload(template_request(key, version, rng), key, version, cid)
         cut = rng.randint(0, len(payload) - 1)
-        return Case(index, f"truncated key={key} v{version}", struct.pack(">i", len(payload)) + payload[:cut], True)
-    if r < 0.86:  # wrong size: shorter than the payload (the rest becomes the next "frame")
+        return Case(
+            index,
+            f"truncated key={key} v{version}",
+            struct.pack(">i", len(payload)) + payload[:cut],
+            True,
+        )
+    if (
+        r < 0.86
+    ):  # wrong size: shorter than the payload (the rest becomes the next "frame")
         key, version = rng.choice(advertised)
         payload = encode_payload(template_request(key, version, rng), key, version, cid)
         size = rng.randint(0, len(payload) - 1)
-        return Case(index, f"short size key={key} v{version}", struct.pack(">i", size) + payload, True)
+        return Case(
+            index,
+            f"short size key={key} v{version}",
+            struct.pack(">i", size) + payload,
+            True,
+        )
     if r < 0.91:  # negative or oversized size prefix
-        size = rng.choice((-1, -(2**31), rng.randint(-(2**31), -1), SOCKET_REQUEST_MAX_BYTES + 1, 2**31 - 1))
-        return Case(index, f"bad size {size}", struct.pack(">i", size) + rng.randbytes(16), False)
+        size = rng.choice(
+            (
+                -1,
+                -(2**31),
+                rng.randint(-(2**31), -1),
+                SOCKET_REQUEST_MAX_BYTES + 1,
+                2**31 - 1,
+            )
+        )
+        return Case(
+            index,
+            f"bad size {size}",
+            struct.pack(">i", size) + rng.randbytes(16),
+            False,
+        )
     if r < 0.95:  # unknown key or version
         key = rng.choice((rng.randint(100, 32767), rng.randint(-32768, -1), 3))
         version = rng.randint(-5, 200) if key != 3 else rng.choice((13, 99, -1, 32767))
-        payload = request_header(key, version, cid, "fuzzer", False) + rng.randbytes(rng.randint(0, 20))
+        payload = request_header(key, version, cid, "fuzzer", False) + rng.randbytes(
+            rng.randint(0, 20)
+        )
         return Case(index, f"unknown key={key} v{version}", frame(payload), False)
     # bad frame pipelined between good ones: the good one before must be answered
     good = encode_payload(messages.request_class(18, 0)(), 18, 0, cid)
     key, version = rng.choice(advertised)
     payload = encode_payload(template_request(key, version, rng), key, version, cid + 1)
-    header_size = len(request_header(key, version, cid + 1, "fuzzer", messages.is_flexible(key, version)))
+    header_size = len(
+        request_header(
+            key, version, cid + 1, "fuzzer", messages.is_flexible(key, version)
+        )
+    )
     bad, ops = mutate(payload, rng, header_size)
-    return Case(index, f"pipelined key={key} v{version}", frame(good) + frame(bad) + frame(good), True,
-                _may_stay_silent(bad), cid, ops)
+    return Case(
+        index,
+        f"pipelined key={key} v{version}",
+        frame(good) + frame(bad) + frame(good),
+        True,
+        _may_stay_silent(bad),
+        cid,
+        ops,
+    )
 
 
 def run_case(port: int, case: Case) -> Outcome:
@@ -318,7 +414,7 @@ def run_case(port: int, case: Case) -> Outcome:
             sock.settimeout(left)
             try:
                 chunk = sock.recv(1 << 16)
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 return Outcome(case, "hung", responses)
             except ConnectionResetError:
                 return Outcome(case, "closed", responses)
@@ -328,12 +424,23 @@ def run_case(port: int, case: Case) -> Outcome:
             while len(buf) >= 4:
                 (size,) = struct.unpack_from(">i", buf, 0)
                 if size < 4 or size > 64 << 20:
-                    return Outcome(case, "answered", responses, f"bad response frame size {size}")
+                    return Outcome(
+                        case, "answered", responses, f"bad response frame size {size}"
+                    )
                 if len(buf) < 4 + size:
                     break
                 (cid,) = struct.unpack_from(">i", buf, 4)
-                if responses == 0 and case.expect_cid is not None and cid != case.expect_cid:
-                    return Outcome(case, "answered", responses, f"correlation id {cid} != {case.expect_cid}")
+                if (
+                    responses == 0
+                    and case.expect_cid is not None
+                    and cid != case.expect_cid
+                ):
+                    return Outcome(
+                        case,
+                        "answered",
+                        responses,
+                        f"correlation id {cid} != {case.expect_cid}",
+                    )
                 buf = buf[4 + size :]
                 responses += 1
             if responses and not case.half_close:
@@ -356,7 +463,11 @@ class GoodClient:
 
     def produce(self) -> None:
         producer = KafkaProducer(
-            bootstrap_servers=self.bootstrap, acks="all", retries=0, linger_ms=5, request_timeout_ms=15000
+            bootstrap_servers=self.bootstrap,
+            acks="all",
+            retries=0,
+            linger_ms=5,
+            request_timeout_ms=15000,
         )
         try:
             i = 0
@@ -364,20 +475,28 @@ class GoodClient:
                 futures = []
                 for _ in range(20):
                     value = f"good-{i:08d}".encode()
-                    futures.append((value, producer.send(GOOD_TOPIC, key=str(i).encode(), value=value)))
+                    futures.append(
+                        (
+                            value,
+                            producer.send(GOOD_TOPIC, key=str(i).encode(), value=value),
+                        )
+                    )
                     i += 1
                 for value, fut in futures:
                     fut.get(timeout=15)
                     self.acked.append(value)
                 time.sleep(0.01)
-        except Exception as e:  # the test fails on any error of the good client
+        except Exception as e:  # noqa: BLE001 - the test fails on any error of the good client
             self.errors.append(f"producer: {e!r}")
         finally:
             producer.close(timeout=10)
 
     def consume(self) -> None:
         consumer = KafkaConsumer(
-            bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False, fetch_max_wait_ms=200
+            bootstrap_servers=self.bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=200,
         )
         try:
             tp = KafkaTopicPartition(GOOD_TOPIC, 0)
@@ -386,14 +505,16 @@ class GoodClient:
             while not self.stop_consuming.is_set():
                 for records in consumer.poll(timeout_ms=200).values():
                     self.consumed.extend(r.value for r in records)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - reported by the test
             self.errors.append(f"consumer: {e!r}")
         finally:
             consumer.close()
 
 
 def read_all(bootstrap: str, expected: int, timeout: float = 30.0) -> list[bytes]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False
+    )
     try:
         tp = KafkaTopicPartition(GOOD_TOPIC, 0)
         consumer.assign([tp])
@@ -413,7 +534,9 @@ def read_all(bootstrap: str, expected: int, timeout: float = 30.0) -> list[bytes
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[SamsaProcess]:
-    b = SamsaProcess(tmp_path / "data", {"socket.request.max.bytes": str(SOCKET_REQUEST_MAX_BYTES)}).start()
+    b = SamsaProcess(
+        tmp_path / "data", {"socket.request.max.bytes": str(SOCKET_REQUEST_MAX_BYTES)}
+    ).start()
     yield b
     b.close()
 
@@ -421,7 +544,11 @@ def broker(tmp_path: Path) -> Iterator[SamsaProcess]:
 def _advertised(port: int) -> list[tuple[int, int]]:
     with RawClient(port) as c:
         resp = c.request(messages.request_class(18, 0)())
-        return [(int(k.api_key), v) for k in resp.api_keys for v in range(k.min_version, k.max_version + 1)]
+        return [
+            (int(k.api_key), v)
+            for k in resp.api_keys
+            for v in range(k.min_version, k.max_version + 1)
+        ]
 
 
 def _create_topics(port: int, topics: list[str]) -> None:
@@ -432,7 +559,10 @@ def _create_topics(port: int, topics: list[str]) -> None:
         while True:
             resp = c.request(
                 md.MetadataRequest(
-                    topics=tuple(md.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=t) for t in topics),
+                    topics=tuple(
+                        md.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=t)
+                        for t in topics
+                    ),
                     allow_auto_topic_creation=True,
                     include_topic_authorized_operations=False,
                 )
@@ -456,7 +586,7 @@ def test_fuzz_malformed_frames_while_a_client_works(broker: SamsaProcess) -> Non
     consumer.start()
     try:
         cases = [make_case(i, advertised) for i in range(FUZZ_CASES)]
-        run: Callable[[Case], Outcome] = lambda c: run_case(broker.port, c)  # noqa: E731
+        run: Callable[[Case], Outcome] = lambda c: run_case(broker.port, c)
         with ThreadPoolExecutor(WORKERS) as pool:
             outcomes = list(pool.map(run, cases))
     finally:
@@ -475,9 +605,13 @@ def test_fuzz_malformed_frames_while_a_client_works(broker: SamsaProcess) -> Non
     assert not producer.is_alive() and not consumer.is_alive()
     assert good.errors == [], good.errors
     assert len(good.acked) >= 100, f"the good producer only got {len(good.acked)} acks"
-    assert set(good.acked) <= set(good.consumed), "the running consumer missed acknowledged records"
+    assert set(good.acked) <= set(good.consumed), (
+        "the running consumer missed acknowledged records"
+    )
     readable = read_all(broker.bootstrap_servers, len(good.acked))
-    assert readable[: len(good.acked)] == good.acked, "acknowledged records are not all readable, in order"
+    assert readable[: len(good.acked)] == good.acked, (
+        "acknowledged records are not all readable, in order"
+    )
 
     hung = [o for o in outcomes if o.result == "hung" and not o.case.may_wait]
     assert not hung, "connections neither answered nor closed:\n" + "\n".join(
@@ -486,15 +620,22 @@ def test_fuzz_malformed_frames_while_a_client_works(broker: SamsaProcess) -> Non
     )
     unanswered = [o for o in outcomes if o.case.must_answer and o.result != "answered"]
     assert not unanswered, "well-formed requests not answered:\n" + "\n".join(
-        f"case {o.case.index} {o.case.kind} {o.case.detail}: {o.result}" for o in unanswered[:20]
+        f"case {o.case.index} {o.case.kind} {o.case.detail}: {o.result}"
+        for o in unanswered[:20]
     )
     bad_answers = [o for o in outcomes if o.error]
-    assert not bad_answers, "\n".join(f"case {o.case.index} {o.case.kind}: {o.error}" for o in bad_answers[:20])
+    assert not bad_answers, "\n".join(
+        f"case {o.case.index} {o.case.kind}: {o.error}" for o in bad_answers[:20]
+    )
     pipelined = [o for o in outcomes if o.case.kind.startswith("pipelined")]
-    assert all(o.responses >= 1 for o in pipelined), "a good request before a bad one went unanswered"
+    assert all(o.responses >= 1 for o in pipelined), (
+        "a good request before a bad one went unanswered"
+    )
 
     log = broker.read_log()
-    assert "Traceback" not in log, "the broker logged a traceback for bad input:\n" + _first_traceback(log)
+    assert "Traceback" not in log, (
+        "the broker logged a traceback for bad input:\n" + _first_traceback(log)
+    )
     closed = sum(o.result == "closed" for o in outcomes)
     answered = sum(o.result == "answered" for o in outcomes)
     assert closed > FUZZ_CASES // 4 and answered > FUZZ_CASES // 20, (closed, answered)

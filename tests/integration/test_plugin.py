@@ -16,7 +16,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-USER_TESTS = '''
+USER_TESTS = """
 import json
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -65,7 +65,7 @@ def test_factory_with_config(samsa_broker_factory):
     producer.send("three-partitions", b"x").get(timeout=30)
     assert producer.partitions_for("three-partitions") == {{0, 1, 2}}
     producer.close()
-'''
+"""
 
 
 def _alive(pid: int) -> bool:
@@ -91,10 +91,14 @@ def _listening(port: int) -> bool:
 
 def test_plugin_gives_each_test_a_fresh_broker(pytester: pytest.Pytester) -> None:
     record = pytester.path / "brokers.jsonl"
-    pytester.makepyfile(test_user_suite=textwrap.dedent(USER_TESTS.format(record=str(record))))
+    pytester.makepyfile(
+        test_user_suite=textwrap.dedent(USER_TESTS.format(record=str(record)))
+    )
     result = pytester.runpytest_subprocess("-v", "-p", "no:cacheprovider", timeout=180)
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["plugins:*samsa*"])  # loaded through the entry point, not a conftest
+    result.stdout.fnmatch_lines(
+        ["plugins:*samsa*"]
+    )  # loaded through the entry point, not a conftest
 
     brokers = [json.loads(line) for line in record.read_text().splitlines()]
     assert [b["test"] for b in brokers] == ["first", "second", "factory"]
@@ -107,7 +111,9 @@ def test_plugin_gives_each_test_a_fresh_broker(pytester: pytest.Pytester) -> Non
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [pid for pid in pids if _alive(pid)], "a broker outlived the test run"
-    assert not [port for port in ports if _listening(port)], "a broker port is still open"
+    assert not [port for port in ports if _listening(port)], (
+        "a broker port is still open"
+    )
 
 
 def test_plugin_reports_a_broker_that_cannot_start(pytester: pytest.Pytester) -> None:

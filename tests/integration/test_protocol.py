@@ -16,14 +16,19 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
-from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsRequestV0
-from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
+from kio.schema.api_versions.v0.request import (
+    ApiVersionsRequest as ApiVersionsRequestV0,
+)
+from kio.schema.api_versions.v3.request import (
+    ApiVersionsRequest as ApiVersionsRequestV3,
+)
 from kio.schema.fetch.v12 import request as fetch_req
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.metadata.v12 import request as md_req
@@ -33,7 +38,13 @@ from kio.static.primitive import i8, i16, i32, i64
 from broker.handlers import registry
 from broker.testing import SamsaProcess
 from protocol import messages
-from protocol.records import CURRENT_MAGIC, BatchHeader, NewRecord, build_batch, iter_batch_headers
+from protocol.records import (
+    CURRENT_MAGIC,
+    BatchHeader,
+    NewRecord,
+    build_batch,
+    iter_batch_headers,
+)
 from tests.support.raw_client import RawClient, frame, request_header
 
 # Kafka error codes (the numbers are the contract; kio's enum names are checked against them once)
@@ -83,7 +94,10 @@ def metadata(c: RawClient, topics: list[str] | None, auto_create: bool = True) -
         md_req.MetadataRequest(
             topics=None
             if topics is None
-            else tuple(md_req.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=t) for t in topics),
+            else tuple(
+                md_req.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=t)
+                for t in topics
+            ),
             allow_auto_topic_creation=auto_create,
             include_topic_authorized_operations=False,
         )
@@ -95,7 +109,11 @@ def create_topic(c: RawClient, topic: str) -> None:
     deadline = time.monotonic() + 10
     while True:
         (t,) = metadata(c, [topic]).topics
-        if t.error_code == NONE and t.partitions and all(p.leader_id >= 0 for p in t.partitions):
+        if (
+            t.error_code == NONE
+            and t.partitions
+            and all(p.leader_id >= 0 for p in t.partitions)
+        ):
             return
         assert time.monotonic() < deadline, f"topic {topic} not created: {t}"
         time.sleep(0.05)
@@ -111,7 +129,11 @@ def produce_request(
         topic_data=(
             produce_req.TopicProduceData(
                 name=topic,
-                partition_data=(produce_req.PartitionProduceData(index=i32(partition), records=records),),
+                partition_data=(
+                    produce_req.PartitionProduceData(
+                        index=i32(partition), records=records
+                    ),
+                ),
             ),
         ),
     )
@@ -128,7 +150,10 @@ def batch(values: list[bytes], timestamps: list[int] | None = None) -> bytes:
     now = int(time.time() * 1000)
     ts = timestamps or [now] * len(values)
     return build_batch(
-        [NewRecord(key=f"k{i}".encode(), value=v, timestamp=t) for i, (v, t) in enumerate(zip(values, ts))]
+        [
+            NewRecord(key=f"k{i}".encode(), value=v, timestamp=t)
+            for i, (v, t) in enumerate(zip(values, ts))
+        ]
     )
 
 
@@ -158,7 +183,10 @@ def fetch_request(
         isolation_level=i8(0),
         session_id=i32(session_id),
         session_epoch=i32(session_epoch),
-        topics=tuple(fetch_req.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()),
+        topics=tuple(
+            fetch_req.FetchTopic(topic=t, partitions=tuple(ps))
+            for t, ps in topics.items()
+        ),
         forgotten_topics_data=(),
         rack_id="",
     )
@@ -180,7 +208,11 @@ def list_offset(c: RawClient, topic: str, timestamp: int, partition: int = 0) ->
             topics=(
                 lo_req.ListOffsetsTopic(
                     name=topic,
-                    partitions=(lo_req.ListOffsetsPartition(partition_index=i32(partition), timestamp=i64(timestamp)),),
+                    partitions=(
+                        lo_req.ListOffsetsPartition(
+                            partition_index=i32(partition), timestamp=i64(timestamp)
+                        ),
+                    ),
                 ),
             ),
         )
@@ -190,10 +222,14 @@ def list_offset(c: RawClient, topic: str, timestamp: int, partition: int = 0) ->
     return p
 
 
-def api_versions_raw(c: RawClient, version: int, name: str = "samsa-tests", sw_version: str = "1.0") -> bytes:
+def api_versions_raw(
+    c: RawClient, version: int, name: str = "samsa-tests", sw_version: str = "1.0"
+) -> bytes:
     if version >= 3:
         body = messages.encode_bytes(
-            ApiVersionsRequestV3(client_software_name=name, client_software_version=sw_version)
+            ApiVersionsRequestV3(
+                client_software_name=name, client_software_version=sw_version
+            )
         )
     else:
         body = b""
@@ -203,7 +239,9 @@ def api_versions_raw(c: RawClient, version: int, name: str = "samsa-tests", sw_v
 def advertised(c: RawClient) -> dict[int, tuple[int, int]]:
     resp = c.request(ApiVersionsRequestV0())
     assert resp.error_code == NONE
-    return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys}
+    return {
+        int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys
+    }
 
 
 def wait_for_log(broker: SamsaProcess, needle: str, timeout: float = 5.0) -> str:
@@ -212,7 +250,9 @@ def wait_for_log(broker: SamsaProcess, needle: str, timeout: float = 5.0) -> str
         text = broker.read_log()
         if needle in text:
             return next(line for line in text.splitlines() if needle in line)
-        assert time.monotonic() < deadline, f"no log line containing {needle!r}; log tail:\n{text[-3000:]}"
+        assert time.monotonic() < deadline, (
+            f"no log line containing {needle!r}; log tail:\n{text[-3000:]}"
+        )
         time.sleep(0.05)
 
 
@@ -237,15 +277,19 @@ def test_error_code_numbers_match_kio() -> None:
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
-def test_api_versions_answers_every_version_with_header_v0(client: RawClient, version: int) -> None:
+def test_api_versions_answers_every_version_with_header_v0(
+    client: RawClient, version: int
+) -> None:
     body = api_versions_raw(client, version)
     # header v0: the body starts right after the correlation id, with error_code NONE
     assert body[:2] == b"\x00\x00"
     cls = messages.response_class(18, version)
-    resp, end = messages._reader(cls)(body, 0)  # noqa: SLF001
+    resp, end = messages._reader(cls)(body, 0)
     assert end == len(body), "bytes left over: the response header carried extra bytes"
     assert resp.error_code == NONE
-    keys = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys}
+    keys = {
+        int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys
+    }
     assert keys[18] == (0, 4)
     if version >= 3:
         # compact array length (N+1) directly after the error code: not a tagged-field byte
@@ -257,7 +301,12 @@ def test_api_versions_answers_every_version_with_header_v0(client: RawClient, ve
 def test_api_versions_unknown_version_gets_kip511_answer(client: RawClient) -> None:
     cid = 4242
     # a future client sends its newest ApiVersions with a flexible (v2) header and a body we cannot know
-    client.send_bytes(frame(request_header(18, 127, cid, "future-client", True) + b"\x0cfuture\x041.0\x00"))
+    client.send_bytes(
+        frame(
+            request_header(18, 127, cid, "future-client", True)
+            + b"\x0cfuture\x041.0\x00"
+        )
+    )
     payload = client.recv_frame()
     assert struct.unpack_from(">i", payload, 0)[0] == cid
     # v0 body: error_code, [api_key, min, max] with only ApiVersions' own entry, nothing else
@@ -268,14 +317,15 @@ def test_api_versions_unknown_version_gets_kip511_answer(client: RawClient) -> N
 
 @pytest.mark.parametrize("version", [3, 4])
 @pytest.mark.parametrize(
-    ("name", "sw_version"), [("bad name!", "1.0"), ("", "1.0"), ("-leading-dash", "1.0"), ("ok", "1.0 beta")]
+    ("name", "sw_version"),
+    [("bad name!", "1.0"), ("", "1.0"), ("-leading-dash", "1.0"), ("ok", "1.0 beta")],
 )
 def test_api_versions_invalid_software_name_is_invalid_request(
     client: RawClient, version: int, name: str, sw_version: str
 ) -> None:
     body = api_versions_raw(client, version, name, sw_version)
     assert body[:2] == struct.pack(">h", INVALID_REQUEST)  # header v0: error code first
-    resp, end = messages._reader(messages.response_class(18, version))(body, 0)  # noqa: SLF001
+    resp, end = messages._reader(messages.response_class(18, version))(body, 0)
     assert end == len(body)
     assert resp.error_code == INVALID_REQUEST
     # and a valid name (the Java client's) is accepted on the same connection
@@ -283,7 +333,9 @@ def test_api_versions_invalid_software_name_is_invalid_request(
     assert good[:2] == b"\x00\x00"
 
 
-def test_advertised_versions_are_exactly_the_registered_handlers(client: RawClient) -> None:
+def test_advertised_versions_are_exactly_the_registered_handlers(
+    client: RawClient,
+) -> None:
     handlers = registry.load_handlers()
     expected = {key: (h.min_version, h.max_version) for key, h in handlers.items()}
     assert advertised(client) == expected
@@ -298,7 +350,7 @@ def test_every_advertised_version_is_answered(client: RawClient) -> None:
     is fine) with the right correlation id: nothing is advertised that the broker cannot serve."""
     for key, (lo, hi) in advertised(client).items():
         for version in range(lo, hi + 1):
-            request = messages._zero_entity(messages.request_class(key, version))  # noqa: SLF001
+            request = messages._zero_entity(messages.request_class(key, version))
             if key == 0:  # acks=0 has no response by design
                 request = messages.replace(request, acks=i16(1))
             if key == 1:
@@ -310,14 +362,18 @@ def test_every_advertised_version_is_answered(client: RawClient) -> None:
             if messages.is_flexible(key, version) and key != 18:
                 assert payload[4] == 0, (key, version)  # empty header tagged fields
                 pos = 5
-            _resp, used = messages._reader(messages.response_class(key, version))(payload, pos)  # noqa: SLF001
+            _resp, used = messages._reader(messages.response_class(key, version))(
+                payload, pos
+            )
             assert pos + used == len(payload), (key, version)
 
 
 # -- connections closed on bad frames ------------------------------------------------------------
 
 
-def test_unknown_api_key_closes_only_that_connection(broker: SamsaProcess, client: RawClient) -> None:
+def test_unknown_api_key_closes_only_that_connection(
+    broker: SamsaProcess, client: RawClient
+) -> None:
     with RawClient(broker.port) as bad:
         bad.send_bytes(frame(request_header(32000, 0, 77, "bad", False)))
         assert bad.closed_by_peer(5)
@@ -326,7 +382,9 @@ def test_unknown_api_key_closes_only_that_connection(broker: SamsaProcess, clien
     assert 18 in advertised(client)  # the other connection, opened before, still works
 
 
-def test_unknown_version_of_known_key_closes_connection(broker: SamsaProcess, client: RawClient) -> None:
+def test_unknown_version_of_known_key_closes_connection(
+    broker: SamsaProcess, client: RawClient
+) -> None:
     with RawClient(broker.port) as bad:
         bad.send_bytes(frame(request_header(3, 99, 78, "bad", True) + b"\x00"))
         assert bad.closed_by_peer(5)
@@ -335,17 +393,23 @@ def test_unknown_version_of_known_key_closes_connection(broker: SamsaProcess, cl
     assert 18 in advertised(client)
 
 
-def test_truncated_frame_closes_connection(broker: SamsaProcess, client: RawClient) -> None:
+def test_truncated_frame_closes_connection(
+    broker: SamsaProcess, client: RawClient
+) -> None:
     with RawClient(broker.port) as bad:
         full = frame(request_header(18, 0, 5, "trunc", False))
-        bad.send_bytes(struct.pack(">i", 100) + full[4:])  # announces 100 bytes, sends fewer
+        bad.send_bytes(
+            struct.pack(">i", 100) + full[4:]
+        )  # announces 100 bytes, sends fewer
         bad.sock.shutdown(socket.SHUT_WR)
         assert bad.closed_by_peer(5)
     wait_for_log(broker, "reason=truncated_frame")
     assert 18 in advertised(client)
 
 
-def test_frame_too_short_for_a_header_closes_connection(broker: SamsaProcess, client: RawClient) -> None:
+def test_frame_too_short_for_a_header_closes_connection(
+    broker: SamsaProcess, client: RawClient
+) -> None:
     with RawClient(broker.port) as bad:
         bad.send_bytes(frame(b"\x00\x12\x00"))
         assert bad.closed_by_peer(5)
@@ -363,7 +427,11 @@ def test_frame_too_short_for_a_header_closes_connection(broker: SamsaProcess, cl
         # array counts that kio would reserve memory for before reading (an abort of the broker)
         (3, 9, b"\xff\xff\xff\xff\x0f\x00"),  # Metadata v9: 2^32-2 topics
         (3, 4, b"\x7f\xff\xff\xff\x00"),  # Metadata v4: 2^31-1 topics
-        (0, 9, b"\x00\x00\x01\x00\x00\x00\x00\xff\xff\xff\xff\x0f"),  # Produce v9: 2^32-2 topics
+        (
+            0,
+            9,
+            b"\x00\x00\x01\x00\x00\x00\x00\xff\xff\xff\xff\x0f",
+        ),  # Produce v9: 2^32-2 topics
         (1, 12, b"\x00" * 21 + b"\xff\xff\xff\xff\x0f"),  # Fetch v12: 2^32-2 topics
     ],
 )
@@ -372,7 +440,18 @@ def test_garbage_body_closes_connection(
 ) -> None:
     before = broker.read_log().count("reason=malformed_request")
     with RawClient(broker.port) as bad:
-        bad.send_bytes(frame(request_header(api_key, version, 9, "garbage", version >= {0: 9, 1: 12, 3: 9, 18: 3}[api_key]) + body))
+        bad.send_bytes(
+            frame(
+                request_header(
+                    api_key,
+                    version,
+                    9,
+                    "garbage",
+                    version >= {0: 9, 1: 12, 3: 9, 18: 3}[api_key],
+                )
+                + body
+            )
+        )
         assert bad.closed_by_peer(5)
     deadline = time.monotonic() + 5
     while broker.read_log().count("reason=malformed_request") <= before:
@@ -384,7 +463,9 @@ def test_garbage_body_closes_connection(
 
 
 @pytest.mark.parametrize("size", [-1, -16, -(2**31)])
-def test_negative_frame_size_closes_connection(broker: SamsaProcess, client: RawClient, size: int) -> None:
+def test_negative_frame_size_closes_connection(
+    broker: SamsaProcess, client: RawClient, size: int
+) -> None:
     with RawClient(broker.port) as bad:
         local_port = bad.sock.getsockname()[1]
         bad.send_bytes(struct.pack(">i", size) + b"\x00" * 16)
@@ -393,7 +474,9 @@ def test_negative_frame_size_closes_connection(broker: SamsaProcess, client: Raw
     assert 18 in advertised(client)
 
 
-def test_frame_over_socket_request_max_bytes_closes_connection(broker: SamsaProcess, client: RawClient) -> None:
+def test_frame_over_socket_request_max_bytes_closes_connection(
+    broker: SamsaProcess, client: RawClient
+) -> None:
     size = SOCKET_REQUEST_MAX_BYTES + 1
     with RawClient(broker.port) as bad:
         bad.send_bytes(struct.pack(">i", size))  # the broker must not wait for the body
@@ -403,7 +486,9 @@ def test_frame_over_socket_request_max_bytes_closes_connection(broker: SamsaProc
     # a frame of exactly the maximum is read (and, being garbage, closed as malformed, not as too big)
     with RawClient(broker.port) as edge:
         payload = request_header(3, 12, 1, "edge", True)
-        edge.send_bytes(frame(payload + b"\xff" * (SOCKET_REQUEST_MAX_BYTES - len(payload))))
+        edge.send_bytes(
+            frame(payload + b"\xff" * (SOCKET_REQUEST_MAX_BYTES - len(payload)))
+        )
         assert edge.closed_by_peer(5)
     assert f"size={SOCKET_REQUEST_MAX_BYTES} " not in broker.read_log()
     assert 18 in advertised(client)
@@ -457,20 +542,33 @@ def test_max_length_topic_name_is_valid(client: RawClient) -> None:
 
 
 def test_unknown_topic_without_auto_creation(tmp_path: Path) -> None:
-    with SamsaProcess(tmp_path / "noauto", {"auto.create.topics.enable": "false"}) as b, RawClient(b.port) as c:
+    with (
+        SamsaProcess(tmp_path / "noauto", {"auto.create.topics.enable": "false"}) as b,
+        RawClient(b.port) as c,
+    ):
         (t,) = metadata(c, ["nothing-here"], auto_create=True).topics
         assert t.error_code == UNKNOWN_TOPIC_OR_PARTITION
-        assert produce(c, "nothing-here", batch([b"v"])).error_code == UNKNOWN_TOPIC_OR_PARTITION
-        assert metadata(c, None).topics == (), "a topic was created although auto.create.topics.enable=false"
+        assert (
+            produce(c, "nothing-here", batch([b"v"])).error_code
+            == UNKNOWN_TOPIC_OR_PARTITION
+        )
+        assert metadata(c, None).topics == (), (
+            "a topic was created although auto.create.topics.enable=false"
+        )
 
 
 def test_unknown_partition_of_existing_topic(client: RawClient) -> None:
     topic = unique_topic()
     create_topic(client, topic)
-    assert produce(client, topic, batch([b"v"]), partition=7).error_code == UNKNOWN_TOPIC_OR_PARTITION
+    assert (
+        produce(client, topic, batch([b"v"]), partition=7).error_code
+        == UNKNOWN_TOPIC_OR_PARTITION
+    )
 
 
-def test_produce_v3_two_batches_in_one_partition_is_invalid_record(client: RawClient) -> None:
+def test_produce_v3_two_batches_in_one_partition_is_invalid_record(
+    client: RawClient,
+) -> None:
     topic = unique_topic()
     create_topic(client, topic)
     p = produce(client, topic, batch([b"a"]) + batch([b"b"]))
@@ -492,10 +590,17 @@ def test_produce_v0_2_legacy_message_set_stored_as_v2(
 ) -> None:
     topic = unique_topic()
     create_topic(client, topic)
-    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
+    builder = LegacyRecordBatchBuilder(
+        magic=magic, compression_type=0, batch_size=1 << 20
+    )
     ts = 1_700_000_000_000
     for i in range(3):
-        builder.append(i, timestamp=ts + i if magic else None, key=f"key{i}".encode(), value=f"value{i}".encode())
+        builder.append(
+            i,
+            timestamp=ts + i if magic else None,
+            key=f"key{i}".encode(),
+            value=f"value{i}".encode(),
+        )
     req_cls = messages.request_class(0, version)
     request = messages.convert(produce_request(topic, bytes(builder.build())), req_cls)
     resp = client.request(request, api_version=version)
@@ -522,12 +627,16 @@ def test_produce_v0_2_legacy_message_set_stored_as_v2(
                 break
     finally:
         consumer.close()
-    assert [(m.offset, m.key, m.value) for m in got] == [(i, f"key{i}".encode(), f"value{i}".encode()) for i in range(3)]
+    assert [(m.offset, m.key, m.value) for m in got] == [
+        (i, f"key{i}".encode(), f"value{i}".encode()) for i in range(3)
+    ]
     if magic == 1:
         assert [m.timestamp for m in got] == [ts, ts + 1, ts + 2]
 
 
-def test_acks_0_error_closes_connection(broker: SamsaProcess, client: RawClient) -> None:
+def test_acks_0_error_closes_connection(
+    broker: SamsaProcess, client: RawClient
+) -> None:
     with RawClient(broker.port) as c:
         c.send_request(produce_request("bad topic!", batch([b"v"]), acks=0))
         assert c.closed_by_peer(5)
@@ -551,7 +660,10 @@ def test_fetch_inside_a_batch_returns_the_whole_batch(client: RawClient) -> None
     topic = unique_topic()
     create_topic(client, topic)
     assert produce(client, topic, batch([b"0", b"1"])).base_offset == 0
-    assert produce(client, topic, batch([f"v{i}".encode() for i in range(5)])).base_offset == 2
+    assert (
+        produce(client, topic, batch([f"v{i}".encode() for i in range(5)])).base_offset
+        == 2
+    )
     for offset in (2, 3, 6):
         p = fetch_one(client, topic, offset)
         assert p.error_code == NONE and p.high_watermark == 7
@@ -564,12 +676,16 @@ def test_empty_partition_high_watermark_is_zero(client: RawClient) -> None:
     create_topic(client, topic)
     p = fetch_one(client, topic, 0)
     assert p.error_code == NONE
-    assert p.high_watermark == 0 and p.log_start_offset == 0 and p.last_stable_offset == 0
+    assert (
+        p.high_watermark == 0 and p.log_start_offset == 0 and p.last_stable_offset == 0
+    )
     assert not p.records
     for ts in (-1, -2):
         lo = list_offset(client, topic, ts)
         assert lo.error_code == NONE and lo.offset == 0
-    lo = list_offset(client, topic, -3)  # MAX_TIMESTAMP of an empty partition: no record
+    lo = list_offset(
+        client, topic, -3
+    )  # MAX_TIMESTAMP of an empty partition: no record
     assert lo.error_code == NONE and lo.offset == -1 and lo.timestamp == -1
 
 
@@ -578,7 +694,9 @@ def test_list_offsets_by_timestamp(client: RawClient) -> None:
     create_topic(client, topic)
     base = 1_700_000_000_000
     produce(client, topic, batch([b"a", b"b"], [base, base + 10]))  # offsets 0-1
-    produce(client, topic, batch([b"c"], [base + 50]))  # offset 2, the largest timestamp
+    produce(
+        client, topic, batch([b"c"], [base + 50])
+    )  # offset 2, the largest timestamp
     produce(client, topic, batch([b"d", b"e"], [base + 20, base + 30]))  # offsets 3-4
 
     def at(ts: int) -> tuple[int, int]:
@@ -599,7 +717,9 @@ def test_list_offsets_by_timestamp(client: RawClient) -> None:
 def test_fetch_with_session_id_is_session_not_found(client: RawClient) -> None:
     topic = unique_topic()
     create_topic(client, topic)
-    resp = client.request(fetch_request([(topic, 0, 0)], session_id=12345, session_epoch=1))
+    resp = client.request(
+        fetch_request([(topic, 0, 0)], session_id=12345, session_epoch=1)
+    )
     assert resp.error_code == FETCH_SESSION_ID_NOT_FOUND
     assert resp.responses == ()
     # a full fetch asking for a session gets session id 0: "no session", still a valid answer
@@ -607,24 +727,38 @@ def test_fetch_with_session_id_is_session_not_found(client: RawClient) -> None:
     assert resp.error_code == NONE and resp.session_id == 0
 
 
-def test_full_fetch_response_has_exactly_the_requested_partitions(client: RawClient) -> None:
+def test_full_fetch_response_has_exactly_the_requested_partitions(
+    client: RawClient,
+) -> None:
     t1, t2 = unique_topic("a"), unique_topic("b")
     create_topic(client, t1)
     create_topic(client, t2)
     produce(client, t1, batch([b"x"]))
-    asked = [(t2, 0, 0), (t1, 0, 0), ("no-such-topic-xyz", 0, 0), (t1, 5, 0), (t2, 0, 1)]
+    asked = [
+        (t2, 0, 0),
+        (t1, 0, 0),
+        ("no-such-topic-xyz", 0, 0),
+        (t1, 5, 0),
+        (t2, 0, 1),
+    ]
     # auto-creation must not happen through Fetch
     resp = client.request(fetch_request([p for p in asked if p != (t2, 0, 1)]))
     assert resp.error_code == NONE
     got = [(t.topic, p.partition_index) for t in resp.responses for p in t.partitions]
     assert sorted(got) == sorted([(t2, 0), (t1, 0), ("no-such-topic-xyz", 0), (t1, 5)])
-    errors = {(t.topic, p.partition_index): p.error_code for t in resp.responses for p in t.partitions}
+    errors = {
+        (t.topic, p.partition_index): p.error_code
+        for t in resp.responses
+        for p in t.partitions
+    }
     assert errors[(t1, 0)] == NONE and errors[(t2, 0)] == NONE
     assert errors[("no-such-topic-xyz", 0)] == UNKNOWN_TOPIC_OR_PARTITION
     assert errors[(t1, 5)] == UNKNOWN_TOPIC_OR_PARTITION
 
 
-def test_fetch_long_poll_is_woken_by_append(broker: SamsaProcess, client: RawClient) -> None:
+def test_fetch_long_poll_is_woken_by_append(
+    broker: SamsaProcess, client: RawClient
+) -> None:
     topic = unique_topic()
     create_topic(client, topic)
     produce(client, topic, batch([b"before"]))
@@ -640,7 +774,9 @@ def test_fetch_long_poll_is_woken_by_append(broker: SamsaProcess, client: RawCli
 
     def long_poll() -> None:
         with RawClient(broker.port) as c:
-            result["response"] = c.request(fetch_request([(topic, 0, 1)], max_wait_ms=5000, min_bytes=1))
+            result["response"] = c.request(
+                fetch_request([(topic, 0, 1)], max_wait_ms=5000, min_bytes=1)
+            )
             result["returned"] = time.monotonic()
 
     poller = threading.Thread(target=long_poll)
@@ -652,7 +788,9 @@ def test_fetch_long_poll_is_woken_by_append(broker: SamsaProcess, client: RawCli
     poller.join(10)
     assert not poller.is_alive()
     latency = result["returned"] - produced_at
-    assert latency < 1.0, f"fetch returned {latency:.2f}s after the produce (max_wait 5s)"
+    assert latency < 1.0, (
+        f"fetch returned {latency:.2f}s after the produce (max_wait 5s)"
+    )
     (p,) = result["response"].responses[0].partitions
     assert p.high_watermark == 2
     assert BatchHeader.parse(p.records, 0).base_offset == 1

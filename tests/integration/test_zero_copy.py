@@ -17,9 +17,9 @@ import signal
 import subprocess
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
@@ -31,6 +31,7 @@ TOPIC = "zero-copy"
 RECORD_SIZE = 1024
 RECORDS = 10 * 1024  # 10 MiB of values
 TRACED = "sendfile,read,pread64,readv,preadv,preadv2,recvfrom"
+READS = ("read", "pread64", "readv", "preadv", "preadv2")
 
 
 class StracedSamsa(SamsaProcess):
@@ -46,12 +47,26 @@ class StracedSamsa(SamsaProcess):
     def command(self) -> list[str]:
         strace = shutil.which("strace")
         assert strace, "strace is not installed (tests/run.sh installs it)"
-        return [strace, "-f", "-qq", "-yy", "-e", f"trace={TRACED}", "-o", str(self.trace_path), *super().command()]
+        return [
+            strace,
+            "-f",
+            "-qq",
+            "-yy",
+            "-e",
+            f"trace={TRACED}",
+            "-o",
+            str(self.trace_path),
+            *super().command(),
+        ]
 
     def broker_pid(self) -> int | None:
         assert self.proc is not None
         try:
-            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+            children = (
+                Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+                .read_text()
+                .split()
+            )
         except FileNotFoundError:
             return None
         return int(children[0]) if children else None
@@ -136,13 +151,12 @@ class Trace:
                 moved[(out.split(":")[0], src)] += c.result
         return moved
 
-    def read_bytes_from(self, predicate: object) -> int:
-        total = 0
-        for c in self.calls:
-            if c.name in ("read", "pread64", "readv", "preadv", "preadv2") and c.result > 0 and c.fds:
-                if predicate(c.fds[0][1]):  # type: ignore[operator]
-                    total += c.result
-        return total
+    def read_bytes_from(self, predicate: Callable[[str], bool]) -> int:
+        return sum(
+            c.result
+            for c in self.calls
+            if c.name in READS and c.result > 0 and c.fds and predicate(c.fds[0][1])
+        )
 
 
 def is_segment(path: str) -> bool:
@@ -150,18 +164,25 @@ def is_segment(path: str) -> bool:
 
 
 def test_trace_parser_joins_unfinished_calls() -> None:
-    text = "\n".join(
+    sendfile = (
+        "101 sendfile(7<TCP:[127.0.0.1:9092->127.0.0.1:5555]>, 9</d/t-0/00000000000000000000.log>, "
+        "[0] => [4096], 4096) = 4096"
+    )
+    text = "\n".join(  # noqa: FLY002 - one trace line per element
         [
-            "101 sendfile(7<TCP:[127.0.0.1:9092->127.0.0.1:5555]>, 9</d/t-0/00000000000000000000.log>, "
-            "[0] => [4096], 4096) = 4096",
+            sendfile,
             "102 pread64(9</d/t-0/00000000000000000000.log>, <unfinished ...>",
-            "101 recvfrom(7<TCP:[127.0.0.1:9092->127.0.0.1:5555]>, \"abc\", 65536, 0, NULL, NULL) = 3",
+            '101 recvfrom(7<TCP:[127.0.0.1:9092->127.0.0.1:5555]>, "abc", 65536, 0, NULL, NULL) = 3',
             '102 <... pread64 resumed>"\\0\\0", 12, 0) = 12',
             "101 +++ exited with 0 +++",
         ]
     )
     trace = Trace.parse(text)
-    assert [c.name for c in trace.calls] == ["sendfile", "recvfrom", "pread64"]  # in completion order
+    assert [c.name for c in trace.calls] == [
+        "sendfile",
+        "recvfrom",
+        "pread64",
+    ]  # in completion order
     assert trace.sendfile_bytes() == {("TCP", "/d/t-0/00000000000000000000.log"): 4096}
     assert trace.read_bytes_from(is_segment) == 12
 
@@ -171,20 +192,27 @@ def test_trace_parser_joins_unfinished_calls() -> None:
 
 @pytest.fixture
 def traced_broker(tmp_path: Path) -> Iterator[StracedSamsa]:
-    broker = StracedSamsa(tmp_path / "broker.strace", tmp_path / "data", startup_timeout=60.0)
+    broker = StracedSamsa(
+        tmp_path / "broker.strace", tmp_path / "data", startup_timeout=60.0
+    )
     broker.start()
     yield broker
     broker.close()
     assert not broker.running
 
 
-def test_fetch_uses_sendfile_and_never_reads_segments(traced_broker: StracedSamsa) -> None:
+def test_fetch_uses_sendfile_and_never_reads_segments(
+    traced_broker: StracedSamsa,
+) -> None:
     broker = traced_broker
     payloads = [os.urandom(RECORD_SIZE) for _ in range(RECORDS)]
     digest = hashlib.sha256(b"".join(payloads)).hexdigest()
 
     producer = KafkaProducer(
-        bootstrap_servers=broker.bootstrap_servers, acks=1, linger_ms=10, batch_size=256 * 1024
+        bootstrap_servers=broker.bootstrap_servers,
+        acks=1,
+        linger_ms=10,
+        batch_size=256 * 1024,
     )
     try:
         futures = [producer.send(TOPIC, value=p) for p in payloads]
@@ -217,17 +245,34 @@ def test_fetch_uses_sendfile_and_never_reads_segments(traced_broker: StracedSams
 
     broker.stop()
     trace = Trace.parse(broker.trace_path.read_text(errors="replace"))
-    assert any(c.name == "recvfrom" for c in trace.calls), "trace has no socket reads: strace output not parsed"
+    assert any(c.name == "recvfrom" for c in trace.calls), (
+        "trace has no socket reads: strace output not parsed"
+    )
 
     record_bytes = RECORDS * RECORD_SIZE
     sent = trace.sendfile_bytes()
-    to_sockets = sum(n for (out, src), n in sent.items() if out.startswith("TCP") and is_segment(src))
-    assert to_sockets >= record_bytes, f"sendfile from segments to sockets moved {to_sockets} bytes: {dict(sent)}"
+    to_sockets = sum(
+        n for (out, src), n in sent.items() if out.startswith("TCP") and is_segment(src)
+    )
+    assert to_sockets >= record_bytes, (
+        f"sendfile from segments to sockets moved {to_sockets} bytes: {dict(sent)}"
+    )
 
     # The log does read segment files to find batch boundaries (offset index lookup, then a scan of
     # batch headers through small pread windows), but never the fetched records themselves: a
     # copying fetch would read at least the 10 MiB it sends, in reads the size of a fetch.
     segment_reads = trace.read_bytes_from(is_segment)
-    assert segment_reads < record_bytes // 20, f"the broker read {segment_reads} bytes of segment files"
-    largest = max((c.result for c in trace.calls if c.name != "sendfile" and c.fds and is_segment(c.fds[0][1])), default=0)
-    assert largest <= 64 * 1024, f"a {largest}-byte read of a segment file: records read into Python"
+    assert segment_reads < record_bytes // 20, (
+        f"the broker read {segment_reads} bytes of segment files"
+    )
+    largest = max(
+        (
+            c.result
+            for c in trace.calls
+            if c.name in READS and c.fds and is_segment(c.fds[0][1])
+        ),
+        default=0,
+    )
+    assert largest <= 64 * 1024, (
+        f"a {largest}-byte read of a segment file: records read into Python"
+    )

@@ -28,7 +28,11 @@ class ConnectionClosedByPeer(Exception):
 
 
 def request_header(
-    api_key: int, api_version: int, correlation_id: int, client_id: str | None, flexible: bool
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    flexible: bool,
 ) -> bytes:
     """Request header v1 (v2 with an empty tagged-field section when `flexible`)."""
     head = struct.pack(">hhi", api_key, api_version, correlation_id)
@@ -51,14 +55,20 @@ def frame(payload: bytes) -> bytes:
 
 
 def encode_request(
-    entity: Any, correlation_id: int, client_id: str | None = "raw-client", api_version: int | None = None
+    entity: Any,
+    correlation_id: int,
+    client_id: str | None = "raw-client",
+    api_version: int | None = None,
 ) -> bytes:
     """A complete frame (size prefix included) for a kio request entity."""
     cls = type(entity)
     key = int(cls.__api_key__)
     version = int(cls.__version__) if api_version is None else api_version
     flexible = messages.is_flexible(key, version)
-    return frame(request_header(key, version, correlation_id, client_id, flexible) + encode_body(entity))
+    return frame(
+        request_header(key, version, correlation_id, client_id, flexible)
+        + encode_body(entity)
+    )
 
 
 def skip_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -73,7 +83,9 @@ def skip_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 class RawClient:
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
+    def __init__(
+        self, port: int, host: str = "127.0.0.1", timeout: float = 10.0
+    ) -> None:
         self.host = host
         self.port = port
         self.timeout = timeout
@@ -89,7 +101,7 @@ class RawClient:
         except OSError:
             pass
 
-    def __enter__(self) -> RawClient:
+    def __enter__(self) -> RawClient:  # noqa: PYI034 - not subclassed
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -112,7 +124,9 @@ class RawClient:
             except (ConnectionResetError, BrokenPipeError) as e:
                 raise ConnectionClosedByPeer(str(e)) from e
             if not chunk:
-                raise ConnectionClosedByPeer(f"EOF with {remaining} of {n} bytes missing")
+                raise ConnectionClosedByPeer(
+                    f"EOF with {remaining} of {n} bytes missing"
+                )
             parts.append(chunk)
             remaining -= len(chunk)
         return b"".join(parts)
@@ -139,10 +153,8 @@ class RawClient:
                     data = self.sock.recv(65536)
                 except (ConnectionResetError, BrokenPipeError):
                     return True
-                if not data:
-                    return True
-                return False
-        except (socket.timeout, TimeoutError):
+                return not data
+        except TimeoutError:
             return False
         finally:
             self.sock.settimeout(self.timeout)
@@ -150,20 +162,31 @@ class RawClient:
     # -- requests ------------------------------------------------------------------------------
 
     def send_request(
-        self, entity: Any, *, client_id: str | None = "raw-client", api_version: int | None = None
+        self,
+        entity: Any,
+        *,
+        client_id: str | None = "raw-client",
+        api_version: int | None = None,
     ) -> int:
         cid = self.next_correlation_id()
         self.send_bytes(encode_request(entity, cid, client_id, api_version))
         return cid
 
     def request_raw(
-        self, api_key: int, api_version: int, body: bytes, *, client_id: str | None = "raw-client"
+        self,
+        api_key: int,
+        api_version: int,
+        body: bytes,
+        *,
+        client_id: str | None = "raw-client",
     ) -> bytes:
         """Send a body with a correct header for (api_key, api_version); return the response
         payload after the correlation id (header tagged fields, if any, NOT stripped)."""
         cid = self.next_correlation_id()
         flexible = messages.is_flexible(api_key, api_version)
-        self.send_bytes(frame(request_header(api_key, api_version, cid, client_id, flexible) + body))
+        self.send_bytes(
+            frame(request_header(api_key, api_version, cid, client_id, flexible) + body)
+        )
         payload = self.recv_frame()
         (got,) = _I32.unpack_from(payload, 0)
         assert got == cid, f"correlation id {got}, expected {cid}"
@@ -192,7 +215,7 @@ class RawClient:
             _count, pos = skip_uvarint(payload, pos)  # empty header tagged fields
             assert _count == 0
         rcls = response_class or messages.response_class(key, version)
-        entity_out, used = messages._reader(rcls)(payload, pos)  # noqa: SLF001 - shared kio reader
+        entity_out, used = messages._reader(rcls)(payload, pos)
         if pos + used != len(payload):
             raise AssertionError(
                 f"response to api_key={key} v{version} has {len(payload) - pos - used} bytes "
