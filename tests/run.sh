@@ -5,11 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages: kcat (librdkafka's CLI, a client under test) and strace (the zero-copy test
-# watches the broker's syscalls).
+# System packages: kcat (librdkafka's CLI, a client under test), strace (the zero-copy test
+# watches the broker's syscalls), a JDK and Maven (the compat suite runs real Apache Kafka, its CLI
+# tools and a Java client harness from Maven Central jars).
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
+command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -23,5 +26,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+
+# JVM classpaths for compat/ (pinned in compat/pom.xml; a warm machine reuses ~/.m2).
+bash compat/jvm/fetch.sh
 
 exec .venv/bin/python -m pytest "$@"
