@@ -45,7 +45,6 @@ COMMON_SETTINGS: dict[str, str] = {
     "transaction.state.log.min.isr": "1",
     "transaction.state.log.num.partitions": "10",
     "group.initial.rebalance.delay.ms": "0",
-    "min.insync.replicas": "1",
 }
 
 # Kafka-only settings: its own internal topics (share groups) and a quiet, fast single node.

@@ -1,0 +1,82 @@
+"""Every way Samsa is allowed to differ from Apache Kafka in the differential suite, with the reason.
+
+An observation (a JSON-able dict, one step of a scenario) is compared after the normalisers below
+are applied to both sides. Each entry is either "explained" (a deliberate, harmless difference of
+deployment or scope) or "defect" (a Samsa bug or gap being fixed: the normaliser lets the rest of
+the scenario be compared meanwhile). docs/compat.md lists them all, generated from this table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+Obs = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Difference:
+    name: str
+    kind: str  # "explained" or "defect"
+    where: str  # scenario keys (prefix match) and step it applies to, for the docs
+    text: str
+    applies: Callable[[str, Obs], bool]
+    normalise: Callable[[Obs], Obs]
+
+
+def _sub_entries(pattern: str, repl: str) -> Callable[[Obs], Obs]:
+    rx = re.compile(pattern)
+
+    def apply(o: Obs) -> Obs:
+        o = dict(o)
+        o["entries"] = [rx.sub(repl, e) for e in o["entries"]]
+        return o
+
+    return apply
+
+
+def _step(*steps: str) -> Callable[[str, Obs], bool]:
+    return lambda key, o: o.get("step") in steps
+
+
+DIFFERENCES: list[Difference] = [
+    Difference(
+        name="min.insync.replicas source",
+        kind="explained",
+        where="java admin: describeConfigs (topic)",
+        text=(
+            "Kafka 4.x's KRaft controller writes the cluster-wide `min.insync.replicas` as a dynamic "
+            "cluster default when it formats a new cluster (KIP-966, eligible leader replicas), so "
+            "topics report its source as DYNAMIC_DEFAULT_BROKER_CONFIG; Samsa has no dynamic "
+            "cluster defaults and reports DEFAULT_CONFIG. The value (1) is the same."
+        ),
+        applies=_step("describeConfigs", "describeConfigs-altered"),
+        normalise=_sub_entries(
+            r"^min\.insync\.replicas=(\S+) \S+ default=\S+", r"min.insync.replicas=\1 <source>"
+        ),
+    ),
+    Difference(
+        name="broker configs are read-only in Samsa",
+        kind="explained",
+        where="java admin: describeConfigs (broker)",
+        text=(
+            "Samsa does not implement dynamic broker configs (AlterConfigs on a BROKER resource, "
+            "other than BROKER_LOGGER levels), so it marks every broker config read-only; Kafka "
+            "marks its dynamically updatable ones (message.max.bytes, log.cleanup.policy) "
+            "read-only=false. Values and sources agree."
+        ),
+        applies=_step("describeConfigs-broker"),
+        normalise=_sub_entries(r" ro=(true|false)$", ""),
+    ),
+]
+
+
+def normalise(key: str, observations: list[Obs]) -> list[Obs]:
+    out = []
+    for o in observations:
+        for d in DIFFERENCES:
+            if d.applies(key, o):
+                o = d.normalise(o)
+        out.append(o)
+    return out
