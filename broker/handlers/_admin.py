@@ -10,7 +10,8 @@ from __future__ import annotations
 import enum
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
@@ -84,7 +85,9 @@ def scala_set(names: Iterable[str]) -> str:
 def broker_id_of(name: str, *, what: str = "Broker id") -> int:
     """Parse a BROKER resource name; INVALID_REQUEST as Kafka words it when it is not a number."""
     if not _INTEGER.fullmatch(name):
-        raise KafkaError(ErrorCode.invalid_request, f"{what} must be an integer, but it is: {name}")
+        raise KafkaError(
+            ErrorCode.invalid_request, f"{what} must be an integer, but it is: {name}"
+        )
     return int(name)
 
 
@@ -134,15 +137,59 @@ def check_duplicate_resources(resources: Sequence[object]) -> dict[int, KafkaErr
         key = (r.resource_type, r.resource_name)  # type: ignore[attr-defined]
         if key in seen:
             for j in (seen[key], i):
-                errors[j] = KafkaError(ErrorCode.invalid_request, "Each resource must appear at most once.")
+                errors[j] = KafkaError(
+                    ErrorCode.invalid_request, "Each resource must appear at most once."
+                )
         else:
             seen[key] = i
     return errors
 
 
+async def alter_resources(
+    ctx: RequestContext,
+    action: str,
+    resources: Sequence[Any],
+    alter: Callable[[Any], Awaitable[None]],
+    response_class: type,
+    describe: Callable[[Any], object],
+    validate_only: bool,
+) -> list[Any]:
+    """The per-resource loop of AlterConfigs and IncrementalAlterConfigs: duplicates fail, each
+    resource is altered on its own, every outcome is answered and audited."""
+    duplicates = check_duplicate_resources(resources)
+    responses = []
+    for i, resource in enumerate(resources):
+        error: KafkaError | None = duplicates.get(i)
+        if error is None:
+            try:
+                await alter(resource)
+            except KafkaError as e:
+                error = e
+        response = response_class(
+            error_code=ErrorCode.none if error is None else error.code,
+            error_message=None if error is None else error_message(error),
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
+        responses.append(response)
+        audit(
+            ctx,
+            action,
+            resource_type=ResourceType.name_of(resource.resource_type),
+            resource=repr(resource.resource_name),
+            configs=describe(resource),
+            validate_only=validate_only,
+            result=response.error_code.name,
+            message=repr(response.error_message),
+        )
+    return responses
+
+
 def check_config_keys(names: Sequence[str]) -> None:
     if len(set(names)) != len(names):
-        raise KafkaError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+        raise KafkaError(
+            ErrorCode.invalid_request, "Error due to duplicate config keys"
+        )
 
 
 async def alter_topic_configs(
@@ -153,15 +200,21 @@ async def alter_topic_configs(
     from controller.placement import topic_name_error
 
     if not name:
-        raise KafkaError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+        raise KafkaError(
+            ErrorCode.invalid_request, "Default topic resources are not allowed."
+        )
     error = topic_name_error(name)
     if error:
         raise KafkaError(ErrorCode.invalid_topic_exception, error)
     validate_topic_configs(configs, allow_null=False)
     controller = ctx.broker.controller
     if name not in controller.image.topics:
-        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
-    await controller.alter_topic_configs(name, dict(configs), validate_only=validate_only)
+        raise KafkaError(
+            ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
+        )
+    await controller.alter_topic_configs(
+        name, dict(configs), validate_only=validate_only
+    )
 
 
 def check_broker_resource(ctx: RequestContext, name: str) -> None:
@@ -181,7 +234,8 @@ def refuse_dynamic_broker_configs(names: Iterable[str]) -> None:
     names = list(names)
     if names:
         raise KafkaError(
-            ErrorCode.invalid_request, f"Cannot update these configs dynamically: {scala_set(names)}"
+            ErrorCode.invalid_request,
+            f"Cannot update these configs dynamically: {scala_set(names)}",
         )
 
 
@@ -215,7 +269,9 @@ def logger_levels() -> dict[str, str]:
     """The broker's loggers and their effective levels in log4j terms: root and samsa.*."""
     out = {ROOT_LOGGER: log4j_level(logging.getLogger().getEffectiveLevel())}
     for name, candidate in sorted(logging.root.manager.loggerDict.items()):
-        if isinstance(candidate, logging.Logger) and (name == "samsa" or name.startswith("samsa.")):
+        if isinstance(candidate, logging.Logger) and (
+            name == "samsa" or name.startswith("samsa.")
+        ):
             out[name] = log4j_level(candidate.getEffectiveLevel())
     return out
 

@@ -26,12 +26,10 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import (
     ResourceType,
+    alter_resources,
     alter_topic_configs,
-    audit,
     check_broker_resource,
     check_config_keys,
-    check_duplicate_resources,
-    error_message,
     refuse_dynamic_broker_configs,
 )
 from protocol.errors import ErrorCode, KafkaError
@@ -39,11 +37,16 @@ from protocol.errors import ErrorCode, KafkaError
 API_KEY = 33
 
 
-async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+async def _alter(
+    ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool
+) -> None:
     check_config_keys([c.name for c in resource.configs])
     nulls = [c.name for c in resource.configs if c.value is None]
     if nulls:
-        raise KafkaError(ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}")
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"Null value not supported for : {', '.join(nulls)}",
+        )
     configs = {c.name: c.value for c in resource.configs if c.value is not None}
     if resource.resource_type == ResourceType.TOPIC:
         await alter_topic_configs(ctx, resource.resource_name, configs, validate_only)
@@ -51,40 +54,24 @@ async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_o
         check_broker_resource(ctx, resource.resource_name)
         refuse_dynamic_broker_configs(configs)
     else:
-        raise KafkaError(ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}")
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}"
+        )
 
 
 @registry.api(API_KEY, 0, 2)
-async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
-    duplicates = check_duplicate_resources(request.resources)
-    responses = []
-    for i, resource in enumerate(request.resources):
-        try:
-            if i in duplicates:
-                raise duplicates[i]
-            await _alter(ctx, resource, request.validate_only)
-            response = AlterConfigsResourceResponse(
-                error_code=ErrorCode.none,
-                error_message=None,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        except KafkaError as e:
-            response = AlterConfigsResourceResponse(
-                error_code=e.code,
-                error_message=error_message(e),
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        responses.append(response)
-        audit(
-            ctx,
-            "alter_configs",
-            resource_type=ResourceType.name_of(resource.resource_type),
-            resource=repr(resource.resource_name),
-            configs={c.name: c.value for c in resource.configs},
-            validate_only=request.validate_only,
-            result=response.error_code.name,
-            message=repr(response.error_message),
-        )
-    return AlterConfigsResponse(throttle_time=datetime.timedelta(0), responses=tuple(responses))
+async def handle(
+    ctx: RequestContext, request: AlterConfigsRequest
+) -> AlterConfigsResponse:
+    responses = await alter_resources(
+        ctx,
+        "alter_configs",
+        request.resources,
+        lambda resource: _alter(ctx, resource, request.validate_only),
+        AlterConfigsResourceResponse,
+        lambda resource: {c.name: c.value for c in resource.configs},
+        request.validate_only,
+    )
+    return AlterConfigsResponse(
+        throttle_time=datetime.timedelta(0), responses=tuple(responses)
+    )

@@ -38,13 +38,11 @@ from broker.handlers._admin import (
     ROOT_LOGGER,
     VALID_LOG_LEVELS,
     ResourceType,
+    alter_resources,
     alter_topic_configs,
-    audit,
     broker_id_of,
     check_broker_resource,
     check_config_keys,
-    check_duplicate_resources,
-    error_message,
     logger_levels,
     python_logger,
     refuse_dynamic_broker_configs,
@@ -67,7 +65,8 @@ def _op(config: AlterableConfig) -> OpType:
         return OpType(config.config_operation)
     except ValueError:
         raise KafkaError(
-            ErrorCode.invalid_request, f"Unknown operations type {config.config_operation}"
+            ErrorCode.invalid_request,
+            f"Unknown operations type {config.config_operation}",
         ) from None
 
 
@@ -76,7 +75,9 @@ def _parts(value: str | None) -> list[str]:
 
 
 def apply_topic_ops(
-    current: Mapping[str, str], ops: Sequence[AlterableConfig], defaults: Mapping[str, str | None]
+    current: Mapping[str, str],
+    ops: Sequence[AlterableConfig],
+    defaults: Mapping[str, str | None],
 ) -> dict[str, str]:
     """The topic's overrides after `ops` (Kafka's ConfigurationControlManager semantics)."""
     configs = dict(current)
@@ -115,7 +116,9 @@ def broker_ops_to_set(ops: Sequence[AlterableConfig]) -> dict[str, str]:
         else:
             definition = BROKER_CONFIGS.get(config.name)
             if definition is None:
-                raise KafkaError(ErrorCode.invalid_config, f"Unknown config name: {config.name}")
+                raise KafkaError(
+                    ErrorCode.invalid_config, f"Unknown config name: {config.name}"
+                )
             if definition.type != ConfigType.LIST:
                 verb = "append" if op == OpType.APPEND else "subtract"
                 raise KafkaError(
@@ -126,7 +129,9 @@ def broker_ops_to_set(ops: Sequence[AlterableConfig]) -> dict[str, str]:
     return props
 
 
-def alter_loggers(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+def alter_loggers(
+    ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool
+) -> None:
     name = resource.resource_name
     if broker_id_of(name, what="Node id") != ctx.broker.broker_id:
         raise KafkaError(
@@ -137,7 +142,9 @@ def alter_loggers(ctx: RequestContext, resource: AlterConfigsResource, validate_
     for config in resource.configs:
         op = config.config_operation
         if op in (OpType.SET, OpType.DELETE) and config.name not in known:
-            raise KafkaError(ErrorCode.invalid_config, f"Logger {config.name} does not exist!")
+            raise KafkaError(
+                ErrorCode.invalid_config, f"Logger {config.name} does not exist!"
+            )
         if op == OpType.SET and config.value not in LOG4J_TO_PYTHON:
             raise KafkaError(
                 ErrorCode.invalid_config,
@@ -146,7 +153,8 @@ def alter_loggers(ctx: RequestContext, resource: AlterConfigsResource, validate_
             )
         if op == OpType.DELETE and config.name == ROOT_LOGGER:
             raise KafkaError(
-                ErrorCode.invalid_request, f"Removing the log level of the {ROOT_LOGGER} logger is not allowed"
+                ErrorCode.invalid_request,
+                f"Removing the log level of the {ROOT_LOGGER} logger is not allowed",
             )
         if op in (OpType.APPEND, OpType.SUBTRACT):
             raise KafkaError(
@@ -164,24 +172,37 @@ def alter_loggers(ctx: RequestContext, resource: AlterConfigsResource, validate_
         logger = python_logger(config.name)
         if config.config_operation == OpType.SET:
             logger.setLevel(LOG4J_TO_PYTHON[config.value or ""])
-            log.warning("log level updated logger=%s level=%s", config.name, config.value)
+            log.warning(
+                "log level updated logger=%s level=%s", config.name, config.value
+            )
         else:
             logger.setLevel(logging.NOTSET)
             log.warning("log level unset logger=%s", config.name)
 
 
-async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+async def _alter(
+    ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool
+) -> None:
     check_config_keys([c.name for c in resource.configs])
-    nulls = [c.name for c in resource.configs if c.value is None and c.config_operation != OpType.DELETE]
+    nulls = [
+        c.name
+        for c in resource.configs
+        if c.value is None and c.config_operation != OpType.DELETE
+    ]
     if nulls:
-        raise KafkaError(ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}")
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"Null value not supported for : {', '.join(nulls)}",
+        )
     kind = resource.resource_type
     if kind == ResourceType.TOPIC:
         broker = ctx.broker
         topic = broker.controller.image.topics.get(resource.resource_name)
         current = dict(topic.configs) if topic is not None else {}
         defaults = {
-            name: TOPIC_CONFIGS[name].default_string if value is None else _render(name, value)
+            name: TOPIC_CONFIGS[name].default_string
+            if value is None
+            else _render(name, value)
             for name, value in broker.config.topic_defaults().items()
         }
         configs = apply_topic_ops(current, resource.configs, defaults)
@@ -201,40 +222,34 @@ def _render(name: str, value: object) -> str | None:
     return render_value(TOPIC_CONFIGS[name].type, value)
 
 
+def _describe_ops(
+    resource: AlterConfigsResource,
+) -> list[tuple[object, str, str | None]]:
+    return [
+        (
+            OpType(c.config_operation).name
+            if c.config_operation in OpType._value2member_map_
+            else c.config_operation,
+            c.name,
+            c.value,
+        )
+        for c in resource.configs
+    ]
+
+
 @registry.api(API_KEY, 0, 1)
 async def handle(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
-    duplicates = check_duplicate_resources(request.resources)
-    responses = []
-    for i, resource in enumerate(request.resources):
-        try:
-            if i in duplicates:
-                raise duplicates[i]
-            await _alter(ctx, resource, request.validate_only)
-            response = AlterConfigsResourceResponse(
-                error_code=ErrorCode.none,
-                error_message=None,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        except KafkaError as e:
-            response = AlterConfigsResourceResponse(
-                error_code=e.code,
-                error_message=error_message(e),
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        responses.append(response)
-        audit(
-            ctx,
-            "incremental_alter_configs",
-            resource_type=ResourceType.name_of(resource.resource_type),
-            resource=repr(resource.resource_name),
-            ops=[(OpType(c.config_operation).name if c.config_operation in OpType._value2member_map_
-                  else c.config_operation, c.name, c.value) for c in resource.configs],
-            validate_only=request.validate_only,
-            result=response.error_code.name,
-            message=repr(response.error_message),
-        )
-    return IncrementalAlterConfigsResponse(throttle_time=datetime.timedelta(0), responses=tuple(responses))
+    responses = await alter_resources(
+        ctx,
+        "incremental_alter_configs",
+        request.resources,
+        lambda resource: _alter(ctx, resource, request.validate_only),
+        AlterConfigsResourceResponse,
+        _describe_ops,
+        request.validate_only,
+    )
+    return IncrementalAlterConfigsResponse(
+        throttle_time=datetime.timedelta(0), responses=tuple(responses)
+    )
