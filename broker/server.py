@@ -23,6 +23,8 @@ from broker.log.manager import LogManager
 from broker.network import Connection
 from broker.producer_ids import ProducerIdManager
 from broker.coordinator.coordinator import GroupCoordinator
+from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
+from broker.replication.isr import IsrManager
 from broker.replication.replica_manager import ReplicaManager
 from controller.embedded import EmbeddedController
 from controller.interface import Controller
@@ -85,11 +87,20 @@ class Broker:
             self.broker_id, self.log_manager, self.log_config_for, hw_checkpoints
         )
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
+        self.replica_manager.fetcher_manager = ReplicaFetcherManager(
+            self.replica_manager, FetcherSettings.from_config(self.config)
+        )
+        self.replica_manager.isr_manager = IsrManager(
+            self.replica_manager,
+            self.controller.alter_partition,
+            replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+        )
         self.group_coordinator = GroupCoordinator(self)
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.group_coordinator.start()
         self.controller.subscribe(self.replica_manager.on_image)
         await self.controller.start()
+        self.replica_manager.isr_manager.start()
         self.log_manager.start()
         for server in self.servers:
             await server.start_serving()
@@ -110,6 +121,10 @@ class Broker:
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.replica_manager is not None:
+            if self.replica_manager.fetcher_manager is not None:
+                await self.replica_manager.fetcher_manager.shutdown()
+            if self.replica_manager.isr_manager is not None:
+                await self.replica_manager.isr_manager.stop()
             self.replica_manager.delayed_fetch.wake_all()
             self.replica_manager.delayed_produce.wake_all()
         if self.controller is not None:

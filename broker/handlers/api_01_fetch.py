@@ -1,7 +1,9 @@
 # Fetch (key 1), versions 4-12.
 # Consumers (replica_id -1) read below the high watermark; read_committed reads below the last
 # stable offset (equal to the HW while there are no transactions). Followers (replica_id >= 0)
-# read below the log end offset. Records are sent zero-copy: each partition's records are a file
+# read below the log end offset; each follower fetch records that follower's LEO (its fetch
+# offset) and caught-up time on the leader, which may expand the ISR and move the HW
+# (broker/replication/replica_manager.py). Records are sent zero-copy: each partition's records are a file
 # region of a segment that network.py hands to os.sendfile. A fetch that starts inside a batch
 # returns the whole batch. If fewer than min_bytes are available the request long-polls in the
 # fetch purgatory until an append brings enough or max_wait_ms passes (no timer polling).
@@ -92,6 +94,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=request.min_bytes,
         max_bytes=request.max_bytes,
+        replica_id=request.replica_id if is_follower else -1,
     )
     responses: list[FetchableTopicResponse] = []
     for result in results:

@@ -40,9 +40,9 @@ async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> O
             tp = TopicPartition(topic.topic, p.partition)
             try:
                 partition = replica_manager.get_partition(tp)
+                partition.check_leader_epoch(p.current_leader_epoch)
                 if only_leader and partition.role != PartitionRole.LEADER:
                     raise KafkaError(ErrorCode.not_leader_or_follower)
-                partition.check_leader_epoch(p.current_leader_epoch)
                 epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
                 results.append(
                     EpochEndOffset(

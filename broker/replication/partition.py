@@ -8,10 +8,28 @@ State machine (`PartitionRole`), driven by the controller's metadata image:
     FOLLOWER  --make_leader-->    LEADER     (elected from the ISR; epoch bumped)
     any       --make_offline-->   OFFLINE    (topic deleted or replica removed; log closed)
 
-A transition is only taken for a leader epoch at least the current one, so a stale image cannot
-undo a newer leadership. On the leader the high watermark (HW) is the smallest log end offset
-(LEO) among the ISR, never moving backwards; consumers read below the HW, followers below the LEO.
+A transition is only taken for a leader epoch at least the current one (and, within one leader
+epoch, a partition epoch at least the current one), so a stale image cannot undo a newer
+leadership or ISR. On the leader the high watermark (HW) is the smallest log end offset (LEO)
+among the ISR, never moving backwards; consumers read below the HW, followers below the LEO.
 With a single replica the ISR is {self} and the HW follows the LEO after every append.
+
+Followers and the ISR (leader side, Kafka's rules). Each follower fetch updates that follower's
+`ReplicaState`: its LEO is the fetch offset; it was caught up at this fetch if the fetch offset
+reached the leader's LEO, or at its previous fetch if the fetch offset reached the leader's LEO
+as it stood then. The ISR changes through the controller (compare-and-set on partition_epoch);
+while a change is in flight the proposed ISR is "pending" and the HW is computed over the larger
+of the two sets (the maximal ISR), so it never runs ahead of a replica that may be in the ISR.
+
+    shrink: an ISR follower not caught up for replica.lag.time.max.ms -> propose ISR without it
+    expand: a replica outside the ISR whose fetch offset reached the HW and the start offset of
+            the current leader epoch -> propose ISR with it
+    committed (controller answer or new image) -> ISR replaced, pending cleared, HW re-checked
+    failed (stale partition epoch, controller unreachable) -> pending cleared, wait for an image
+
+min.insync.replicas is checked against the committed ISR: acks=all gets NOT_ENOUGH_REPLICAS
+before the append and NOT_ENOUGH_REPLICAS_AFTER_APPEND when the HW passes the batch but the ISR
+has shrunk below it meanwhile, so a leader left alone in its ISR never acknowledges acks=all.
 """
 
 from __future__ import annotations
@@ -71,6 +89,21 @@ class ReplicaState:
     log_end_offset: Offset = Offset(-1)
     last_caught_up_time_ms: int = 0
     last_fetch_time_ms: int = 0
+    last_fetch_leader_log_end_offset: Offset = Offset(-1)
+
+    def update_fetch_state(self, fetch_offset: Offset, fetch_time_ms: int, leader_end_offset: Offset) -> None:
+        """Kafka's Replica.updateFetchState: caught up now if the fetch offset reached the leader's
+        LEO; caught up at the previous fetch if it reached the leader's LEO as it stood then."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_time_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, self.last_fetch_time_ms)
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_log_end_offset = leader_end_offset
+        self.last_fetch_time_ms = fetch_time_ms
+
+    def is_caught_up(self, leader_end_offset: Offset, now_ms: int, max_lag_ms: int) -> bool:
+        return self.log_end_offset == leader_end_offset or now_ms - self.last_caught_up_time_ms <= max_lag_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +141,9 @@ class Partition:
         self.high_watermark = Offset(min(initial_high_watermark, log_.log_end_offset))
         self._replica_states: dict[BrokerId, ReplicaState] = {}
         self._on_high_watermark = on_high_watermark
+        self.pending_isr: frozenset[BrokerId] | None = None
+        """ISR proposed to the controller and not yet committed (one change in flight at a time)."""
+        self.leader_epoch_start_offset: Offset = Offset(-1)
 
     def __repr__(self) -> str:
         return (
@@ -118,18 +154,26 @@ class Partition:
 
     # -- leadership transitions ------------------------------------------------------------------
 
+    def _is_stale(self, reg: PartitionRegistration) -> bool:
+        if reg.leader_epoch != self.leader_epoch:
+            return reg.leader_epoch < self.leader_epoch
+        return reg.partition_epoch < self.partition_epoch
+
     def make_leader(self, reg: PartitionRegistration) -> bool:
         """Become (or stay) leader for `reg`; returns False if the registration is stale."""
-        if reg.leader_epoch < self.leader_epoch:
+        if self._is_stale(reg):
             return False
         is_new_leader = self.role != PartitionRole.LEADER or reg.leader_epoch > self.leader_epoch
         self.role = PartitionRole.LEADER
         self.leader_id = reg.leader
         self.replicas = reg.replicas
         self.isr = frozenset(reg.isr)
+        if is_new_leader or reg.partition_epoch > self.partition_epoch:
+            self.pending_isr = None
         self.partition_epoch = reg.partition_epoch
         if is_new_leader:
             self.leader_epoch = reg.leader_epoch
+            self.leader_epoch_start_offset = self.log.log_end_offset
             self.log.leader_epoch_cache.assign(reg.leader_epoch, self.log.log_end_offset)
             now = _now_ms()
             self._replica_states = {
@@ -144,12 +188,31 @@ class Partition:
                 self.high_watermark,
                 self.log.log_end_offset,
             )
+        else:  # same leadership, maybe a new replica set (reassignment): track exactly the replicas
+            now = _now_ms()
+            self._replica_states = {
+                b: self._replica_states.get(b) or ReplicaState(last_caught_up_time_ms=now)
+                for b in reg.replicas
+                if b != self.local_broker_id
+            }
         self.maybe_increment_high_watermark()
         return True
 
     def make_follower(self, reg: PartitionRegistration) -> bool:
-        if reg.leader_epoch < self.leader_epoch:
+        """Follow `reg.leader`; returns False if the registration is stale. The replica fetcher
+        truncates (OffsetForLeaderEpoch) before it fetches whenever leader or epoch change."""
+        if self._is_stale(reg):
             return False
+        if self.role != PartitionRole.FOLLOWER or reg.leader_epoch != self.leader_epoch:
+            log.info(
+                "became follower topic=%s partition=%d leader=%d leader_epoch=%d hw=%d leo=%d",
+                self.tp.topic,
+                self.tp.partition,
+                reg.leader,
+                reg.leader_epoch,
+                self.high_watermark,
+                self.log.log_end_offset,
+            )
         self.role = PartitionRole.FOLLOWER
         self.leader_id = reg.leader
         self.leader_epoch = reg.leader_epoch
@@ -157,6 +220,7 @@ class Partition:
         self.isr = frozenset(reg.isr)
         self.partition_epoch = reg.partition_epoch
         self._replica_states = {}
+        self.pending_isr = None
         return True
 
     def make_offline(self) -> None:
@@ -167,6 +231,11 @@ class Partition:
         return self.role == PartitionRole.LEADER
 
     # -- leader: produce -------------------------------------------------------------------------
+
+    @property
+    def maximal_isr(self) -> frozenset[BrokerId]:
+        """The committed ISR together with a pending change: the set the HW must wait for."""
+        return self.isr if self.pending_isr is None else self.isr | self.pending_isr
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Fence requests that carry a leader epoch other than ours (KIP-320)."""
@@ -196,9 +265,14 @@ class Partition:
         self.maybe_increment_high_watermark()
         return info
 
-    def acks_satisfied(self, required_offset: Offset) -> tuple[bool, ErrorCode]:
-        """For acks=all: has the HW reached `required_offset` (the batch's next offset)?"""
-        if self.role != PartitionRole.LEADER:
+    def acks_satisfied(
+        self, required_offset: Offset, leader_epoch: int | None = None
+    ) -> tuple[bool, ErrorCode]:
+        """For acks=all: has the HW reached `required_offset` (the batch's next offset)?
+
+        Done with NOT_LEADER_OR_FOLLOWER once this broker is no longer leader, or leads under
+        another epoch than the one the batch was appended in (`leader_epoch`)."""
+        if self.role != PartitionRole.LEADER or (leader_epoch is not None and leader_epoch != self.leader_epoch):
             return True, ErrorCode.not_leader_or_follower
         if self.high_watermark >= required_offset:
             if len(self.isr) < self.log.config.min_insync_replicas:
@@ -212,7 +286,7 @@ class Partition:
         if self.role != PartitionRole.LEADER:
             return False
         candidate = self.log.log_end_offset
-        for broker in self.isr:
+        for broker in self.maximal_isr:
             if broker == self.local_broker_id:
                 continue
             state = self._replica_states.get(broker)
@@ -224,6 +298,103 @@ class Partition:
             self._on_high_watermark(self.tp)
             return True
         return False
+
+    # -- leader: followers and the ISR -----------------------------------------------------------
+
+    def replica_state(self, replica_id: BrokerId) -> ReplicaState | None:
+        return self._replica_states.get(replica_id)
+
+    def update_follower_fetch_state(
+        self, replica_id: BrokerId, fetch_offset: Offset, fetch_time_ms: int, leader_end_offset: Offset
+    ) -> None:
+        """Record a follower's fetch (its LEO is the fetch offset). Raises NOT_LEADER_OR_FOLLOWER
+        for a broker that is not a replica of this partition or when this broker is not leader."""
+        self._require_leader()
+        state = self._replica_states.get(replica_id)
+        if state is None:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower,
+                f"broker {replica_id} is not a replica of {self.tp} (replicas {list(self.replicas)})",
+            )
+        state.update_fetch_state(fetch_offset, fetch_time_ms, leader_end_offset)
+
+    def _proposal(self, new_isr: frozenset[BrokerId]) -> PartitionRegistration:
+        return PartitionRegistration(
+            replicas=self.replicas,
+            isr=tuple(b for b in self.replicas if b in new_isr),
+            leader=self.local_broker_id,
+            leader_epoch=self.leader_epoch,
+            partition_epoch=self.partition_epoch,
+        )
+
+    def maybe_expand_isr(self, replica_id: BrokerId) -> PartitionRegistration | None:
+        """A proposal adding `replica_id` to the ISR if it has caught up (Kafka: its LEO reached
+        the HW and the start of this leader epoch); None otherwise or while a change is pending."""
+        if self.role != PartitionRole.LEADER or self.pending_isr is not None or replica_id in self.isr:
+            return None
+        state = self._replica_states.get(replica_id)
+        if state is None:
+            return None
+        if state.log_end_offset < self.high_watermark or state.log_end_offset < self.leader_epoch_start_offset:
+            return None
+        new_isr = self.isr | {replica_id}
+        self.pending_isr = new_isr
+        log.info(
+            "expanding isr topic=%s partition=%d leader_epoch=%d isr=%s proposed=%s follower_leo=%d hw=%d",
+            self.tp.topic, self.tp.partition, self.leader_epoch, sorted(self.isr), sorted(new_isr),
+            state.log_end_offset, self.high_watermark,
+        )  # fmt: skip
+        return self._proposal(new_isr)
+
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> frozenset[BrokerId]:
+        leo = self.log.log_end_offset
+        lagging = set()
+        for broker in self.isr:
+            if broker == self.local_broker_id:
+                continue
+            state = self._replica_states.get(broker)
+            if state is None or not state.is_caught_up(leo, now_ms, max_lag_ms):
+                lagging.add(broker)
+        return frozenset(lagging)
+
+    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> PartitionRegistration | None:
+        """A proposal removing ISR followers not caught up for `max_lag_ms`; None if all are in
+        sync, this broker is not leader, or a change is pending."""
+        if self.role != PartitionRole.LEADER or self.pending_isr is not None:
+            return None
+        lagging = self.out_of_sync_replicas(now_ms, max_lag_ms)
+        if not lagging:
+            return None
+        new_isr = self.isr - lagging
+        self.pending_isr = new_isr
+        log.info(
+            "shrinking isr topic=%s partition=%d leader_epoch=%d isr=%s proposed=%s out_of_sync=%s leo=%d hw=%d",
+            self.tp.topic, self.tp.partition, self.leader_epoch, sorted(self.isr), sorted(new_isr),
+            sorted(lagging), self.log.log_end_offset, self.high_watermark,
+        )  # fmt: skip
+        return self._proposal(new_isr)
+
+    def isr_change_committed(self, reg: PartitionRegistration) -> bool:
+        """Apply the controller's answer to our proposal (unless an image already moved past it)."""
+        if self.role != PartitionRole.LEADER or reg.leader_epoch != self.leader_epoch:
+            return False
+        if reg.partition_epoch < self.partition_epoch:
+            return False
+        if reg.partition_epoch > self.partition_epoch:
+            self.isr = frozenset(reg.isr)
+            self.partition_epoch = reg.partition_epoch
+        self.pending_isr = None
+        log.info(
+            "isr updated topic=%s partition=%d leader_epoch=%d partition_epoch=%d isr=%s",
+            self.tp.topic, self.tp.partition, self.leader_epoch, self.partition_epoch, sorted(self.isr),
+        )  # fmt: skip
+        self.maybe_increment_high_watermark()
+        return True
+
+    def isr_change_failed(self, proposal: PartitionRegistration) -> None:
+        """The controller refused or could not be reached; wait for the next image or check."""
+        if self.pending_isr is not None and proposal.partition_epoch == self.partition_epoch:
+            self.pending_isr = None
 
     def update_follower_high_watermark(self, leader_high_watermark: Offset) -> None:
         """A follower's HW is the leader's, bounded by its own LEO."""
@@ -249,9 +420,9 @@ class Partition:
         fetch_only_from_leader: bool = True,
         min_one_message: bool = True,
     ) -> ReadResult:
+        self.check_leader_epoch(current_leader_epoch)
         if fetch_only_from_leader:
             self._require_leader()
-        self.check_leader_epoch(current_leader_epoch)
         hw = self.high_watermark
         leo = self.log.log_end_offset
         max_offset = leo if isolation == FetchIsolation.LOG_END else hw
@@ -277,9 +448,9 @@ class Partition:
         Consumers never learn of offsets at or above what they may fetch: LATEST is the HW (or LSO),
         and a timestamp or max-timestamp match at or beyond it is no match (None).
         """
+        self.check_leader_epoch(current_leader_epoch)
         if fetch_only_from_leader:
             self._require_leader()
-        self.check_leader_epoch(current_leader_epoch)
         last_fetchable = self.log.log_end_offset if isolation == FetchIsolation.LOG_END else self.high_watermark
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, Offset(last_fetchable), self.leader_epoch)

@@ -8,11 +8,18 @@ Produce: append to each leader partition, then, for acks=all, park in the produc
 every partition's high watermark covers its batch. Fetch: read from each partition; if fewer than
 min_bytes are available, park in the fetch purgatory until an append brings enough or max_wait_ms
 passes. Appends and HW moves call `check_and_complete` on the purgatories for their partition.
+
+Replication: partitions this broker follows are handed to the replica fetchers (fetcher.py),
+which truncate and then fetch from their leader. A fetch from a follower (replica_id >= 0)
+updates that follower's state on the leader partition, may propose an ISR expansion (isr.py)
+and may move the HW, which completes acks=all produces and consumer fetches. A leadership change
+completes waiting produces (NOT_LEADER_OR_FOLLOWER) and fetches.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
@@ -24,11 +31,17 @@ from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, Offset
 
 if TYPE_CHECKING:
+    from broker.replication.fetcher import ReplicaFetcherManager
+    from broker.replication.isr import IsrManager
     from broker.log.config import LogConfig
     from broker.log.info import LogAppendInfo
     from broker.log.manager import LogManager
 
 log = logging.getLogger("samsa.replica_manager")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +83,10 @@ class ReplicaManager:
         self.delayed_produce: Purgatory[TopicPartition] = Purgatory("produce")
         self.delayed_fetch: Purgatory[TopicPartition] = Purgatory("fetch")
         self._leadership_listeners: list[Callable[[TopicPartition, bool], None]] = []
+        self.fetcher_manager: ReplicaFetcherManager | None = None
+        """Replica fetchers for the partitions this broker follows (set by the server)."""
+        self.isr_manager: IsrManager | None = None
+        """Sends ISR changes to the controller (set by the server)."""
 
     # -- metadata ------------------------------------------------------------------------------
 
@@ -103,10 +120,15 @@ class ReplicaManager:
                 elif config_changed:
                     partition.log.config = config
                 was_leader = partition.is_leader
+                old_epoch = partition.leader_epoch
                 if reg.leader == self.broker_id:
                     partition.make_leader(reg)
                 else:
                     partition.make_follower(reg)
+                if partition.is_leader != was_leader or partition.leader_epoch != old_epoch:
+                    # waiting acks=all produces end (NOT_LEADER_OR_FOLLOWER), fetches re-check
+                    self.delayed_produce.check_and_complete(tp)
+                    self.delayed_fetch.check_and_complete(tp)
                 if partition.is_leader != was_leader:
                     for listener in self._leadership_listeners:
                         listener(tp, partition.is_leader)
@@ -127,6 +149,8 @@ class ReplicaManager:
                 for listener in self._leadership_listeners:
                     listener(tp, False)
             log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.update(new, self.partitions)
 
     def high_watermarks(self) -> dict[TopicPartition, int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}
@@ -177,31 +201,34 @@ class ReplicaManager:
         results = self.append_local(entries, required_acks)
         if required_acks != -1:
             return results
+        # (next offset, leader epoch of the append): a later epoch means the batch may be gone
         pending = {
-            tp: Offset(r.info.last_offset + 1)
+            tp: (Offset(r.info.last_offset + 1), self.partitions[tp].leader_epoch)
             for tp, r in results.items()
-            if r.error == ErrorCode.none and r.info is not None
+            if r.error == ErrorCode.none and r.info is not None and tp in self.partitions
         }
         if not pending:
             return results
 
         def acks_done() -> bool:
-            return all(self._acks_status(tp, offset)[0] for tp, offset in pending.items())
+            return all(self._acks_status(tp, *want)[0] for tp, want in pending.items())
 
         await self.delayed_produce.wait(pending.keys(), acks_done, timeout_ms / 1000)
-        for tp, offset in pending.items():
-            done, error = self._acks_status(tp, offset)
+        for tp, want in pending.items():
+            done, error = self._acks_status(tp, *want)
             if not done:
                 results[tp] = ProduceResult(ErrorCode.request_timed_out, results[tp].info)
             elif error != ErrorCode.none:
                 results[tp] = ProduceResult(error, results[tp].info)
         return results
 
-    def _acks_status(self, tp: TopicPartition, required_offset: Offset) -> tuple[bool, ErrorCode]:
+    def _acks_status(
+        self, tp: TopicPartition, required_offset: Offset, leader_epoch: int
+    ) -> tuple[bool, ErrorCode]:
         partition = self.partitions.get(tp)
         if partition is None:
             return True, ErrorCode.not_leader_or_follower
-        return partition.acks_satisfied(required_offset)
+        return partition.acks_satisfied(required_offset, leader_epoch)
 
     # -- fetch ---------------------------------------------------------------------------------
 
@@ -212,9 +239,11 @@ class ReplicaManager:
         max_bytes: int,
         *,
         fetch_only_from_leader: bool = True,
+        replica_id: int = -1,
     ) -> list[FetchResult]:
         """Read each partition in order; the response budget is max_bytes, but the first
-        non-empty partition always returns at least one batch (KIP-74)."""
+        non-empty partition always returns at least one batch (KIP-74). A follower's read
+        (replica_id >= 0) also records its fetch state on the leader partition."""
         results: list[FetchResult] = []
         remaining = max_bytes
         min_one = True
@@ -229,6 +258,8 @@ class ReplicaManager:
                     fetch_only_from_leader=fetch_only_from_leader,
                     min_one_message=min_one,
                 )
+                if replica_id >= 0:
+                    self._on_follower_fetch(partition, BrokerId(replica_id), req.fetch_offset, read.log_end_offset)
                 size = read.info.size if read.info is not None else 0
                 if size:
                     remaining -= size
@@ -237,6 +268,18 @@ class ReplicaManager:
             except KafkaError as e:
                 results.append(FetchResult(req.tp, e.code, self._error_read(req.tp)))
         return results
+
+    def _on_follower_fetch(
+        self, partition: Partition, replica_id: BrokerId, fetch_offset: Offset, leader_end_offset: Offset
+    ) -> None:
+        """Kafka's updateFollowerFetchState: follower LEO and caught-up time, ISR expansion, HW."""
+        partition.update_follower_fetch_state(replica_id, fetch_offset, now_ms(), leader_end_offset)
+        proposal = partition.maybe_expand_isr(replica_id)
+        if proposal is not None and self.isr_manager is not None:
+            self.isr_manager.submit(partition, proposal)
+        elif proposal is not None:
+            partition.isr_change_failed(proposal)
+        partition.maybe_increment_high_watermark()
 
     def _error_read(self, tp: TopicPartition) -> ReadResult | None:
         partition = self.partitions.get(tp)
@@ -259,10 +302,11 @@ class ReplicaManager:
         min_bytes: int,
         max_bytes: int,
         fetch_only_from_leader: bool = True,
+        replica_id: int = -1,
     ) -> list[FetchResult]:
         """Read now; if fewer than min_bytes are there and no partition errored, long-poll."""
         results = self.read_local(
-            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader
+            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id
         )
         if max_wait_ms <= 0 or not requests or self._fetch_satisfied(results, min_bytes):
             return results
@@ -280,7 +324,7 @@ class ReplicaManager:
 
         await self.delayed_fetch.wait([r.tp for r in requests], enough, max_wait_ms / 1000)
         return self.read_local(
-            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader
+            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id
         )
 
     @staticmethod

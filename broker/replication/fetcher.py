@@ -1,0 +1,566 @@
+"""Replica fetchers: how a follower copies its leader's log (Kafka's ReplicaFetcherThread).
+
+One `ReplicaFetcher` task per (leader broker, shard) with num.replica.fetchers shards per leader;
+`ReplicaFetcherManager.update` (called from every metadata image, no awaits) assigns each
+partition this broker follows to the fetcher of its leader, and re-adds it from scratch whenever
+its leader or leader epoch changes.
+
+Per-partition state machine (`FetchState`):
+
+    TRUNCATING --OffsetForLeaderEpoch answered, truncated-->          FETCHING (fetch offset = LEO)
+    TRUNCATING --answered epoch unknown here (KIP-279)-->             TRUNCATING (again, lower epoch)
+    TRUNCATING --no local epoch-->                                    FETCHING (truncated to the HW)
+    FETCHING   --records-->                                           FETCHING (appended, HW from leader)
+    FETCHING   --OFFSET_OUT_OF_RANGE, leader's log start is above-->  FETCHING (log restarted there)
+    FETCHING   --OFFSET_OUT_OF_RANGE otherwise / diverging epoch-->   TRUNCATING
+    any        --FENCED_LEADER_EPOCH-->                               DELAYED -> TRUNCATING
+    any        --NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, ...--> DELAYED -> same state
+    any        --connection error-->                                  DELAYED -> same state
+    any        --new leader or epoch in an image-->                   removed; re-added TRUNCATING
+
+DELAYED lasts replica.fetch.backoff.ms. Truncation asks the leader for the end offset of this
+replica's latest epoch (`truncation_offset`, a pure function, decides where to cut). Fetches
+long-poll on the leader (replica.fetch.wait.max.ms, replica.fetch.min.bytes) from the log end
+offset and are appended with `append_as_follower`, which keeps the leader's offsets, epochs and
+producer state. Every response is applied only after re-checking, after the await, that the
+partition is still assigned to this fetcher under the same state object, is still a follower of
+the same leader epoch, and that its log end offset is still the offset fetched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import enum
+import logging
+import time
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.offset_for_leader_epoch.v4.request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from kio.static.primitive import i32, i64
+
+from broker.replication.leader_client import LeaderClient, LeaderConnectionError
+from broker.replication.partition import PartitionRole
+from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
+from protocol.types import BrokerId, LeaderEpoch, Offset
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from broker.replication.partition import Partition
+    from broker.replication.replica_manager import ReplicaManager
+    from controller.model import ClusterImage
+
+log = logging.getLogger("samsa.fetcher")
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+# -- truncation (pure) -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """Where to cut the follower's log, and whether that ends truncation (KIP-101/279)."""
+
+    offset: Offset
+    completed: bool
+
+
+def truncation_offset(
+    leader_epoch: int,
+    leader_end_offset: int,
+    local_end_offset_for: Callable[[int], tuple[int, int]],
+    log_end_offset: int,
+    high_watermark: int,
+) -> Truncation:
+    """Kafka's AbstractFetcherThread.getOffsetTruncationState.
+
+    `leader_epoch`/`leader_end_offset` are the leader's OffsetForLeaderEpoch answer for this
+    replica's latest epoch: the largest epoch the leader knows at or below it, and where that epoch
+    ends on the leader. `local_end_offset_for(epoch)` is the same question asked of the local
+    leader-epoch cache ((-1, -1) when unknown).
+
+    - leader knows no such epoch (end offset -1): cut to the HW, the only offset known safe
+    - leader answered without an epoch: cut to min(leader end, LEO)
+    - this replica knows the answered epoch: cut to min(leader end, local end of it, LEO); done
+    - it does not (the leader answered an earlier epoch this replica never saw): cut to the end
+      of the largest local epoch below it and ask again with the new latest epoch (not done)
+    """
+    if leader_end_offset == UNDEFINED_OFFSET:
+        return Truncation(Offset(min(high_watermark, log_end_offset)), True)
+    if leader_epoch == UNDEFINED_EPOCH:
+        return Truncation(Offset(min(leader_end_offset, log_end_offset)), True)
+    local_epoch, local_end = local_end_offset_for(leader_epoch)
+    if local_end == UNDEFINED_OFFSET:
+        return Truncation(Offset(min(leader_end_offset, log_end_offset)), True)
+    if local_epoch != leader_epoch:
+        return Truncation(Offset(min(local_end, log_end_offset)), False)
+    return Truncation(Offset(min(leader_end_offset, local_end, log_end_offset)), True)
+
+
+# -- per-partition fetch state ---------------------------------------------------------------------
+
+
+class FetchState(enum.Enum):
+    TRUNCATING = "truncating"
+    FETCHING = "fetching"
+    DELAYED = "delayed"
+
+
+@dataclass(slots=True, eq=False)
+class PartitionFetchState:
+    tp: TopicPartition
+    leader_id: BrokerId
+    leader_epoch: LeaderEpoch
+    state: FetchState = FetchState.TRUNCATING
+    fetch_offset: Offset = Offset(-1)
+    resume_state: FetchState = FetchState.TRUNCATING
+    delay_until: float = 0.0
+    """monotonic seconds; meaningful while DELAYED"""
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherSettings:
+    broker_id: BrokerId
+    listener_name: str
+    max_bytes: int = 1_048_576
+    min_bytes: int = 1
+    max_wait_ms: int = 500
+    backoff_ms: int = 1000
+    response_max_bytes: int = 10_485_760
+    socket_timeout_ms: int = 30_000
+    num_fetchers: int = 1
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> FetcherSettings:
+        return cls(
+            broker_id=BrokerId(config.broker_id),
+            listener_name=config.inter_broker_listener_name,
+            max_bytes=config.replica_fetch_max_bytes,
+            min_bytes=config.replica_fetch_min_bytes,
+            max_wait_ms=config.replica_fetch_wait_max_ms,
+            backoff_ms=config.replica_fetch_backoff_ms,
+            response_max_bytes=config.replica_fetch_response_max_bytes,
+            socket_timeout_ms=config.replica_socket_timeout_ms,
+            num_fetchers=max(1, config.num_replica_fetchers),
+        )
+
+
+# -- one fetcher task per leader (shard) -----------------------------------------------------------
+
+
+class ReplicaFetcher:
+    def __init__(
+        self, manager: ReplicaFetcherManager, leader_id: BrokerId, shard: int
+    ) -> None:
+        self.manager = manager
+        self.settings = manager.settings
+        self.leader_id = leader_id
+        self.shard = shard
+        self.partitions: dict[TopicPartition, PartitionFetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._client: LeaderClient | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"ReplicaFetcher(leader={self.leader_id}, shard={self.shard}, partitions={len(self.partitions)})"
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> asyncio.Task[None] | None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._task is not None:
+            self._task.cancel()
+        return self._task
+
+    def add(self, state: PartitionFetchState) -> None:
+        self.partitions[state.tp] = state
+        self._wakeup.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    # -- checks ----------------------------------------------------------------------------------
+
+    def _partition(
+        self, st: PartitionFetchState, expected: FetchState
+    ) -> Partition | None:
+        """The follower partition for `st` if nothing moved since the request was built."""
+        if self.partitions.get(st.tp) is not st or st.state != expected:
+            return None
+        partition = self.manager.replica_manager.partitions.get(st.tp)
+        if (
+            partition is None
+            or partition.role != PartitionRole.FOLLOWER
+            or partition.leader_id != self.leader_id
+            or partition.leader_epoch != st.leader_epoch
+        ):
+            return None
+        return partition
+
+    def _delay(self, st: PartitionFetchState, resume: FetchState, reason: str) -> None:
+        if self.partitions.get(st.tp) is not st:
+            return
+        st.state = FetchState.DELAYED
+        st.resume_state = resume
+        st.delay_until = time.monotonic() + self.settings.backoff_ms / 1000
+        log.info(
+            "partition delayed topic=%s partition=%d leader=%d leader_epoch=%d reason=%s resume=%s",
+            st.tp.topic, st.tp.partition, self.leader_id, st.leader_epoch, reason, resume.value,
+        )  # fmt: skip
+
+    def _to_fetching(self, st: PartitionFetchState, partition: Partition) -> None:
+        st.state = FetchState.FETCHING
+        st.fetch_offset = partition.log.log_end_offset
+
+    # -- loop ------------------------------------------------------------------------------------
+
+    def _ensure_client(self) -> LeaderClient | None:
+        broker = (
+            self.manager.image.brokers.get(self.leader_id)
+            if self.manager.image
+            else None
+        )
+        endpoint = (
+            None if broker is None else broker.endpoint(self.settings.listener_name)
+        )
+        if endpoint is None:
+            return None
+        client = self._client
+        if client is not None and (client.host, client.port) != (
+            endpoint.host,
+            endpoint.port,
+        ):
+            client.close()
+            client = None
+        if client is None:
+            client = LeaderClient(
+                endpoint.host,
+                endpoint.port,
+                client_id=f"samsa-replica-fetcher-{self.settings.broker_id}-{self.leader_id}-{self.shard}",
+                timeout_s=self.settings.socket_timeout_ms / 1000,
+            )
+            self._client = client
+        return client
+
+    async def _run(self) -> None:
+        log.info("fetcher started leader=%d shard=%d", self.leader_id, self.shard)
+        try:
+            while True:
+                await self._run_once()
+        except asyncio.CancelledError:
+            log.info("fetcher stopped leader=%d shard=%d", self.leader_id, self.shard)
+            raise
+
+    async def _run_once(self) -> None:
+        self._wakeup.clear()
+        now = time.monotonic()
+        for st in self.partitions.values():
+            if st.state == FetchState.DELAYED and now >= st.delay_until:
+                st.state = st.resume_state
+        truncating = [
+            st for st in self.partitions.values() if st.state == FetchState.TRUNCATING
+        ]
+        fetching = [
+            st for st in self.partitions.values() if st.state == FetchState.FETCHING
+        ]
+        if not truncating and not fetching:
+            delays = [
+                st.delay_until - now
+                for st in self.partitions.values()
+                if st.state == FetchState.DELAYED
+            ]
+            try:
+                await asyncio.wait_for(
+                    self._wakeup.wait(), max(0.0, min(delays)) if delays else None
+                )
+            except TimeoutError:
+                pass
+            return
+        client = self._ensure_client()
+        if client is None:
+            for st in truncating + fetching:
+                self._delay(st, st.state, "leader endpoint unknown")
+            return
+        try:
+            if truncating:
+                await self._truncate(client, truncating)
+            else:
+                await self._fetch(client, fetching)
+        except LeaderConnectionError as e:
+            log.warning(
+                "fetch from leader failed leader=%d error=%s", self.leader_id, e
+            )
+            for st in truncating + fetching:
+                if st.state in (FetchState.TRUNCATING, FetchState.FETCHING):
+                    self._delay(st, st.state, "connection error")
+
+    # -- truncation ------------------------------------------------------------------------------
+
+    async def _truncate(
+        self, client: LeaderClient, states: list[PartitionFetchState]
+    ) -> None:
+        asked: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        for st in states:
+            partition = self._partition(st, FetchState.TRUNCATING)
+            if partition is None:
+                continue
+            latest = partition.log.latest_epoch
+            if latest is None:
+                # nothing known about epochs here: only the HW is known to be on the leader
+                self._cut(partition, Offset(partition.high_watermark), "no local epoch")
+                self._to_fetching(st, partition)
+                continue
+            asked[st.tp] = (st, latest)
+        if not asked:
+            return
+        by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
+        for tp, (st, latest) in asked.items():
+            by_topic.setdefault(tp.topic, []).append(
+                OffsetForLeaderPartition(
+                    partition=i32(tp.partition),
+                    current_leader_epoch=i32(st.leader_epoch),
+                    leader_epoch=i32(latest),
+                )
+            )
+        request = OffsetForLeaderEpochRequest(
+            replica_id=i32(self.settings.broker_id),
+            topics=tuple(
+                OffsetForLeaderTopic(topic=t, partitions=tuple(ps))
+                for t, ps in by_topic.items()
+            ),  # type: ignore[arg-type]
+        )
+        response = await client.request(request)
+        for topic in response.topics:
+            for answer in topic.partitions:
+                tp = TopicPartition(topic.topic, answer.partition)
+                entry = asked.get(tp)
+                if entry is None:
+                    continue
+                st, sent_epoch = entry
+                partition = self._partition(st, FetchState.TRUNCATING)
+                if partition is None or partition.log.latest_epoch != sent_epoch:
+                    continue  # moved on while we waited; the next round asks again
+                if answer.error_code != ErrorCode.none:
+                    resume = FetchState.TRUNCATING
+                    self._delay(
+                        st, resume, f"OffsetForLeaderEpoch {answer.error_code.name}"
+                    )
+                    continue
+                decision = truncation_offset(
+                    answer.leader_epoch,
+                    answer.end_offset,
+                    partition.log.end_offset_for_epoch,
+                    partition.log.log_end_offset,
+                    partition.high_watermark,
+                )
+                self._cut(
+                    partition,
+                    decision.offset,
+                    f"epoch {sent_epoch}: leader epoch {answer.leader_epoch} ends at {answer.end_offset}",
+                )
+                if decision.completed:
+                    self._to_fetching(st, partition)
+
+    def _cut(self, partition: Partition, offset: Offset, reason: str) -> None:
+        log_ = partition.log
+        if offset < log_.log_end_offset:
+            log.info(
+                "truncating follower topic=%s partition=%d from=%d to=%d reason=%s",
+                partition.tp.topic, partition.tp.partition, log_.log_end_offset, offset, reason,
+            )  # fmt: skip
+        log_.truncate_to(max(0, offset))
+        partition.truncate_high_watermark()
+
+    # -- fetching --------------------------------------------------------------------------------
+
+    async def _fetch(
+        self, client: LeaderClient, states: list[PartitionFetchState]
+    ) -> None:
+        sent: dict[TopicPartition, tuple[PartitionFetchState, Offset]] = {}
+        by_topic: dict[str, list[FetchPartition]] = {}
+        for st in states:
+            partition = self._partition(st, FetchState.FETCHING)
+            if partition is None:
+                continue
+            if st.fetch_offset != partition.log.log_end_offset:
+                st.fetch_offset = partition.log.log_end_offset
+            sent[st.tp] = (st, st.fetch_offset)
+            by_topic.setdefault(st.tp.topic, []).append(
+                FetchPartition(
+                    partition=i32(st.tp.partition),
+                    current_leader_epoch=i32(st.leader_epoch),
+                    fetch_offset=i64(st.fetch_offset),
+                    last_fetched_epoch=i32(-1),
+                    log_start_offset=i64(partition.log.log_start_offset),
+                    partition_max_bytes=i32(self.settings.max_bytes),
+                )
+            )
+        if not sent:
+            return
+        s = self.settings
+        request = FetchRequest(
+            replica_id=i32(s.broker_id),
+            max_wait=datetime.timedelta(milliseconds=s.max_wait_ms),
+            min_bytes=i32(s.min_bytes),
+            max_bytes=i32(s.response_max_bytes),
+            isolation_level=0,  # type: ignore[arg-type]
+            session_id=i32(0),
+            session_epoch=i32(-1),
+            topics=tuple(
+                FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+            ),  # type: ignore[arg-type]
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+        response = await client.request(
+            request, timeout_s=(s.max_wait_ms + s.socket_timeout_ms) / 1000
+        )
+        for topic in response.responses:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.topic, data.partition_index)
+                entry = sent.get(tp)
+                if entry is None:
+                    continue
+                st, offset = entry
+                partition = self._partition(st, FetchState.FETCHING)
+                if (
+                    partition is None
+                    or partition.log.log_end_offset != offset
+                    or st.fetch_offset != offset
+                ):
+                    continue
+                self._apply_fetched(st, partition, offset, data)
+
+    def _apply_fetched(
+        self,
+        st: PartitionFetchState,
+        partition: Partition,
+        offset: Offset,
+        data: object,
+    ) -> None:
+        error: ErrorCode = data.error_code  # type: ignore[attr-defined]
+        tp = st.tp
+        if error == ErrorCode.none:
+            diverging = data.diverging_epoch  # type: ignore[attr-defined]
+            if diverging is not None and diverging.epoch >= 0:
+                st.state = FetchState.TRUNCATING
+                return
+            records = data.records  # type: ignore[attr-defined]
+            log_ = partition.log
+            if records:
+                try:
+                    log_.append_as_follower(records)
+                except KafkaError as e:
+                    log.error(
+                        "follower append failed topic=%s partition=%d offset=%d error=%s message=%s",
+                        tp.topic, tp.partition, offset, e.code.name, e.message,
+                    )  # fmt: skip
+                    self._delay(st, FetchState.TRUNCATING, "append failed")
+                    return
+            st.fetch_offset = log_.log_end_offset
+            leader_start = int(data.log_start_offset)  # type: ignore[attr-defined]
+            if log_.log_start_offset < leader_start <= log_.log_end_offset:
+                log_.maybe_increment_log_start_offset(leader_start)
+            partition.update_follower_high_watermark(Offset(int(data.high_watermark)))  # type: ignore[attr-defined]
+            return
+        if error == ErrorCode.offset_out_of_range:
+            leader_start = int(data.log_start_offset)  # type: ignore[attr-defined]
+            if leader_start > offset:
+                log.info(
+                    "follower behind leader's log start topic=%s partition=%d fetch_offset=%d leader_log_start=%d",
+                    tp.topic, tp.partition, offset, leader_start,
+                )  # fmt: skip
+                partition.log.truncate_fully_and_start_at(leader_start)
+                partition.truncate_high_watermark()
+                partition.update_follower_high_watermark(Offset(leader_start))
+                st.fetch_offset = partition.log.log_end_offset
+            else:
+                st.state = FetchState.TRUNCATING
+            return
+        resume = (
+            FetchState.TRUNCATING
+            if error == ErrorCode.fenced_leader_epoch
+            else FetchState.FETCHING
+        )
+        self._delay(st, resume, f"Fetch {error.name}")
+
+
+# -- the manager -----------------------------------------------------------------------------------
+
+
+def shard_of(tp: TopicPartition, shards: int) -> int:
+    return (zlib.crc32(tp.topic.encode()) + tp.partition) % shards
+
+
+@dataclass(slots=True)
+class _Assignment:
+    key: tuple[BrokerId, int]
+    leader_id: BrokerId
+    leader_epoch: LeaderEpoch
+
+
+@dataclass(slots=True)
+class ReplicaFetcherManager:
+    """Owns the fetchers; `update` follows the replica manager's partitions (no awaits)."""
+
+    replica_manager: ReplicaManager
+    settings: FetcherSettings
+    image: ClusterImage | None = None
+    fetchers: dict[tuple[BrokerId, int], ReplicaFetcher] = field(default_factory=dict)
+    _assigned: dict[TopicPartition, _Assignment] = field(default_factory=dict)
+
+    def update(
+        self, image: ClusterImage, partitions: Mapping[TopicPartition, Partition]
+    ) -> None:
+        self.image = image
+        desired: dict[TopicPartition, tuple[BrokerId, LeaderEpoch]] = {
+            tp: (p.leader_id, p.leader_epoch)
+            for tp, p in partitions.items()
+            if p.role == PartitionRole.FOLLOWER
+            and p.leader_id >= 0
+            and p.leader_id != self.settings.broker_id
+        }
+        for tp, a in list(self._assigned.items()):
+            if desired.get(tp) != (a.leader_id, a.leader_epoch):
+                fetcher = self.fetchers.get(a.key)
+                if fetcher is not None:
+                    fetcher.remove(tp)
+                del self._assigned[tp]
+        for tp, (leader, epoch) in desired.items():
+            if tp in self._assigned:
+                continue
+            key = (leader, shard_of(tp, self.settings.num_fetchers))
+            fetcher = self.fetchers.get(key)
+            if fetcher is None:
+                fetcher = self.fetchers[key] = ReplicaFetcher(self, leader, key[1])
+                fetcher.start()
+            fetcher.add(PartitionFetchState(tp, leader, epoch))
+            self._assigned[tp] = _Assignment(key, leader, epoch)
+            log.info(
+                "follower assigned topic=%s partition=%d leader=%d leader_epoch=%d fetcher=%d/%d",
+                tp.topic, tp.partition, leader, epoch, leader, key[1],
+            )  # fmt: skip
+        for key, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                fetcher.stop()
+                del self.fetchers[key]
+
+    async def shutdown(self) -> None:
+        tasks = [t for f in self.fetchers.values() if (t := f.stop()) is not None]
+        self.fetchers.clear()
+        self._assigned.clear()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,129 @@
+"""A small asyncio Kafka client a follower uses to talk to its leader (one request in flight).
+
+Frames are `size | header | body`: request header v1 (v2 for flexible versions), bodies encoded
+with kio through `protocol.messages`; the response header is v0 (v1, with an empty tagged-field
+section, for flexible versions). Any failure (connect, timeout, short read, bad frame) raises
+`LeaderConnectionError` and closes the connection; the next request reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from typing import Any
+
+from protocol import messages
+
+_I32 = struct.Struct(">i")
+MAX_RESPONSE_BYTES = 256 << 20
+
+
+class LeaderConnectionError(Exception):
+    """The leader could not be reached or answered something unreadable."""
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+class LeaderClient:
+    def __init__(
+        self, host: str, port: int, *, client_id: str, timeout_s: float
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._correlation_id = 0
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None
+
+    async def connect(self) -> None:
+        if self._writer is not None:
+            return
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, limit=1 << 20),
+                self.timeout_s,
+            )
+        except (OSError, TimeoutError) as e:
+            raise LeaderConnectionError(
+                f"connect to {self.host}:{self.port} failed: {e!r}"
+            ) from e
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._reader, self._writer = reader, writer
+
+    def close(self) -> None:
+        writer, self._reader, self._writer = self._writer, None, None
+        if writer is not None:
+            writer.close()
+
+    def _frame(self, entity: Any, api_version: int) -> tuple[int, bytes]:
+        cls = type(entity)
+        key = int(cls.__api_key__)
+        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        cid = self._correlation_id
+        client = self.client_id.encode()
+        head = struct.pack(">hhih", key, api_version, cid, len(client)) + client
+        if messages.is_flexible(key, api_version):
+            head += b"\x00"
+        payload = head + messages.encode_bytes(entity)
+        return cid, _I32.pack(len(payload)) + payload
+
+    async def request(self, entity: Any, *, timeout_s: float | None = None) -> Any:
+        """Send a kio request entity (its class's version) and return the decoded response."""
+        cls = type(entity)
+        key, version = int(cls.__api_key__), int(cls.__version__)
+        await self.connect()
+        assert self._reader is not None and self._writer is not None
+        cid, frame = self._frame(entity, version)
+        try:
+            self._writer.write(frame)
+            await asyncio.wait_for(self._writer.drain(), self.timeout_s)
+            wait = self.timeout_s if timeout_s is None else timeout_s
+            size_bytes = await asyncio.wait_for(self._reader.readexactly(4), wait)
+            (size,) = _I32.unpack(size_bytes)
+            if size < 4 or size > MAX_RESPONSE_BYTES:
+                raise LeaderConnectionError(f"response frame of size {size}")
+            payload = await asyncio.wait_for(
+                self._reader.readexactly(size), self.timeout_s
+            )
+        except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
+            self.close()
+            raise LeaderConnectionError(
+                f"request to {self.host}:{self.port} failed: {e!r}"
+            ) from e
+        except BaseException:
+            self.close()  # cancelled mid-request: the connection is out of step
+            raise
+        (got,) = _I32.unpack_from(payload, 0)
+        if got != cid:
+            self.close()
+            raise LeaderConnectionError(f"correlation id {got}, expected {cid}")
+        pos = 4
+        try:
+            if messages.is_flexible(key, version):
+                _tags, pos = _uvarint(payload, pos)
+            entity_out, _used = messages._reader(messages.response_class(key, version))(
+                payload, pos
+            )
+        except Exception as e:
+            self.close()
+            raise LeaderConnectionError(
+                f"unreadable response to api_key={key} v{version}: {e!r}"
+            ) from e
+        return entity_out

@@ -1,0 +1,351 @@
+"""The replica fetcher end to end, in one process: three real `Broker`s on loopback ports sharing
+a small in-memory controller (tests only; the cluster tests use ZooKeeper). The controller can
+hold back images from a broker, which makes that broker a zombie leader: it keeps its old
+leadership while the others move on.
+
+Covers: followers replicate and acks=all completes through real Fetch requests; a zombie leader
+cannot acknowledge acks=all; its divergent tail is truncated through OffsetForLeaderEpoch when it
+learns of the new leader; a follower whose log is behind the leader's log start restarts there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+from test_log_support import batch
+
+import broker.server as server_module
+from broker.config import BrokerConfig
+from broker.server import Broker
+from controller.interface import ImageListener
+from controller.model import (
+    BrokerRegistration,
+    ClusterImage,
+    PartitionRegistration,
+    TopicRegistration,
+)
+from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
+from protocol.types import BrokerId, ControllerEpoch, LeaderEpoch
+
+TP = TopicPartition("orders", 0)
+
+
+class SharedController:
+    """One image for every broker; `held` brokers get no images until released."""
+
+    def __init__(self) -> None:
+        self.image = ClusterImage(
+            "test-cluster",
+            BrokerId(1),
+            ControllerEpoch(1),
+            MappingProxyType({}),
+            MappingProxyType({}),
+        )
+        self.views: dict[BrokerId, View] = {}
+        self.held: set[BrokerId] = set()
+
+    def attach(self, registration: BrokerRegistration) -> View:
+        view = View(self, registration.broker_id)
+        self.views[registration.broker_id] = view
+        self.image = replace(
+            self.image,
+            brokers=MappingProxyType(
+                {**self.image.brokers, registration.broker_id: registration}
+            ),
+        )
+        return view
+
+    def publish(self, image: ClusterImage) -> None:
+        self.image = image
+        for view in self.views.values():
+            if view.broker_id not in self.held:
+                view.deliver(image)
+
+    def release(self, broker_id: BrokerId) -> None:
+        self.held.discard(broker_id)
+        self.views[broker_id].deliver(self.image)
+
+    def set_partition(self, tp: TopicPartition, reg: PartitionRegistration) -> None:
+        topic = self.image.topics.get(tp.topic) or TopicRegistration(
+            tp.topic, uuid.uuid4(), MappingProxyType({})
+        )
+        topic = replace(
+            topic, partitions=MappingProxyType({**topic.partitions, tp.partition: reg})
+        )
+        self.publish(
+            replace(
+                self.image,
+                topics=MappingProxyType({**self.image.topics, tp.topic: topic}),
+            )
+        )
+
+    def reg(self, tp: TopicPartition) -> PartitionRegistration:
+        found = self.image.partition(tp.topic, tp.partition)
+        assert found is not None
+        return found
+
+
+class View:
+    def __init__(self, shared: SharedController, broker_id: BrokerId) -> None:
+        self.shared = shared
+        self.broker_id = broker_id
+        self.listeners: list[ImageListener] = []
+        self.seen: ClusterImage | None = None
+
+    @property
+    def image(self) -> ClusterImage:
+        return self.seen or self.shared.image
+
+    def deliver(self, image: ClusterImage) -> None:
+        old, self.seen = self.seen, image
+        for listener in self.listeners:
+            listener(old, image)
+
+    def subscribe(self, listener: ImageListener) -> None:
+        self.listeners.append(listener)
+        self.seen = self.shared.image
+        listener(None, self.shared.image)
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+    async def create_topics(
+        self, topics: Any, *, validate_only: bool = False
+    ) -> dict[str, KafkaError | None]:
+        return {
+            t.name: KafkaError(ErrorCode.invalid_request, "test controller")
+            for t in topics
+        }
+
+    async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
+        return 1000 * broker_id
+
+    async def alter_partition(
+        self,
+        topic: str,
+        partition: int,
+        broker_id: BrokerId,
+        proposed: PartitionRegistration,
+    ) -> PartitionRegistration:
+        if self.broker_id in self.shared.held:
+            raise KafkaError(ErrorCode.request_timed_out, "cut off from the controller")
+        current = self.shared.reg(TopicPartition(topic, partition))
+        if current.leader != broker_id or current.leader_epoch != proposed.leader_epoch:
+            raise KafkaError(ErrorCode.fenced_leader_epoch)
+        if current.partition_epoch != proposed.partition_epoch:
+            raise KafkaError(ErrorCode.invalid_update_version)
+        committed = replace(proposed, partition_epoch=current.partition_epoch + 1)
+        self.shared.set_partition(TopicPartition(topic, partition), committed)
+        return committed
+
+
+async def wait_for(
+    cond: Callable[[], bool], timeout: float = 10.0, what: str = ""
+) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def log_bytes(b: Broker, tp: TopicPartition = TP) -> bytes:
+    log_ = b.replica_manager.partitions[tp].log
+    info = log_.read(log_.log_start_offset, 1 << 30, None)
+    return b"" if info.records is None else info.records.read_bytes()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
+    shared = SharedController()
+    monkeypatch.setattr(
+        server_module,
+        "EmbeddedController",
+        lambda data_dir, registration: shared.attach(registration),
+    )
+
+    async def start(
+        n: int = 3, **overrides: str
+    ) -> tuple[SharedController, dict[BrokerId, Broker]]:
+        brokers: dict[BrokerId, Broker] = {}
+        for i in range(1, n + 1):
+            props = {
+                "broker.id": str(i),
+                "listeners": "PLAINTEXT://127.0.0.1:0",
+                "log.dirs": str(tmp_path / f"b{i}"),
+                "replica.fetch.wait.max.ms": "200",
+                "replica.fetch.backoff.ms": "50",
+                "replica.lag.time.max.ms": "2000",
+                "min.insync.replicas": "2",
+                **overrides,
+            }
+            config, _ = BrokerConfig.from_properties(props)
+            b = Broker(config)
+            await b.start()
+            brokers[BrokerId(i)] = b
+        return shared, brokers
+
+    return start
+
+
+def test_replicate_zombie_fenced_and_truncated(cluster: Callable[[], Any]) -> None:
+    async def main() -> None:
+        shared, brokers = await cluster()
+        b1, b2, b3 = brokers[BrokerId(1)], brokers[BrokerId(2)], brokers[BrokerId(3)]
+        ids = (BrokerId(1), BrokerId(2), BrokerId(3))
+        try:
+            shared.set_partition(
+                TP, PartitionRegistration(ids, ids, BrokerId(1), LeaderEpoch(1), 0)
+            )
+            # acks=all completes once both followers fetched the batch through the network
+            for _ in range(5):
+                result = await b1.replica_manager.append_records(
+                    [(TP, batch(2))], -1, 5000
+                )
+                assert result[TP].error == ErrorCode.none, result
+            assert b1.replica_manager.partitions[TP].high_watermark == 10
+            await wait_for(
+                lambda: log_bytes(b2) == log_bytes(b1) == log_bytes(b3),
+                what="replicas equal",
+            )
+            await wait_for(
+                lambda: b3.replica_manager.partitions[TP].high_watermark == 10,
+                what="follower HW",
+            )
+
+            # b1 is cut off from the controller: b2 becomes leader in epoch 2, b1 does not know
+            shared.held.add(BrokerId(1))
+            shared.set_partition(
+                TP,
+                PartitionRegistration(
+                    ids, (BrokerId(2), BrokerId(3)), BrokerId(2), LeaderEpoch(2), 1
+                ),
+            )
+            await wait_for(
+                lambda: b2.replica_manager.partitions[TP].is_leader, what="b2 leads"
+            )
+            zombie = await b1.replica_manager.append_records([(TP, batch(3))], 1, 1000)
+            assert (
+                zombie[TP].error == ErrorCode.none
+            )  # acks=1 on the zombie: accepted, not safe
+            waited = await b1.replica_manager.append_records([(TP, batch(1))], -1, 800)
+            assert (
+                waited[TP].error == ErrorCode.request_timed_out
+            )  # acks=all never acknowledged
+            assert b1.replica_manager.partitions[TP].high_watermark == 10
+
+            for _ in range(2):
+                result = await b2.replica_manager.append_records(
+                    [(TP, batch(4))], -1, 5000
+                )
+                assert result[TP].error == ErrorCode.none, result
+            assert b2.replica_manager.partitions[TP].log.log_end_offset == 18
+            assert (
+                b1.replica_manager.partitions[TP].log.log_end_offset == 14
+            )  # 10 + 3 + 1 zombie
+
+            # b1 learns of epoch 2: it truncates its zombie tail at 10 and copies b2's log
+            shared.release(BrokerId(1))
+            await wait_for(
+                lambda: log_bytes(b1) == log_bytes(b2),
+                what="zombie truncated and caught up",
+            )
+            epochs = b1.replica_manager.partitions[TP].log.leader_epoch_cache.entries()
+            assert epochs == [(1, 0), (2, 10)]
+            # and it rejoins the ISR through alter_partition
+            await wait_for(
+                lambda: set(shared.reg(TP).isr) == set(ids), what="b1 back in the ISR"
+            )
+        finally:
+            for b in brokers.values():
+                await b.stop()
+
+    asyncio.run(main())
+
+
+def test_lagging_follower_leaves_isr_and_min_isr_holds(
+    cluster: Callable[[], Any],
+) -> None:
+    async def main() -> None:
+        shared, brokers = await cluster(2, **{"replica.lag.time.max.ms": "600"})
+        b1, b2 = brokers[BrokerId(1)], brokers[BrokerId(2)]
+        ids = (BrokerId(1), BrokerId(2))
+        try:
+            shared.set_partition(
+                TP, PartitionRegistration(ids, ids, BrokerId(1), LeaderEpoch(1), 0)
+            )
+            result = await b1.replica_manager.append_records([(TP, batch(2))], -1, 5000)
+            assert result[TP].error == ErrorCode.none
+            # the follower stops fetching (its fetchers are gone)
+            fetchers = b2.replica_manager.fetcher_manager
+            assert fetchers is not None
+            b2.replica_manager.fetcher_manager = None
+            await fetchers.shutdown()
+            pending = asyncio.create_task(
+                b1.replica_manager.append_records([(TP, batch(1))], -1, 5000)
+            )
+            await wait_for(
+                lambda: shared.reg(TP).isr == (BrokerId(1),), what="ISR shrink"
+            )
+            result = await pending
+            # the HW passed the batch only because the ISR shrank below min.insync.replicas=2
+            assert result[TP].error == ErrorCode.not_enough_replicas_after_append
+            result = await b1.replica_manager.append_records([(TP, batch(1))], -1, 5000)
+            assert result[TP].error == ErrorCode.not_enough_replicas
+        finally:
+            for b in brokers.values():
+                await b.stop()
+
+    asyncio.run(main())
+
+
+def test_follower_behind_leader_log_start_restarts_there(
+    cluster: Callable[[], Any],
+) -> None:
+    async def main() -> None:
+        shared, brokers = await cluster(2, **{"min.insync.replicas": "1"})
+        b1, b2 = brokers[BrokerId(1)], brokers[BrokerId(2)]
+        ids = (BrokerId(1), BrokerId(2))
+        try:
+            # b1 leads alone and deletes its first records before b2 is a replica
+            shared.set_partition(
+                TP,
+                PartitionRegistration(
+                    (BrokerId(1),), (BrokerId(1),), BrokerId(1), LeaderEpoch(1), 0
+                ),
+            )
+            for _ in range(3):
+                await b1.replica_manager.append_records([(TP, batch(2))], -1, 5000)
+            b1.replica_manager.partitions[TP].log.maybe_increment_log_start_offset(4)
+            shared.set_partition(
+                TP,
+                PartitionRegistration(
+                    ids, (BrokerId(1),), BrokerId(1), LeaderEpoch(1), 1
+                ),
+            )
+            await wait_for(
+                lambda: TP in b2.replica_manager.partitions,
+                what="b2 hosts the partition",
+            )
+            await wait_for(
+                lambda: b2.replica_manager.partitions[TP].log.log_end_offset == 6,
+                what="b2 caught up",
+            )
+            assert b2.replica_manager.partitions[TP].log.log_start_offset == 4
+            await wait_for(lambda: shared.reg(TP).isr == ids, what="b2 joins the ISR")
+        finally:
+            for b in brokers.values():
+                await b.stop()
+
+    asyncio.run(main())
