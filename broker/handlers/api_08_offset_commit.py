@@ -7,9 +7,12 @@
 # needed; an unknown group with a generation >= 0 gets ILLEGAL_GENERATION (v9: GROUP_ID_NOT_FOUND).
 # Per partition: UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist,
 # OFFSET_METADATA_TOO_LARGE above offset.metadata.max.bytes; INVALID_GROUP_ID for empty or too long
-# group ids. Not supported: retention_time (v2-4) is ignored (offsets.retention.minutes applies,
-# as in Kafka since 2.1 for consumers that send -1); v10 (topic ids).
+# group ids. v2-4 retention_time: -1 (what clients send) means offsets.retention.minutes applies;
+# any other value sets the offsets' expire timestamp to the commit time plus it (OffsetCommitValue
+# v1), as Kafka does. Not supported: v10 (topic ids).
 from __future__ import annotations
+
+import time
 
 from kio.schema.offset_commit.v9.request import OffsetCommitRequest
 from kio.schema.offset_commit.v9.response import (
@@ -64,6 +67,11 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         for t in request.topics
         for p in t.partitions
     ]
+    expire_timestamp = -1
+    if 2 <= ctx.api_version <= 4:
+        retention_ms = int(ctx.request.retention_time.total_seconds() * 1000)
+        if retention_ms >= 0:
+            expire_timestamp = int(time.time() * 1000) + retention_ms
     errors = await coordinator(ctx).commit_offsets(
         str(request.group_id),
         int(request.generation_id_or_member_epoch),
@@ -71,6 +79,7 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         request.group_instance_id if ctx.api_version >= 7 else None,
         entries,
         api_version=ctx.api_version,
+        expire_timestamp=expire_timestamp,
         client_id=ctx.client_id,
         correlation_id=ctx.correlation_id,
     )
