@@ -58,6 +58,15 @@ class LogConfig:
         return "delete" in _policies(self.cleanup_policy)
 
     @property
+    def max_segment_ms(self) -> int:
+        """How long the active segment may stay open (Kafka's LogConfig.maxSegmentMs): segment.ms,
+        or max.compaction.lag.ms when that is shorter on a compacted topic (KIP-354), so records
+        become cleanable in time."""
+        if self.compact and 0 < self.max_compaction_lag_ms < self.segment_ms:
+            return self.max_compaction_lag_ms
+        return self.segment_ms
+
+    @property
     def log_append_time(self) -> bool:
         """True when message.timestamp.type is LogAppendTime."""
         return self.message_timestamp_type == "LogAppendTime"

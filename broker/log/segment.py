@@ -92,7 +92,7 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self._rolling_based_timestamp: int | None = None
         self.index_interval_bytes = config.index_interval_bytes
-        jitter = min(config.segment_jitter_ms, config.segment_ms)
+        jitter = min(config.segment_jitter_ms, config.max_segment_ms)
         self.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
         """Kafka's per-segment random share of segment.jitter.ms, so segments do not all roll at once."""
         self.closed = False
@@ -333,7 +333,7 @@ class LogSegment:
         )
         return (
             self.size > config.segment_bytes - incoming_size
-            or waited > config.segment_ms - self.roll_jitter_ms
+            or waited > config.max_segment_ms - self.roll_jitter_ms
             or self.index.is_full
             or self.time_index.is_full
             or max_offset - self.base_offset > INT_MAX

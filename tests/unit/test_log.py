@@ -172,6 +172,24 @@ def test_roll_by_segment_ms_uses_record_timestamps(tmp_path):
     assert [s.base_offset for s in log.segments] == [0, 2]
 
 
+def test_compacted_topic_rolls_by_max_compaction_lag_when_shorter(tmp_path):
+    """KIP-354: the active segment of a compacted log closes within max.compaction.lag.ms."""
+    log = open_log(
+        tmp_path / "p",
+        segment_ms=1_000_000,
+        cleanup_policy="compact",
+        max_compaction_lag_ms=1000,
+    )
+    log.append_as_leader(batch(1, ts=NOW, key=b"k"), 0, now_ms=NOW)
+    log.append_as_leader(batch(1, ts=NOW + 1001, key=b"k"), 0, now_ms=NOW + 1001)
+    assert [s.base_offset for s in log.segments] == [0, 1]
+
+    plain = open_log(tmp_path / "q", segment_ms=1_000_000, max_compaction_lag_ms=1000)
+    plain.append_as_leader(batch(1, ts=NOW), 0, now_ms=NOW)
+    plain.append_as_leader(batch(1, ts=NOW + 1001), 0, now_ms=NOW + 1001)
+    assert len(plain.segments) == 1  # not compacted: segment.ms alone decides
+
+
 def test_roll_when_offset_index_is_full(tmp_path):
     log = open_log(tmp_path / "p", segment_index_bytes=16, index_interval_bytes=1)
     for _ in range(8):
