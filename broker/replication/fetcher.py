@@ -18,7 +18,8 @@ Per-partition state machine (`FetchState`):
     any        --connection error-->                                  DELAYED -> same state
     any        --new leader or epoch in an image-->                   removed; re-added TRUNCATING
 
-DELAYED lasts replica.fetch.backoff.ms. Truncation asks the leader for the end offset of this
+DELAYED lasts replica.fetch.backoff.ms (at most 50 ms for the errors of a leader that has not yet
+applied the image this follower has: NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH). Truncation asks the leader for the end offset of this
 replica's latest epoch (`truncation_offset`, a pure function, decides where to cut). Fetches
 long-poll on the leader (replica.fetch.wait.max.ms, replica.fetch.min.bytes) from the log end
 offset and are appended with `append_as_follower`, which keeps the leader's offsets, epochs and
@@ -63,6 +64,18 @@ log = logging.getLogger("samsa.fetcher")
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
+
+METADATA_RACE_ERRORS = frozenset(
+    {
+        ErrorCode.unknown_leader_epoch,
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.unknown_topic_or_partition,
+    }
+)
+"""Errors of a leader that has not applied the image this follower already has (the usual case
+right after an election): retried after METADATA_RACE_BACKOFF_MS, not the full backoff, because
+the failover time waits on them."""
+METADATA_RACE_BACKOFF_MS = 50
 
 
 # -- truncation (pure) -----------------------------------------------------------------------------
@@ -211,12 +224,22 @@ class ReplicaFetcher:
             return None
         return partition
 
-    def _delay(self, st: PartitionFetchState, resume: FetchState, reason: str) -> None:
+    def _delay(
+        self,
+        st: PartitionFetchState,
+        resume: FetchState,
+        reason: str,
+        *,
+        error: ErrorCode | None = None,
+    ) -> None:
         if self.partitions.get(st.tp) is not st:
             return
         st.state = FetchState.DELAYED
         st.resume_state = resume
-        st.delay_until = time.monotonic() + self.settings.backoff_ms / 1000
+        backoff_ms = self.settings.backoff_ms
+        if error in METADATA_RACE_ERRORS:
+            backoff_ms = min(backoff_ms, METADATA_RACE_BACKOFF_MS)
+        st.delay_until = time.monotonic() + backoff_ms / 1000
         log.info(
             "partition delayed topic=%s partition=%d leader=%d leader_epoch=%d reason=%s resume=%s",
             st.tp.topic, st.tp.partition, self.leader_id, st.leader_epoch, reason, resume.value,
@@ -260,7 +283,21 @@ class ReplicaFetcher:
         log.info("fetcher started leader=%d shard=%d", self.leader_id, self.shard)
         try:
             while True:
-                await self._run_once()
+                try:
+                    await self._run_once()
+                except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+                    raise
+                except (
+                    Exception
+                ):  # a bug or a closed log must not end replication for good
+                    log.exception(
+                        "fetcher round failed leader=%d shard=%d",
+                        self.leader_id,
+                        self.shard,
+                    )
+                    for st in list(self.partitions.values()):
+                        if st.state != FetchState.DELAYED:
+                            self._delay(st, FetchState.TRUNCATING, "fetcher error")
         except asyncio.CancelledError:
             log.info("fetcher stopped leader=%d shard=%d", self.leader_id, self.shard)
             raise
@@ -357,7 +394,10 @@ class ReplicaFetcher:
                 if answer.error_code != ErrorCode.none:
                     resume = FetchState.TRUNCATING
                     self._delay(
-                        st, resume, f"OffsetForLeaderEpoch {answer.error_code.name}"
+                        st,
+                        resume,
+                        f"OffsetForLeaderEpoch {answer.error_code.name}",
+                        error=answer.error_code,
                     )
                     continue
                 decision = truncation_offset(
@@ -496,7 +536,7 @@ class ReplicaFetcher:
             if error == ErrorCode.fenced_leader_epoch
             else FetchState.FETCHING
         )
-        self._delay(st, resume, f"Fetch {error.name}")
+        self._delay(st, resume, f"Fetch {error.name}", error=error)
 
 
 # -- the manager -----------------------------------------------------------------------------------
@@ -522,6 +562,7 @@ class ReplicaFetcherManager:
     image: ClusterImage | None = None
     fetchers: dict[tuple[BrokerId, int], ReplicaFetcher] = field(default_factory=dict)
     _assigned: dict[TopicPartition, _Assignment] = field(default_factory=dict)
+    closed: bool = False
 
     def update(
         self, image: ClusterImage, partitions: Mapping[TopicPartition, Partition]
@@ -560,6 +601,7 @@ class ReplicaFetcherManager:
                 del self.fetchers[key]
 
     async def shutdown(self) -> None:
+        self.closed = True
         tasks = [t for f in self.fetchers.values() if (t := f.stop()) is not None]
         self.fetchers.clear()
         self._assigned.clear()
