@@ -629,6 +629,17 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("controlled.shutdown.max.retries", INT, 3, "Attempts of a controlled shutdown."),
     ConfigDef("controlled.shutdown.retry.backoff.ms", LONG, 5000, "Sleep between controlled "
               "shutdown attempts."),
+    ConfigDef("samsa.heartbeat.port", INT, 0, "UDP port of this broker's failure-detector "
+              "heartbeats (0 picks a free port); advertised in its ZooKeeper registration.",
+              Range(0, 65535)),
+    ConfigDef("samsa.heartbeat.interval.ms", INT, 200, "How often a broker sends each peer a "
+              "UDP heartbeat (cluster mode).", _at_least(10)),
+    ConfigDef("samsa.heartbeat.timeout.ms", INT, 1000, "Silence after which a broker reports a "
+              "peer as suspected; a majority of a partition's ISR suspecting its leader moves "
+              "leadership without waiting for the ZooKeeper session to expire.", _at_least(50)),
+    ConfigDef("samsa.peer.address.overrides", STRING, "", "Testing: `id=host:tcp_port:udp_port,...` "
+              "reach peer `id`'s inter-broker listener and heartbeats through these addresses "
+              "(the cluster harness's fault-injecting proxies)."),
     ConfigDef("auto.leader.rebalance.enable", BOOLEAN, True, "Move leadership back to "
               "preferred replicas periodically."),
     ConfigDef("leader.imbalance.check.interval.seconds", LONG, 300, "How often preferred leader "
@@ -933,6 +944,10 @@ class BrokerConfig:
     controlled_shutdown_retry_backoff_ms: int
     auto_leader_rebalance_enable: bool
     leader_imbalance_check_interval_seconds: int
+    samsa_heartbeat_port: int
+    samsa_heartbeat_interval_ms: int
+    samsa_heartbeat_timeout_ms: int
+    samsa_peer_address_overrides: str
     overrides: Mapping[str, str] = field(default_factory=dict, repr=False)
     values: Mapping[str, object] = field(default_factory=dict, repr=False)
 

@@ -81,7 +81,7 @@ class Broker:
         await asyncio.to_thread(self.log_manager.load_logs)
         hw_checkpoints = self.log_manager.read_high_watermarks()
 
-        self.controller = EmbeddedController(data_dir, self.registration())
+        self.controller = self._new_controller(data_dir)
         self.producer_ids = ProducerIdManager(self.controller, self.broker_id)
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.log_config_for, hw_checkpoints
@@ -111,7 +111,21 @@ class Broker:
             (time.monotonic() - started) * 1000,
         )
 
+    def _new_controller(self, data_dir: Path) -> Controller:
+        """The ZooKeeper controller when zookeeper.connect is set, else the embedded one."""
+        if self.config.zookeeper_connect:
+            from controller.zookeeper import ZkSettings, ZooKeeperController
+
+            return ZooKeeperController(ZkSettings.from_config(self.config), self.registration())
+        return EmbeddedController(data_dir, self.registration())
+
     async def stop(self) -> None:
+        shutdown = getattr(self.controller, "controlled_shutdown", None)
+        if shutdown is not None and self.config.controlled_shutdown_enable:
+            try:
+                await shutdown()  # move leadership away while still serving
+            except Exception:
+                log.exception("controlled shutdown failed broker_id=%d", self.broker_id)
         for server in self.servers:
             server.close()
         for task in list(self._connections):

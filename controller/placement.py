@@ -59,6 +59,8 @@ def assign_replicas(
                     interleaved.append(q.pop(0))
         ordered = interleaved
     n = len(ordered)
+    rack_aware = bool(ordered) and all(racks.get(b) for b in ordered)
+    all_racks = {racks.get(b) for b in ordered}
     result: dict[int, tuple[BrokerId, ...]] = {}
     for i in range(num_partitions):
         p = first_partition + i
@@ -67,6 +69,19 @@ def assign_replicas(
         replicas = [ordered[first]]
         for j in range(replication_factor - 1):
             replicas.append(ordered[(first + shift + j) % n] if n > 1 else ordered[first])
+        if rack_aware:
+            # Kafka's rule: a follower goes to a rack without a replica yet while there is one,
+            # and never to a broker already chosen; candidates are taken in the shifted order
+            chosen = [ordered[first]]
+            candidates = [ordered[(first + shift + k) % n] for k in range(n)]
+            while len(chosen) < replication_factor:
+                used_racks = {racks.get(b) for b in chosen}
+                fresh = [b for b in candidates if b not in chosen]
+                pick = next((b for b in fresh if racks.get(b) not in used_racks), None)
+                if pick is None or used_racks == all_racks:
+                    pick = fresh[0]
+                chosen.append(pick)
+            replicas = chosen
         # de-duplicate while keeping order (only possible if n is small and shift wraps)
         seen: list[BrokerId] = []
         for b in replicas + ordered:

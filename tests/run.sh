@@ -7,12 +7,13 @@ cd "$(dirname "$0")/.."
 
 # System packages: kcat (librdkafka's CLI, a client under test), strace (the zero-copy test
 # watches the broker's syscalls), a JDK and Maven (the compat suite runs real Apache Kafka, its CLI
-# tools and a Java client harness from Maven Central jars).
+# tools and a Java client harness from Maven Central jars), Debian's zookeeper (tests/cluster).
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
 command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)  # tests/cluster: a real ZooKeeper
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -1,0 +1,389 @@
+"""A real ZooKeeper and N Samsa brokers on loopback, with faults, for tests and for users.
+
+    with SamsaCluster(tmp_path, brokers=3) as cluster:
+        cluster.bootstrap_servers            # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+        cluster.kill(2); cluster.restart(2)  # SIGKILL, start again on the same data dir and ports
+        cluster.pause(1); cluster.resume(1)  # SIGSTOP / SIGCONT
+        cluster.stop(3)                      # SIGTERM: controlled shutdown
+        cluster.cut(1, 2); cluster.heal(1, 2)              # the network between two brokers
+        cluster.cut_zookeeper(1); cluster.heal_zookeeper(1)  # between a broker and ZooKeeper
+        cluster.metadata(1)                  # Metadata v12 as broker 1 answers it
+
+    python -m broker.testing.cluster --brokers 3      # a local cluster until Ctrl-C
+
+ZooKeeper is Debian's `zookeeper` package (ZooKeeperServerMain from /usr/share/java), tickTime
+500 ms so that sessions from 1 s to 60 s are allowed.
+
+Addressing, so that every link a fault may cut passes through a proxy the harness controls:
+
+- broker i has a client listener PLAINTEXT (Metadata answers with these, clients connect directly),
+  an inter-broker listener REPLICATION and a UDP heartbeat port, all fixed before start;
+- broker i's `zookeeper.connect` is its own TCP proxy to ZooKeeper (`cut_zookeeper(i)`);
+- for every ordered pair (i, j) there is a TCP proxy to j's REPLICATION listener and a UDP proxy to
+  j's heartbeat port; broker i is told, through `samsa.peer.address.overrides`, to reach j's
+  REPLICATION listener and heartbeats at these proxies (`cut(i, j)` cuts both directions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from broker.testing.process import SamsaProcess
+from broker.testing.proxy import ProxyLoop, TcpProxy, UdpProxy
+
+ZK_JARS = (
+    "zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-simple", "netty-handler", "netty-common",
+    "netty-buffer", "netty-transport", "netty-codec", "netty-resolver", "netty-transport-native-epoll",
+    "netty-transport-native-unix-common", "metrics-core", "commons-cli", "snappy-java",
+)  # fmt: skip
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def zookeeper_classpath() -> str:
+    jars = [Path("/usr/share/java") / f"{name}.jar" for name in ZK_JARS]
+    missing = [str(j) for j in jars[:2] if not j.exists()]
+    if missing:
+        raise RuntimeError(f"ZooKeeper jars missing ({missing}): apt-get install zookeeper")
+    return ":".join(str(j) for j in jars if j.exists())
+
+
+class ZooKeeperServer:
+    """A standalone ZooKeeper server process on 127.0.0.1."""
+
+    def __init__(self, data_dir: Path, port: int = 0) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir / "zookeeper.log"
+
+    def start(self, timeout: float = 30.0) -> ZooKeeperServer:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cfg = self.data_dir / "zoo.cfg"
+        cfg.write_text(
+            f"tickTime=500\nminSessionTimeout=1000\nmaxSessionTimeout=60000\n"
+            f"dataDir={self.data_dir / 'data'}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\nmaxClientCnxns=0\n"
+        )
+        java = shutil.which("java") or "/usr/bin/java"
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(
+                [java, "-Xmx256m", "-cp", zookeeper_classpath(),
+                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
+                stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), 0.5) as s:
+                    s.sendall(b"ruok")
+                    if s.recv(4) == b"imok":
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise TimeoutError(f"ZooKeeper did not start within {timeout}s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@dataclass
+class PartitionView:
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    error: int
+
+
+@dataclass
+class MetadataView:
+    controller_id: int
+    brokers: dict[int, tuple[str, int, str | None]]
+    topics: dict[str, dict[int, PartitionView]]
+    cluster_id: str | None
+
+
+def fetch_metadata(host: str, port: int, topics: Sequence[str] | None = None, timeout: float = 5.0) -> MetadataView:
+    """Metadata v12 from one broker (the whole cluster unless `topics` is given)."""
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    from broker.replication.leader_client import LeaderClient
+
+    async def ask() -> Any:
+        client = LeaderClient(host, port, client_id="samsa-cluster-harness", timeout_s=timeout)
+        try:
+            wanted = None if topics is None else tuple(MetadataRequestTopic(topic_id=None, name=t) for t in topics)
+            return await client.request(
+                MetadataRequest(topics=wanted, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+            )
+        finally:
+            client.close()
+
+    resp = asyncio.run(ask())
+    return MetadataView(
+        controller_id=int(resp.controller_id),
+        brokers={int(b.node_id): (b.host, int(b.port), b.rack) for b in resp.brokers},
+        topics={
+            t.name: {
+                int(p.partition_index): PartitionView(
+                    int(p.leader_id), int(p.leader_epoch), [int(r) for r in p.replica_nodes],
+                    [int(r) for r in p.isr_nodes], int(p.error_code),
+                )  # fmt: skip
+                for p in t.partitions
+            }
+            for t in resp.topics
+        },
+        cluster_id=resp.cluster_id,
+    )
+
+
+@dataclass
+class BrokerSlot:
+    broker_id: int
+    client_port: int
+    replication_port: int
+    heartbeat_port: int
+    process: SamsaProcess
+    zk_proxy: TcpProxy
+
+
+class SamsaCluster:
+    def __init__(
+        self,
+        base_dir: str | Path | None = None,
+        brokers: int = 3,
+        *,
+        overrides: Mapping[str, str] | None = None,
+        broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
+        racks: Mapping[int, str] | None = None,
+        log_level: str = "INFO",
+    ) -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if base_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="samsa-cluster-")
+            base_dir = self._tmp.name
+        self.base_dir = Path(base_dir)
+        self.n = brokers
+        self.overrides = {"zookeeper.session.timeout.ms": "6000", **(overrides or {})}
+        self.broker_overrides = {k: dict(v) for k, v in (broker_overrides or {}).items()}
+        self.racks = dict(racks or {})
+        self.log_level = log_level
+        self.zookeeper = ZooKeeperServer(self.base_dir / "zookeeper")
+        self.proxies = ProxyLoop()
+        self.brokers: dict[int, BrokerSlot] = {}
+        self.peer_tcp: dict[tuple[int, int], TcpProxy] = {}
+        self.peer_udp: dict[tuple[int, int], UdpProxy] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> SamsaCluster:
+        self.zookeeper.start()
+        ids = list(range(1, self.n + 1))
+        ports = {i: (free_port(), free_port(), free_port(socket.SOCK_DGRAM)) for i in ids}
+        for i in ids:
+            for j in ids:
+                if i != j:
+                    rp, hp = ports[j][1], ports[j][2]
+                    self.peer_tcp[(i, j)] = TcpProxy(self.proxies, lambda rp=rp: ("127.0.0.1", rp)).start()
+                    self.peer_udp[(i, j)] = UdpProxy(self.proxies, lambda hp=hp: ("127.0.0.1", hp)).start()
+        for i in ids:
+            client, repl, hb = ports[i]
+            zk_proxy = TcpProxy(self.proxies, lambda: ("127.0.0.1", self.zookeeper.port)).start()
+            peers = ",".join(
+                f"{j}=127.0.0.1:{self.peer_tcp[(i, j)].port}:{self.peer_udp[(i, j)].port}" for j in ids if j != i
+            )
+            props = {
+                "broker.id": str(i),
+                "listeners": f"PLAINTEXT://127.0.0.1:{client},REPLICATION://127.0.0.1:{repl}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
+                "inter.broker.listener.name": "REPLICATION",
+                "zookeeper.connect": f"127.0.0.1:{zk_proxy.port}",
+                "samsa.heartbeat.port": str(hb),
+                "samsa.peer.address.overrides": peers,
+                "default.replication.factor": str(min(3, self.n)),
+                "offsets.topic.replication.factor": str(min(3, self.n)),
+                **({"broker.rack": self.racks[i]} if i in self.racks else {}),
+                **self.overrides,
+                **self.broker_overrides.get(i, {}),
+            }
+            process = SamsaProcess(self.base_dir / f"broker-{i}", props, port=client, log_level=self.log_level)
+            self.brokers[i] = BrokerSlot(i, client, repl, hb, process, zk_proxy)
+        self._start_all([slot.process for slot in self.brokers.values()])
+        self.wait_for(lambda: len(self.metadata(1).brokers) == self.n, 30, "all brokers registered")
+        return self
+
+    @staticmethod
+    def _start_all(processes: Sequence[SamsaProcess]) -> None:
+        """Start brokers in parallel (each start waits for its listening line)."""
+        errors: list[BaseException] = []
+
+        def run(p: SamsaProcess) -> None:
+            try:
+                p.start()
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=run, args=(p,)) for p in processes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
+    def close(self) -> None:
+        for slot in self.brokers.values():
+            slot.process.kill()
+        self.zookeeper.stop()
+        for p in [*self.peer_tcp.values(), *self.peer_udp.values(), *(s.zk_proxy for s in self.brokers.values())]:
+            p.close()
+        self.proxies.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> SamsaCluster:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- access ---------------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{s.client_port}" for s in self.brokers.values() if s.process.running)
+
+    def process(self, i: int) -> SamsaProcess:
+        return self.brokers[i].process
+
+    def live(self) -> list[int]:
+        return [i for i, s in self.brokers.items() if s.process.running]
+
+    def metadata(self, i: int | None = None, topics: Sequence[str] | None = None) -> MetadataView:
+        i = i if i is not None else self.live()[0]
+        return fetch_metadata("127.0.0.1", self.brokers[i].client_port, topics)
+
+    def wait_for(self, cond: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
+        """Poll `cond` until it returns something truthy (errors count as not yet)."""
+        deadline = time.monotonic() + timeout
+        last: BaseException | None = None
+        while time.monotonic() < deadline:
+            try:
+                value = cond()
+                if value:
+                    return value
+            except Exception as e:  # a broker restarting, a connection refused
+                last = e
+            time.sleep(interval)
+        raise TimeoutError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last!r})" if last else ""))
+
+    def controller(self, via: int | None = None) -> int:
+        return self.metadata(via).controller_id
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    def kill(self, i: int) -> None:
+        self.brokers[i].process.kill()
+
+    def stop(self, i: int, timeout: float = 30.0) -> int | None:
+        return self.brokers[i].process.stop(timeout)
+
+    def pause(self, i: int) -> None:
+        self.brokers[i].process.pause()
+
+    def resume(self, i: int) -> None:
+        self.brokers[i].process.resume()
+
+    def restart(self, i: int) -> None:
+        p = self.brokers[i].process
+        if p.running:
+            p.stop()
+        p.start()
+
+    def cut(self, i: int, j: int) -> None:
+        """Cut the network between brokers i and j (replication TCP and heartbeats, both ways)."""
+        for key in ((i, j), (j, i)):
+            self.peer_tcp[key].cut()
+            self.peer_udp[key].cut()
+
+    def heal(self, i: int, j: int) -> None:
+        for key in ((i, j), (j, i)):
+            self.peer_tcp[key].heal()
+            self.peer_udp[key].heal()
+
+    def isolate(self, i: int) -> None:
+        """Cut broker i from every other broker and from ZooKeeper."""
+        for j in self.brokers:
+            if j != i:
+                self.cut(i, j)
+        self.cut_zookeeper(i)
+
+    def rejoin(self, i: int) -> None:
+        for j in self.brokers:
+            if j != i:
+                self.heal(i, j)
+        self.heal_zookeeper(i)
+
+    def cut_zookeeper(self, i: int) -> None:
+        self.brokers[i].zk_proxy.cut()
+
+    def heal_zookeeper(self, i: int) -> None:
+        self.brokers[i].zk_proxy.heal()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="samsa cluster", description="a local ZooKeeper + Samsa cluster")
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--dir", help="data directory (default: a temporary one)")
+    args = parser.parse_args(argv)
+    with SamsaCluster(args.dir, brokers=args.brokers) as cluster:
+        print(f"zookeeper 127.0.0.1:{cluster.zookeeper.port}", flush=True)
+        for i, slot in cluster.brokers.items():
+            print(f"broker {i} PLAINTEXT://127.0.0.1:{slot.client_port} log {slot.process.log_path}", flush=True)
+        print(f"bootstrap.servers={cluster.bootstrap_servers}  (Ctrl-C stops the cluster)", flush=True)
+        stop = False
+
+        def on_signal(*_: object) -> None:
+            nonlocal stop
+            stop = True
+
+        signal.signal(signal.SIGTERM, on_signal)
+        try:
+            while not stop:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        for i in cluster.live():
+            cluster.stop(i)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

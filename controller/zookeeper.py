@@ -1,0 +1,836 @@
+"""The ZooKeeper controller: cluster metadata in ZooKeeper, one elected controller (kazoo).
+
+Every broker runs this class. It registers itself (ephemeral /brokers/ids/<id>), keeps a
+`ClusterImage` built from watches on the znodes of `controller/zk_layout.py`, and calls its
+subscribers with (old, new) on the event loop. Admin calls (create/delete topics, partitions,
+configs, producer id blocks) are ZooKeeper writes any broker may make, as Kafka's AdminZkClient
+did; a topic is created in one multi-op transaction together with its partitions' first states.
+Leader elections are made only by the active controller; a leader's ISR change
+(`alter_partition`) is a compare-and-set on the state znode's version (= partition epoch) after
+checking its leader epoch, so a stale leader cannot win.
+
+Controller state machine (`ControllerState`):
+
+    NOT_CONTROLLER --/controller absent; multi-op {check /controller_epoch version, create
+                     ephemeral /controller, set /controller_epoch+1} committed-->  CONTROLLER
+    CONTROLLER     --/controller gone or someone else's, a higher /controller_epoch seen, a write
+                     whose /controller_epoch check fails, session lost or closed-->  NOT_CONTROLLER
+    NOT_CONTROLLER --/controller deleted (watch), new session-->  tries again
+
+While CONTROLLER, `_reconcile` plans every partition with `election.plan_partition` (dead or
+shutting-down or majority-suspected leaders, offline partitions, offline replicas in ISRs) and
+writes each new state in a transaction that also checks the /controller_epoch version, so a
+controller that lost its epoch (paused past its session, cut off) cannot win a write. Any broker
+deletes /controller (with a version check) when a majority of the other live brokers suspect the
+controller's broker, so a dead controller is replaced without waiting for its session to expire.
+
+Session states (kazoo): CONNECTED -> SUSPENDED (connection lost: keep serving the last image, make
+no writes) -> CONNECTED (same session: re-read everything) or LOST (session expired: resign, then
+on the next CONNECTED re-register, re-create suspicions, re-watch and re-read everything).
+No state change awaits: watch callbacks are bridged to the loop, reads are tasks, and their
+results are applied synchronously.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+import uuid
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.protocol.states import KazooState
+
+from controller import zk_layout as L
+from controller.election import majority_suspects, plan_partition
+from controller.embedded import _new_cluster_id
+from controller.failure_detector import FailureDetector
+from controller.interface import ImageListener
+from controller.model import BrokerRegistration, ClusterImage, NewTopic, PartitionRegistration, TopicRegistration
+from controller.planning import initial_state, plan_new_partitions, plan_topic
+from controller.zk_async import AsyncZk, TransactionFailed
+from protocol.errors import ErrorCode, KafkaError
+from protocol.types import BrokerId, ControllerEpoch, NO_BROKER
+
+log = logging.getLogger("samsa.controller")
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+
+
+class ControllerState(enum.Enum):
+    NOT_CONTROLLER = "not_controller"
+    CONTROLLER = "controller"
+
+
+@dataclass(frozen=True, slots=True)
+class ZkSettings:
+    connect: str
+    session_timeout_ms: int
+    connection_timeout_ms: int
+    inter_broker_listener: str
+    unclean_default: bool
+    heartbeat_host: str
+    heartbeat_port: int
+    heartbeat_interval_ms: int
+    heartbeat_timeout_ms: int
+    peer_overrides: Mapping[BrokerId, tuple[str, int, int]]
+    controlled_shutdown_timeout_s: float
+
+    @classmethod
+    def from_config(cls, config: Any) -> ZkSettings:
+        host = config.listeners[0].host or "0.0.0.0"
+        return cls(
+            connect=config.zookeeper_connect,
+            session_timeout_ms=config.zookeeper_session_timeout_ms,
+            connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+            inter_broker_listener=config.inter_broker_listener_name,
+            unclean_default=config.unclean_leader_election_enable,
+            heartbeat_host=host,
+            heartbeat_port=config.samsa_heartbeat_port,
+            heartbeat_interval_ms=config.samsa_heartbeat_interval_ms,
+            heartbeat_timeout_ms=config.samsa_heartbeat_timeout_ms,
+            peer_overrides=L.parse_peer_overrides(config.samsa_peer_address_overrides),
+            controlled_shutdown_timeout_s=max(
+                1.0, config.controlled_shutdown_max_retries * config.controlled_shutdown_retry_backoff_ms / 1000
+            ),
+        )
+
+
+def _truthy(v: str | None) -> bool | None:
+    return None if v is None else v.strip().lower() == "true"
+
+
+class ZooKeeperController:
+    def __init__(self, settings: ZkSettings, registration: BrokerRegistration) -> None:
+        self.settings = settings
+        self.broker_id = registration.broker_id
+        self._registration = registration
+        self._listeners: list[ImageListener] = []
+        self._zk: AsyncZk = None  # type: ignore[assignment]  # set in start()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.state = ControllerState.NOT_CONTROLLER
+        self.epoch = 0
+        self._epoch_version = -1
+        self._session: int | None = None
+        self._session_gen = 0
+        self._connected = False
+        self._loaded = False
+        self._stopping = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._watchers: dict[tuple[str, str], Callable[..., None]] = {}
+        self._image = ClusterImage("", NO_BROKER, ControllerEpoch(0), MappingProxyType({}), MappingProxyType({}))
+        self._image_waiters: list[tuple[Callable[[ClusterImage], bool], asyncio.Future[None]]] = []
+        self._publish_scheduled = False
+        self._listeners_primed = False
+        self._reconcile_task: asyncio.Task[None] | None = None
+        self._dirty = False
+        # the cache the image is built from
+        self._cluster_id = ""
+        self._controller_id: BrokerId = NO_BROKER
+        self._controller_stat_version = -1
+        self._controller_epoch_seen = 0
+        self._brokers: dict[BrokerId, L.BrokerInfo] = {}
+        self._topic_names: set[str] = set()
+        self._assignments: dict[str, tuple[uuid.UUID, dict[int, tuple[BrokerId, ...]]]] = {}
+        self._states: dict[tuple[str, int], L.PartitionState] = {}
+        self._configs: dict[str, dict[str, str]] = {}
+        self._suspicions: dict[BrokerId, set[BrokerId]] = {}
+        self._shutting_down: set[BrokerId] = set()
+        self._my_suspicions: set[BrokerId] = set()
+        self.failure_detector = FailureDetector(
+            self.broker_id,
+            settings.heartbeat_host,
+            settings.heartbeat_port,
+            interval_ms=settings.heartbeat_interval_ms,
+            timeout_ms=settings.heartbeat_timeout_ms,
+            on_change=self._on_suspicion_change,
+        )
+
+    # -- Controller interface: image and lifecycle ---------------------------------------------------
+
+    @property
+    def image(self) -> ClusterImage:
+        return self._image
+
+    def subscribe(self, listener: ImageListener) -> None:
+        self._listeners.append(listener)
+        if self._loaded:
+            listener(None, self._image)
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await self.failure_detector.start()
+        client = KazooClient(
+            hosts=self.settings.connect,
+            timeout=self.settings.session_timeout_ms / 1000,
+            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+            command_retry=None,
+        )
+        self._zk = AsyncZk(client, self._loop)
+        client.add_listener(self._zk.bridge(self._on_zk_state))
+        try:
+            await self._zk.start(self.settings.connection_timeout_ms / 1000)
+        except Exception as e:
+            raise RuntimeError(f"cannot connect to ZooKeeper at {self.settings.connect}: {e!r}") from None
+        self._connected = True
+        self._session = client.client_id[0] if client.client_id else None
+        await self._bootstrap()
+        await self._new_session_setup()
+        self._loaded = True
+        self._publish()
+        log.info(
+            "controller started mode=zookeeper cluster_id=%s broker_id=%d brokers=%s topics=%d controller_id=%d",
+            self._cluster_id, self.broker_id, sorted(self._image.brokers), len(self._image.topics), self._controller_id,
+        )  # fmt: skip
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._resign("stopping")
+        await self.failure_detector.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._zk is not None:
+            await self._zk.close()
+        log.info("controller stopped mode=zookeeper broker_id=%d", self.broker_id)
+
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move this broker's leaderships away (ephemeral
+        /admin/controlled_shutdown/<id>) and wait until no partition it leads has another live ISR
+        member, or the timeout passes. Returns True when leadership moved in time."""
+        started = time.monotonic()
+        try:
+            await self._zk.create(L.shutdown_path(self.broker_id), b"", ephemeral=True)
+        except NodeExistsError:
+            pass
+        except KazooException as e:
+            log.warning("controlled shutdown request failed broker_id=%d error=%r", self.broker_id, e)
+            return False
+
+        def done(image: ClusterImage) -> bool:
+            return not any(
+                reg.leader == self.broker_id
+                and any(b != self.broker_id and b in image.brokers for b in reg.isr)
+                for t in image.topics.values()
+                for reg in t.partitions.values()
+            )
+
+        ok = await self._wait_image(done, self.settings.controlled_shutdown_timeout_s)
+        log.info(
+            "controlled shutdown %s broker_id=%d duration_ms=%.0f",
+            "completed" if ok else "timed out", self.broker_id, (time.monotonic() - started) * 1000,
+        )  # fmt: skip
+        return ok
+
+    # -- session ------------------------------------------------------------------------------------
+
+    def _on_zk_state(self, state: str) -> None:
+        """Runs on the loop (bridged). No awaits."""
+        if self._stopping:
+            return
+        if state == KazooState.SUSPENDED:
+            self._connected = False
+            log.warning("zookeeper connection suspended broker_id=%d", self.broker_id)
+        elif state == KazooState.LOST:
+            self._connected = False
+            self._session_gen += 1
+            self._watchers.clear()
+            self._resign("session lost")
+            log.warning("zookeeper session lost broker_id=%d", self.broker_id)
+        elif state == KazooState.CONNECTED:
+            was = self._connected
+            self._connected = True
+            client_id = self._zk.client.client_id
+            session = client_id[0] if client_id else None
+            if not self._loaded:
+                return  # start() does the first load
+            if session != self._session:
+                self._session = session
+                log.info("zookeeper session renewed broker_id=%d session=%x", self.broker_id, session or 0)
+                self._spawn(self._new_session_setup())
+            elif not was:
+                log.info("zookeeper connection restored broker_id=%d", self.broker_id)
+                self._spawn(self._load_all())
+
+    async def _bootstrap(self) -> None:
+        for path in L.PERSISTENT_PATHS:
+            await self._zk.ensure_path(path)
+        try:
+            await self._zk.create(L.CONTROLLER_EPOCH, b"0")
+        except NodeExistsError:
+            pass
+        try:
+            await self._zk.create(L.CLUSTER_ID, b'{"version":"1","id":"%s"}' % _new_cluster_id().encode())
+        except NodeExistsError:
+            pass
+        import json
+
+        data, _ = await self._zk.get(L.CLUSTER_ID)
+        self._cluster_id = json.loads(data)["id"]
+
+    async def _new_session_setup(self) -> None:
+        """Register, re-create this broker's suspicions, re-read everything, try to be controller."""
+        await self._register()
+        for peer in list(self.failure_detector.suspected):
+            self._on_suspicion_change(peer, True)
+        await self._load_all()
+        await self._try_elect()
+
+    async def _register(self) -> None:
+        path = L.broker_path(self.broker_id)
+        data = L.encode_broker(self._registration, (self.settings.heartbeat_host, self.failure_detector.port))
+        for _ in range(5):
+            try:
+                await self._zk.create(path, data, ephemeral=True)
+                log.info("broker registered broker_id=%d endpoints=%s", self.broker_id,
+                         [f"{e.listener}://{e.host}:{e.port}" for e in self._registration.endpoints])
+                return
+            except NodeExistsError:
+                # a previous incarnation's session has not expired yet (kill -9, quick restart)
+                stat = await self._zk.exists(path)
+                if stat is not None and stat.ephemeralOwner == self._session:
+                    return
+                log.info("replacing stale registration broker_id=%d", self.broker_id)
+                try:
+                    await self._zk.delete(path)
+                except NoNodeError:
+                    pass
+        raise RuntimeError(f"could not register broker {self.broker_id}")
+
+    # -- watched reads ----------------------------------------------------------------------------
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        assert self._loop is not None
+        task = self._loop.create_task(coro)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            e = task.exception()
+            if isinstance(e, KazooException):
+                log.info("zookeeper operation failed broker_id=%d error=%r", self.broker_id, e)
+            else:
+                log.error("controller task failed broker_id=%d", self.broker_id, exc_info=e)
+
+    def _watcher(self, kind: str, path: str) -> Callable[..., None]:
+        key = (kind, path)
+        w = self._watchers.get(key)
+        if w is None:
+            gen = self._session_gen
+
+            def fired(_event: Any) -> None:
+                self._watchers.pop(key, None)
+                if gen == self._session_gen and not self._stopping:
+                    self._spawn(self._read(kind, path))
+
+            w = self._watchers[key] = self._zk.bridge(fired)
+        return w
+
+    async def _read(self, kind: str, path: str) -> None:
+        """Read one znode (data or children) with a watch and apply it to the cache."""
+        gen = self._session_gen
+        watch = self._watcher(kind, path)
+        children = kind in ("broker_ids", "topics", "suspects", "reporters", "shutdowns")
+        try:
+            if children:
+                value: Any = await self._zk.children(path, watch)
+                stat = None
+            else:
+                value, stat = await self._zk.get(path, watch)
+        except NoNodeError:
+            stat = await self._zk.exists(path, watch)
+            if stat is not None:
+                return await self._read(kind, path)
+            value, stat = None, None
+        if gen != self._session_gen:
+            return
+        await self._apply(kind, path, value, stat)
+        self._schedule_publish()
+
+    async def _apply(self, kind: str, path: str, value: Any, stat: Any) -> None:
+        name = path.rsplit("/", 1)[-1]
+        reads: list[Awaitable[None]] = []
+        if kind == "broker_ids":
+            ids = {BrokerId(int(c)) for c in value or ()}
+            for b in list(self._brokers):
+                if b not in ids:
+                    del self._brokers[b]
+            reads = [self._read("broker", L.broker_path(b)) for b in ids if b not in self._brokers]
+        elif kind == "broker":
+            b = BrokerId(int(name))
+            if value is None:
+                self._brokers.pop(b, None)
+            else:
+                info = L.decode_broker(b, value, stat.czxid)
+                if b != self.broker_id:
+                    info = L.apply_override(info, self.settings.inter_broker_listener, self.settings.peer_overrides.get(b))
+                self._brokers[b] = info
+        elif kind == "topics":
+            names = set(value or ())
+            for t in self._topic_names - names:
+                self._assignments.pop(t, None)
+                self._configs.pop(t, None)
+                for key in [k for k in self._states if k[0] == t]:
+                    del self._states[key]
+            new = names - self._topic_names
+            self._topic_names = names
+            for t in new:
+                reads += [self._read("topic", L.topic_path(t)), self._read("config", L.config_path(t))]
+        elif kind == "topic":
+            if name in self._topic_names and value is not None:
+                topic_id, assignments = L.decode_topic(value)
+                old = self._assignments.get(name)
+                self._assignments[name] = (topic_id, assignments)
+                reads = [
+                    self._read("state", L.state_path(name, p))
+                    for p in assignments
+                    if old is None or p not in old[1]
+                ]
+        elif kind == "state":
+            topic, p = path.split("/")[3], int(path.split("/")[5])
+            if topic in self._topic_names:
+                if value is None:
+                    self._states.pop((topic, p), None)
+                else:
+                    self._states[(topic, p)] = L.decode_state(value, stat.version)
+        elif kind == "config":
+            if name in self._topic_names:
+                self._configs[name] = L.decode_config(value)
+        elif kind == "controller":
+            self._controller_id = L.decode_controller(value) if value else NO_BROKER
+            self._controller_stat_version = stat.version if stat is not None else -1
+            if self.state is ControllerState.CONTROLLER and self._controller_id != self.broker_id:
+                self._resign(f"/controller now names {self._controller_id}")
+            if value is None:
+                self._spawn(self._try_elect())
+        elif kind == "controller_epoch":
+            self._controller_epoch_seen = int(value or b"0")
+            if self.state is ControllerState.CONTROLLER and self._controller_epoch_seen > self.epoch:
+                self._resign(f"controller epoch {self._controller_epoch_seen} > {self.epoch}")
+        elif kind == "suspects":
+            ids = {BrokerId(int(c)) for c in value or ()}
+            for b in list(self._suspicions):
+                if b not in ids:
+                    del self._suspicions[b]
+            reads = [self._read("reporters", L.suspicion_path(b)) for b in ids if b not in self._suspicions]
+            for b in ids:
+                self._suspicions.setdefault(b, set())
+        elif kind == "reporters":
+            b = BrokerId(int(name))
+            if value is None:
+                self._suspicions.pop(b, None)
+            else:
+                self._suspicions[b] = {BrokerId(int(c)) for c in value}
+        elif kind == "shutdowns":
+            self._shutting_down = {BrokerId(int(c)) for c in value or ()}
+        if reads:
+            await asyncio.gather(*reads)
+
+    async def _load_all(self) -> None:
+        """Re-read every watched path (first start, reconnection, new session)."""
+        await asyncio.gather(
+            self._read("broker_ids", L.BROKER_IDS),
+            self._read("topics", L.TOPICS),
+            self._read("controller", L.CONTROLLER),
+            self._read("controller_epoch", L.CONTROLLER_EPOCH),
+            self._read("suspects", L.SUSPICIONS),
+            self._read("shutdowns", L.CONTROLLED_SHUTDOWN),
+            *(self._read("broker", L.broker_path(b)) for b in list(self._brokers)),
+            *(self._read("topic", L.topic_path(t)) for t in list(self._topic_names)),
+            *(self._read("config", L.config_path(t)) for t in list(self._topic_names)),
+            *(self._read("state", L.state_path(t, p)) for (t, p) in list(self._states)),
+            *(self._read("reporters", L.suspicion_path(b)) for b in list(self._suspicions)),
+        )
+
+    # -- the image --------------------------------------------------------------------------------
+
+    def _schedule_publish(self) -> None:
+        if not self._publish_scheduled and self._loaded and self._loop is not None:
+            self._publish_scheduled = True
+            self._loop.call_soon(self._publish)
+
+    def _build_image(self) -> ClusterImage:
+        topics: dict[str, TopicRegistration] = {}
+        for name in sorted(self._topic_names):
+            assigned = self._assignments.get(name)
+            if assigned is None:
+                continue
+            topic_id, assignments = assigned
+            partitions: dict[int, PartitionRegistration] = {}
+            for p, replicas in assignments.items():
+                st = self._states.get((name, p))
+                if st is None:
+                    break
+                partitions[p] = st.registration(replicas)
+            else:
+                topics[name] = TopicRegistration(
+                    name, topic_id, MappingProxyType(partitions), MappingProxyType(dict(self._configs.get(name, {})))
+                )
+        return ClusterImage(
+            cluster_id=self._cluster_id,
+            controller_id=self._controller_id,
+            controller_epoch=ControllerEpoch(self._controller_epoch_seen),
+            brokers=MappingProxyType({b: i.registration for b, i in sorted(self._brokers.items())}),
+            topics=MappingProxyType(topics),
+        )
+
+    def _publish(self) -> None:
+        """Replace the image and tell the subscribers (on the loop, no awaits)."""
+        self._publish_scheduled = False
+        first = not self._listeners_primed
+        new = self._build_image()
+        old = self._image
+        if new == old and not first:
+            self._after_change()
+            return
+        self._image = new
+        self._listeners_primed = True
+        for listener in self._listeners:
+            listener(None if first else old, new)
+        self.failure_detector.set_peers(
+            {b: i.heartbeat for b, i in self._brokers.items() if b != self.broker_id and i.heartbeat}
+        )
+        for pred, fut in list(self._image_waiters):
+            if not fut.done() and pred(new):
+                fut.set_result(None)
+        self._after_change()
+
+    async def _wait_image(self, pred: Callable[[ClusterImage], bool], timeout_s: float) -> bool:
+        if pred(self._image):
+            return True
+        assert self._loop is not None
+        fut: asyncio.Future[None] = self._loop.create_future()
+        entry = (pred, fut)
+        self._image_waiters.append(entry)
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._image_waiters.remove(entry)
+
+    def _after_change(self) -> None:
+        self._maybe_depose_controller()
+        if self.state is ControllerState.CONTROLLER:
+            self._kick()
+
+    # -- suspicions -----------------------------------------------------------------------------
+
+    def _on_suspicion_change(self, peer: BrokerId, suspected: bool) -> None:
+        """From the failure detector (on the loop): publish or withdraw our suspicion of `peer`."""
+        if suspected:
+            self._my_suspicions.add(peer)
+        else:
+            self._my_suspicions.discard(peer)
+        if self._zk is not None and self._connected:
+            self._spawn(self._write_suspicion(peer, suspected))
+
+    async def _write_suspicion(self, peer: BrokerId, suspected: bool) -> None:
+        path = L.suspicion_path(peer, self.broker_id)
+        # the parent /samsa/suspicions/<peer> is persistent and never deleted (no create/delete race)
+        if peer in self._my_suspicions:
+            try:
+                await self._zk.create(path, b"", ephemeral=True, makepath=True)
+                log.info("suspicion reported broker_id=%d suspect=%d", self.broker_id, peer)
+            except NodeExistsError:
+                pass
+        else:
+            try:
+                await self._zk.delete(path)
+                log.info("suspicion withdrawn broker_id=%d suspect=%d", self.broker_id, peer)
+            except NoNodeError:
+                pass
+
+    def _maybe_depose_controller(self) -> None:
+        """Delete /controller when a majority of the other live brokers suspect its broker."""
+        c = self._controller_id
+        if c == NO_BROKER or c == self.broker_id or c not in self._brokers or not self._connected:
+            return
+        voters = [b for b in self._brokers if b != c]
+        if self.broker_id in self._suspicions.get(c, set()) and majority_suspects(c, self._suspicions.get(c, set()), voters):
+            version = self._controller_stat_version
+            log.warning("deposing suspected controller broker_id=%d controller_id=%d", self.broker_id, c)
+            self._spawn(self._delete_controller(version))
+
+    async def _delete_controller(self, version: int) -> None:
+        try:
+            await self._zk.delete(L.CONTROLLER, version)
+        except (NoNodeError, BadVersionError):
+            pass
+
+    # -- election -------------------------------------------------------------------------------
+
+    async def _try_elect(self) -> None:
+        if self.state is ControllerState.CONTROLLER or not self._connected or self._stopping:
+            return
+        if await self._zk.exists(L.CONTROLLER) is not None:
+            return
+        data, stat = await self._zk.get(L.CONTROLLER_EPOCH)
+        epoch = int(data or b"0") + 1
+        tx = self._zk.transaction()
+        tx.check(L.CONTROLLER_EPOCH, stat.version)
+        tx.create(L.CONTROLLER, L.encode_controller(self.broker_id), ephemeral=True)
+        tx.set_data(L.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
+        try:
+            await self._zk.commit(tx)
+        except TransactionFailed as e:
+            log.info("controller election lost broker_id=%d reason=%r", self.broker_id, e.error)
+            return
+        if self._stopping or not self._connected:
+            return
+        self.state = ControllerState.CONTROLLER
+        self.epoch = epoch
+        self._epoch_version = stat.version + 1
+        self._controller_id = self.broker_id
+        log.info("became controller broker_id=%d controller_epoch=%d", self.broker_id, epoch)
+        self._kick()
+
+    def _resign(self, reason: str) -> None:
+        if self.state is ControllerState.CONTROLLER:
+            self.state = ControllerState.NOT_CONTROLLER
+            log.warning("controller resigned broker_id=%d controller_epoch=%d reason=%s", self.broker_id, self.epoch, reason)
+            if self._reconcile_task is not None:
+                self._reconcile_task.cancel()
+
+    def _kick(self) -> None:
+        self._dirty = True
+        if self._reconcile_task is None or self._reconcile_task.done():
+            assert self._loop is not None
+            self._reconcile_task = self._loop.create_task(self._reconcile())
+
+    def _unclean(self, topic: TopicRegistration) -> bool:
+        v = _truthy(topic.configs.get("unclean.leader.election.enable"))
+        return self.settings.unclean_default if v is None else v
+
+    async def _reconcile(self) -> None:
+        """CONTROLLER only: write every partition state `plan_partition` asks for."""
+        while self._dirty and self.state is ControllerState.CONTROLLER and self._connected:
+            self._dirty = False
+            image = self._image
+            live = set(image.brokers)
+            suspicions = {b: frozenset(r) for b, r in self._suspicions.items()}
+            writes = []
+            for topic in image.topics.values():
+                unclean = self._unclean(topic)
+                for p, reg in topic.partitions.items():
+                    planned = plan_partition(
+                        reg, live, shutting_down=self._shutting_down, suspicions=suspicions, unclean=unclean
+                    )
+                    if planned is not None:
+                        writes.append(self._write_state(topic.name, p, reg, *planned))
+            if writes:
+                await asyncio.gather(*writes)
+
+    async def _write_state(
+        self, topic: str, p: int, old: PartitionRegistration, new: PartitionRegistration, reason: str
+    ) -> None:
+        tx = self._zk.transaction()
+        tx.check(L.CONTROLLER_EPOCH, self._epoch_version)
+        tx.set_data(L.state_path(topic, p), L.encode_state(new, self.epoch), version=old.partition_epoch)
+        try:
+            await self._zk.commit(tx)
+        except TransactionFailed as e:
+            if e.index == 0:
+                self._resign("controller epoch check failed")
+            return  # a stale partition epoch: the watch brings the new state and another pass
+        except KazooException as e:
+            log.info("partition state write failed topic=%s partition=%d error=%r", topic, p, e)
+            self._dirty = True
+            return
+        log.info(
+            "partition state changed topic=%s partition=%d leader=%d->%d leader_epoch=%d isr=%s reason=%s controller_epoch=%d",
+            topic, p, old.leader, new.leader, new.leader_epoch, list(new.isr), reason, self.epoch,
+        )  # fmt: skip
+
+    async def write_state_as_controller(self, topic: str, p: int, new: PartitionRegistration) -> None:
+        """A controller write exactly as `_reconcile` makes it (tests use it to show fencing):
+        raises TransactionFailed when the epoch check (index 0) or the CAS (index 1) fails."""
+        tx = self._zk.transaction()
+        tx.check(L.CONTROLLER_EPOCH, self._epoch_version)
+        tx.set_data(L.state_path(topic, p), L.encode_state(new, self.epoch), version=new.partition_epoch)
+        await self._zk.commit(tx)
+
+    # -- admin writes (any broker) ---------------------------------------------------------------
+
+    async def create_topics(
+        self, topics: Sequence[NewTopic], *, validate_only: bool = False
+    ) -> dict[str, KafkaError | None]:
+        results: dict[str, KafkaError | None] = {}
+        brokers = self._image.brokers
+        live = set(brokers)
+        pending: list[str] = []
+        for topic in topics:
+            try:
+                if topic.name in results:
+                    raise KafkaError(ErrorCode.invalid_request, "Duplicate topic in request.")
+                if topic.name in self._image.topics or topic.name in self._topic_names:
+                    raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+                assignments = plan_topic(brokers, topic)
+                results[topic.name] = None
+                if validate_only:
+                    continue
+                tx = self._zk.transaction()
+                tx.create(L.topic_path(topic.name), L.encode_topic(uuid.uuid4(), assignments))
+                tx.create(L.partitions_path(topic.name))
+                for p, replicas in assignments.items():
+                    tx.create(L.partition_path(topic.name, p))
+                    state = initial_state(replicas, live)
+                    tx.create(L.state_path(topic.name, p), L.encode_state(state, self._controller_epoch_seen))
+                tx.create(L.config_path(topic.name), L.encode_config(topic.configs))
+                try:
+                    await self._zk.commit(tx)
+                except TransactionFailed as e:
+                    if e.index == 0 and isinstance(e.error, NodeExistsError):
+                        raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.") from None
+                    if isinstance(e.error, NodeExistsError):  # a leftover config of a deleted topic
+                        await self._zk.delete(L.config_path(topic.name))
+                        await self._zk.commit(self._retx(tx))
+                    else:
+                        raise
+                pending.append(topic.name)
+                log.info("topic created topic=%s partitions=%d assignments=%s configs=%s",
+                         topic.name, len(assignments), {p: list(r) for p, r in assignments.items()}, dict(topic.configs))
+            except KafkaError as e:
+                results[topic.name] = e
+            except (KazooException, TransactionFailed) as e:
+                results[topic.name] = KafkaError(ErrorCode.unknown_server_error, f"ZooKeeper: {e!r}")
+        if pending:
+            await self._wait_image(lambda im: all(n in im.topics for n in pending), 10)
+        return results
+
+    def _retx(self, tx: Any) -> Any:
+        again = self._zk.transaction()
+        again.operations = list(tx.operations)
+        return again
+
+    async def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        results: dict[str, KafkaError | None] = {}
+        deleted: list[str] = []
+        for name in names:
+            topic = self._assignments.get(name)
+            if topic is None or name not in self._topic_names:
+                results[name] = KafkaError(
+                    ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
+                )
+                continue
+            tx = self._zk.transaction()
+            for p in topic[1]:
+                tx.delete(L.state_path(name, p))
+                tx.delete(L.partition_path(name, p))
+            tx.delete(L.partitions_path(name))
+            tx.delete(L.topic_path(name))
+            try:
+                await self._zk.commit(tx)
+                results[name] = None
+                deleted.append(name)
+            except (TransactionFailed, KazooException) as e:
+                results[name] = KafkaError(ErrorCode.unknown_topic_or_partition, f"delete failed: {e}")
+                continue
+            try:
+                await self._zk.delete(L.config_path(name))
+            except NoNodeError:
+                pass
+        if deleted:
+            log.info("topics deleted topics=%s", deleted)
+            await self._wait_image(lambda im: not any(n in im.topics for n in deleted), 10)
+        return results
+
+    async def create_partitions(
+        self,
+        name: str,
+        total_count: int,
+        assignments: Sequence[Sequence[BrokerId]] | None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        data_stat = None
+        try:
+            data_stat = await self._zk.get(L.topic_path(name))
+        except NoNodeError:
+            pass
+        if data_stat is None or name not in self._image.topics:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+        topic_id, current = L.decode_topic(data_stat[0])
+        added = plan_new_partitions(self._image.brokers, current, total_count, assignments)
+        if validate_only:
+            return
+        live = set(self._image.brokers)
+        tx = self._zk.transaction()
+        tx.set_data(L.topic_path(name), L.encode_topic(topic_id, {**current, **added}), version=data_stat[1].version)
+        for p, replicas in added.items():
+            tx.create(L.partition_path(name, p))
+            tx.create(L.state_path(name, p), L.encode_state(initial_state(replicas, live), self._controller_epoch_seen))
+        try:
+            await self._zk.commit(tx)
+        except TransactionFailed as e:
+            raise KafkaError(ErrorCode.invalid_partitions, f"concurrent change, retry: {e}") from None
+        log.info("partitions created topic=%s from=%d to=%d", name, len(current), total_count)
+        await self._wait_image(lambda im: name in im.topics and len(im.topics[name].partitions) == total_count, 10)
+
+    async def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        if name not in self._image.topics:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+        if validate_only:
+            return
+        data = L.encode_config(configs)
+        try:
+            await self._zk.set(L.config_path(name), data)
+        except NoNodeError:
+            await self._zk.create(L.config_path(name), data)
+        log.info("topic configs altered topic=%s configs=%s", name, dict(configs))
+        want = dict(configs)
+        await self._wait_image(lambda im: name not in im.topics or dict(im.topics[name].configs) == want, 10)
+
+    async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
+        while True:
+            try:
+                data, stat = await self._zk.get(L.PRODUCER_ID_BLOCK)
+            except NoNodeError:
+                try:
+                    await self._zk.create(L.PRODUCER_ID_BLOCK, b"")
+                except NodeExistsError:
+                    pass
+                continue
+            first = L.decode_producer_block_end(data) + 1
+            try:
+                await self._zk.set(
+                    L.PRODUCER_ID_BLOCK, L.encode_producer_block(broker_id, first, first + count - 1), stat.version
+                )
+            except BadVersionError:
+                continue
+            log.info("producer ids allocated broker_id=%d first=%d count=%d", broker_id, first, count)
+            return first
+
+    async def alter_partition(
+        self, topic: str, partition: int, broker_id: BrokerId, proposed: PartitionRegistration
+    ) -> PartitionRegistration:
+        """A leader's ISR change: leader epoch checked, then CAS on the state znode version."""
+        path = L.state_path(topic, partition)
+        try:
+            data, stat = await self._zk.get(path)
+        except NoNodeError:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition) from None
+        current = L.decode_state(data, stat.version)
+        if current.leader != broker_id or current.leader_epoch != proposed.leader_epoch:
+            raise KafkaError(ErrorCode.fenced_leader_epoch, "stale leader epoch in AlterPartition")
+        if current.version != proposed.partition_epoch:
+            raise KafkaError(ErrorCode.invalid_update_version, "stale partition epoch")
+        live = set(self._image.brokers)
+        joining = [b for b in proposed.isr if b not in current.isr and (b not in live or b in self._shutting_down)]
+        if joining:
+            raise KafkaError(ErrorCode.ineligible_replica, f"replicas {joining} are not eligible for the ISR")
+        try:
+            new_stat = await self._zk.set(path, L.encode_state(proposed, current.controller_epoch), stat.version)
+        except BadVersionError:
+            raise KafkaError(ErrorCode.invalid_update_version, "stale partition epoch") from None
+        return replace(proposed, partition_epoch=new_stat.version)
