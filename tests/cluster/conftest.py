@@ -41,7 +41,7 @@ def create_topic(
 ) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     if assignments is not None:
-        topic = NewTopic(name, replica_assignment=assignments, config=configs or {})
+        topic = NewTopic(name, num_partitions=len(assignments), replica_assignment=assignments, config=configs or {})
     else:
         topic = NewTopic(name, partitions, replication_factor, config=configs or {})
     for f in admin.create_topics([topic], operation_timeout=10).values():

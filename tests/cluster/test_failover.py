@@ -1,0 +1,76 @@
+"""Leadership after failures: heartbeat-fast failover, unclean election, controlled shutdown."""
+
+from __future__ import annotations
+
+import time
+
+from broker.testing.cluster import SamsaCluster
+from tests.cluster.conftest import broker_logs, create_topic
+
+
+def test_leader_killed_moves_to_isr_member_within_2s_via_heartbeats(cluster: SamsaCluster) -> None:
+    create_topic(cluster, "fo", partitions=3, replication_factor=3)
+    controller = cluster.controller()
+    before = cluster.metadata(controller).topics["fo"]
+    # a partition led by a broker that is not the controller: the heartbeat path, not re-election
+    p, reg = next((p, r) for p, r in before.items() if r.leader != controller)
+    victim = reg.leader
+    killed_at = time.monotonic()
+    cluster.kill(victim)
+    moved = cluster.wait_for(
+        lambda: (r := cluster.metadata(controller).topics["fo"][p]).leader not in (victim, -1) and r, 15, "new leader"
+    )
+    elapsed = time.monotonic() - killed_at
+    print(f"failover: partition fo-{p} leader {victim} -> {moved.leader} in {elapsed:.2f}s "
+          f"(heartbeat timeout 1s, ZooKeeper session 6s)")
+    assert moved.leader in reg.isr and moved.leader != victim
+    assert moved.leader_epoch == reg.leader_epoch + 1
+    assert victim not in moved.isr
+    assert elapsed < 2.5, broker_logs(cluster)
+    # every live broker agrees, and the partitions the victim did not lead kept their leaders
+    for i in cluster.live():
+        view = cluster.wait_for(lambda: (t := cluster.metadata(i).topics["fo"])[p].leader == moved.leader and t, 5, "agree")
+        for q, r in before.items():
+            if r.leader != victim:
+                assert view[q].leader == r.leader and view[q].leader_epoch == r.leader_epoch
+    # the victim returns as a follower of everything it led
+    cluster.restart(victim)
+    back = cluster.wait_for(lambda: victim in cluster.metadata(victim).brokers and cluster.metadata(victim), 20, "back")
+    assert back.topics["fo"][p].leader == moved.leader
+
+
+def test_unclean_election_off_keeps_partition_offline(cluster: SamsaCluster) -> None:
+    create_topic(cluster, "clean", assignments=[[2, 3]])
+    create_topic(cluster, "dirty", assignments=[[2, 3]], configs={"unclean.leader.election.enable": "true"})
+    via = 1
+    cluster.kill(3)  # the follower dies: it leaves the ISR
+    cluster.wait_for(lambda: all(cluster.metadata(via).topics[t][0].isr == [2] for t in ("clean", "dirty")), 15, "isr [2]")
+    cluster.kill(2)  # the last ISR member dies
+    offline = cluster.wait_for(lambda: (r := cluster.metadata(via).topics["clean"][0]).leader == -1 and r, 15, "offline")
+    assert offline.isr == [2]
+    cluster.restart(3)  # a live replica outside the ISR
+    dirty = cluster.wait_for(lambda: (r := cluster.metadata(via).topics["dirty"][0]).leader == 3 and r, 20, "unclean leader")
+    assert dirty.isr == [3]
+    time.sleep(2)  # give the controller every chance to do the wrong thing
+    assert cluster.metadata(via).topics["clean"][0].leader == -1
+    cluster.restart(2)  # the ISR member returns: the clean partition is back, led by it
+    back = cluster.wait_for(lambda: (r := cluster.metadata(via).topics["clean"][0]).leader == 2 and r, 20, "back online")
+    assert back.leader_epoch > offline.leader_epoch
+
+
+def test_controlled_shutdown_moves_leadership_before_stopping(cluster: SamsaCluster) -> None:
+    create_topic(cluster, "cs", partitions=3, replication_factor=3)
+    controller = cluster.controller()
+    victim = next(i for i in (1, 2, 3) if i != controller)
+    before = cluster.metadata(controller).topics["cs"]
+    led = [p for p, r in before.items() if r.leader == victim]
+    assert led
+    assert cluster.stop(victim) == 0  # SIGTERM
+    log = cluster.process(victim).read_log()
+    assert "controlled shutdown completed" in log, log[-3000:]
+    after = cluster.metadata(controller).topics["cs"]
+    for p in led:
+        assert after[p].leader not in (victim, -1)
+        assert after[p].leader_epoch == before[p].leader_epoch + 1
+    controller_log = cluster.process(controller).read_log()
+    assert "reason=controlled shutdown" in controller_log
