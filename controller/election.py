@@ -24,11 +24,12 @@ Rules (Kafka's, plus Samsa's heartbeat suspicion):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
-from typing import AbstractSet, Mapping, Sequence
 
 from controller.model import PartitionRegistration
-from protocol.types import BrokerId, LeaderEpoch, NO_BROKER
+from protocol.types import NO_BROKER, BrokerId, LeaderEpoch
 
 
 def majority_suspects(

@@ -27,7 +27,7 @@ import logging
 import os
 import struct
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import asyncio_dgram
 
@@ -140,7 +140,7 @@ class FailureDetector:
                 data, _addr = await self._stream.recv()
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception:  # noqa: BLE001 - the socket closed: the detector stops
                 return
             if len(data) != _FORMAT.size:
                 continue

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from controller.model import BrokerRegistration, NewTopic, PartitionRegistration
 from controller.placement import assign_replicas, topic_name_error
 from protocol.errors import ErrorCode, KafkaError
-from protocol.types import BrokerId, LeaderEpoch, NO_BROKER
+from protocol.types import NO_BROKER, BrokerId, LeaderEpoch
 
 
 def check_assignments(

@@ -10,7 +10,8 @@ offers only as blocking calls, run in a worker thread.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import KazooException, RolledBackError

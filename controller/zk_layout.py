@@ -24,8 +24,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from controller.model import BrokerRegistration, Endpoint, PartitionRegistration
 from protocol.types import BrokerId, LeaderEpoch

@@ -36,9 +36,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from broker.testing.process import SamsaProcess
 from broker.testing.proxy import ProxyLoop, TcpProxy, UdpProxy
@@ -151,7 +152,7 @@ def fetch_metadata(host: str, port: int, topics: Sequence[str] | None = None, ti
                 int(p.partition_index): PartitionView(
                     int(p.leader_id), int(p.leader_epoch), [int(r) for r in p.replica_nodes],
                     [int(r) for r in p.isr_nodes], int(p.error_code),
-                )  # fmt: skip
+                )
                 for p in t.partitions
             }
             for t in resp.topics
@@ -243,7 +244,7 @@ class SamsaCluster:
         def run(p: SamsaProcess) -> None:
             try:
                 p.start()
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller
                 errors.append(e)
 
         threads = [threading.Thread(target=run, args=(p,)) for p in processes]
@@ -264,7 +265,7 @@ class SamsaCluster:
         if self._tmp is not None:
             self._tmp.cleanup()
 
-    def __enter__(self) -> SamsaCluster:
+    def __enter__(self) -> SamsaCluster:  # noqa: PYI034 - not subclassed
         try:
             return self.start()
         except BaseException:
@@ -299,7 +300,7 @@ class SamsaCluster:
                 value = cond()
                 if value:
                     return value
-            except Exception as e:  # a broker restarting, a connection refused
+            except Exception as e:  # noqa: BLE001 - a broker restarting, a connection refused
                 last = e
             time.sleep(interval)
         raise TimeoutError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last!r})" if last else ""))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from typing import Any, Callable, Coroutine
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 
 class ProxyLoop:

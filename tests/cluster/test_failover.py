@@ -29,7 +29,7 @@ def test_leader_killed_moves_to_isr_member_within_2s_via_heartbeats(cluster: Sam
     assert elapsed < 2.5, broker_logs(cluster)
     # every live broker agrees, and the partitions the victim did not lead kept their leaders
     for i in cluster.live():
-        view = cluster.wait_for(lambda: (t := cluster.metadata(i).topics["fo"])[p].leader == moved.leader and t, 5, "agree")
+        view = cluster.wait_for(lambda i=i: (t := cluster.metadata(i).topics["fo"])[p].leader == moved.leader and t, 5, "agree")
         for q, r in before.items():
             if r.leader != victim:
                 assert view[q].leader == r.leader and view[q].leader_epoch == r.leader_epoch

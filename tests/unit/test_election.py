@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from controller.election import choose_leader, majority_suspects, plan_partition, preferred_leader_move
+from controller.election import (
+    choose_leader,
+    majority_suspects,
+    plan_partition,
+    preferred_leader_move,
+)
 from controller.model import PartitionRegistration
-from protocol.types import BrokerId, LeaderEpoch, NO_BROKER
+from protocol.types import NO_BROKER, BrokerId, LeaderEpoch
 
 B1, B2, B3 = BrokerId(1), BrokerId(2), BrokerId(3)
 
