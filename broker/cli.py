@@ -1,6 +1,7 @@
 """`samsa`: the command line.
 
     samsa serve [--config server.properties] [--override key=value ...]
+    samsa cluster [--brokers 3] [--dir DIR]     a local ZooKeeper + N brokers (broker/testing/cluster.py)
 
 With no config the broker runs with the embedded defaults: one listener on 127.0.0.1:9092, data in
 ./samsa-data, the embedded controller, auto topic creation on, one partition per topic. Keys of
@@ -68,7 +69,15 @@ def main(argv: list[str] | None = None) -> int:
         "--override", action="append", metavar="KEY=VALUE", help="set a config key (repeatable)"
     )
     p_serve.add_argument("--log-level", default="INFO")
+    p_cluster = sub.add_parser("cluster", help="run a local ZooKeeper and several brokers until Ctrl-C")
+    p_cluster.add_argument("--brokers", type=int, default=3)
+    p_cluster.add_argument("--dir", help="data directory (default: a temporary one)")
     args = parser.parse_args(argv)
+    if args.command == "cluster":
+        from broker.testing.cluster import main as cluster_main
+
+        cluster_args = ["--brokers", str(args.brokers)] + (["--dir", args.dir] if args.dir else [])
+        return cluster_main(cluster_args)
     configure_logging(args.log_level)
     try:
         config = build_config(args)
