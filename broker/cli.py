@@ -16,6 +16,7 @@ import logging
 import signal
 import sys
 
+from broker import api_stats
 from broker.config import BrokerConfig, ConfigError, load_properties
 
 log = logging.getLogger("samsa.cli")
@@ -58,6 +59,7 @@ async def serve(config: BrokerConfig) -> None:
     await stopping.wait()
     log.info("shutdown requested")
     await broker.stop()
+    api_stats.write_if_requested()
 
 
 def main(argv: list[str] | None = None) -> int:

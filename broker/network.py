@@ -17,6 +17,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from broker import api_stats
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
 from protocol import frames, messages
@@ -124,6 +125,7 @@ class Connection:
                 "malformed_request", correlation_id, api=handler.name, api_version=api_version, error=repr(e)[:200]
             ) from None
         self.client_id = header.client_id
+        api_stats.record(api_key, api_version)
         ctx = RequestContext(
             api_key=api_key,
             api_version=api_version,

@@ -51,7 +51,6 @@ COMMON_SETTINGS: dict[str, str] = {
 _KAFKA_ONLY: dict[str, str] = {
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
-    "log.flush.interval.messages": "9223372036854775807",
     "num.network.threads": "2",
     "num.io.threads": "4",
     "log.retention.check.interval.ms": "300000",

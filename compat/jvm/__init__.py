@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 from compat.kafka import TARGET, classpath, java
@@ -45,8 +46,16 @@ def javac() -> str:
     return found
 
 
+_compile_lock = threading.Lock()
+
+
 def compile_harness(cp_name: str) -> Path:
     """Compiled harness classes for one kafka-clients classpath, cached by source and jar names."""
+    with _compile_lock:
+        return _compile_harness(cp_name)
+
+
+def _compile_harness(cp_name: str) -> Path:
     sources = sorted(HARNESS_SRC.glob("*.java"))
     cp = classpath(cp_name)
     digest = hashlib.sha256()

@@ -170,9 +170,11 @@ public class Harness {
 
         // Subscribe: the classic group protocol, auto commit off.
         String g2 = prefix + "-g2";
-        try (KafkaConsumer<byte[], byte[]> c = consumer(g2, Map.of(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"))) {
+        try (KafkaConsumer<byte[], byte[]> c = consumer(g2, Map.of(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
+                ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "100"))) {
             c.subscribe(List.of(topic));
             List<ConsumerRecord<byte[], byte[]>> got = pollN(c, 8);
+            c.poll(Duration.ofMillis(300)); // a few heartbeats
             List<String> assignment = new ArrayList<>();
             for (TopicPartition tp : c.assignment()) assignment.add(tp.toString());
             Collections.sort(assignment);
@@ -261,6 +263,18 @@ public class Harness {
             out("alterConfigs-unknown-key", "error", errorOf(() -> admin.incrementalAlterConfigs(Map.of(res, List.of(
                     new AlterConfigOp(new ConfigEntry("no.such.config", "1"), AlterConfigOp.OpType.SET))))
                     .all().get(30, TimeUnit.SECONDS)));
+            // The legacy AlterConfigs (replaces the whole set) exists in the 3.9 AdminClient only.
+            try {
+                java.lang.reflect.Method legacy = admin.getClass().getMethod("alterConfigs", Map.class);
+                legacy.invoke(admin, Map.of(res, new Config(List.of(new ConfigEntry("retention.ms", "7200000"),
+                        new ConfigEntry("max.message.bytes", "2000000")))));
+                ((AlterConfigsResult) legacy.invoke(admin, Map.of(res, new Config(List.of(new ConfigEntry("retention.ms", "7200000"),
+                        new ConfigEntry("max.message.bytes", "2000000")))))).all().get(30, TimeUnit.SECONDS);
+                out("legacyAlterConfigs", "available", true);
+            } catch (NoSuchMethodException e) {
+                out("legacyAlterConfigs", "available", false);
+            }
+            describeConfigs(admin, res, "describeConfigs-legacy-altered");
             ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, String.valueOf(nodes.iterator().next().id()));
             Config bc = admin.describeConfigs(List.of(broker)).all().get(30, TimeUnit.SECONDS).get(broker);
             List<Object> brokerEntries = new ArrayList<>();
