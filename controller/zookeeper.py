@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -85,15 +86,23 @@ class ZkSettings:
     inter_broker_listener: str
     unclean_default: bool
     heartbeat_host: str
+    """where the heartbeat socket binds (the first listener's host)"""
     heartbeat_port: int
     heartbeat_interval_ms: int
     heartbeat_timeout_ms: int
     peer_overrides: Mapping[BrokerId, tuple[str, int, int]]
     controlled_shutdown_timeout_s: float
+    heartbeat_advertised_host: str = ""
+    """what peers send heartbeats to: the inter-broker listener's advertised host"""
 
     @classmethod
     def from_config(cls, config: Any) -> ZkSettings:
         host = config.listeners[0].host or "0.0.0.0"
+        advertised = next(
+            (a.host for a in config.advertised_listeners if a.name == config.inter_broker_listener_name), ""
+        )
+        if not advertised or advertised == "0.0.0.0":
+            advertised = host if host != "0.0.0.0" else socket.getfqdn()
         return cls(
             connect=config.zookeeper_connect,
             session_timeout_ms=config.zookeeper_session_timeout_ms,
@@ -105,6 +114,7 @@ class ZkSettings:
             heartbeat_interval_ms=config.samsa_heartbeat_interval_ms,
             heartbeat_timeout_ms=config.samsa_heartbeat_timeout_ms,
             peer_overrides=L.parse_peer_overrides(config.samsa_peer_address_overrides),
+            heartbeat_advertised_host=advertised,
             controlled_shutdown_timeout_s=max(
                 1.0, config.controlled_shutdown_max_retries * config.controlled_shutdown_retry_backoff_ms / 1000
             ),
@@ -293,7 +303,8 @@ class ZooKeeperController(ZkAdmin):
 
     async def _register(self) -> None:
         path = L.broker_path(self.broker_id)
-        data = L.encode_broker(self._registration, (self.settings.heartbeat_host, self.failure_detector.port))
+        hb_host = self.settings.heartbeat_advertised_host or self.settings.heartbeat_host
+        data = L.encode_broker(self._registration, (hb_host, self.failure_detector.port))
         for _ in range(5):
             try:
                 await self._zk.create(path, data, ephemeral=True)
