@@ -74,3 +74,25 @@ def test_controlled_shutdown_moves_leadership_before_stopping(cluster: SamsaClus
         assert after[p].leader_epoch == before[p].leader_epoch + 1
     controller_log = cluster.process(controller).read_log()
     assert "reason=controlled shutdown" in controller_log
+
+
+def test_leader_cut_from_its_followers_loses_leadership_while_its_session_lives(cluster: SamsaCluster) -> None:
+    """Network cut through the harness's proxies (replication TCP and heartbeats, not ZooKeeper):
+    both followers suspect the leader, so the controller moves leadership although the leader's
+    ZooKeeper registration is still there."""
+    create_topic(cluster, "cut", partitions=3, replication_factor=3)
+    controller = cluster.controller()
+    p, reg = next((p, r) for p, r in cluster.metadata(controller).topics["cut"].items() if r.leader != controller)
+    victim = reg.leader
+    for j in (1, 2, 3):
+        if j != victim:
+            cluster.cut(victim, j)
+    moved = cluster.wait_for(
+        lambda: (r := cluster.metadata(controller).topics["cut"][p]).leader not in (victim, -1) and r, 10, "moved"
+    )
+    assert victim in cluster.metadata(controller).brokers  # still registered
+    assert moved.leader_epoch == reg.leader_epoch + 1 and victim not in moved.isr
+    for j in (1, 2, 3):
+        if j != victim:
+            cluster.heal(victim, j)
+    cluster.wait_for(lambda: cluster.metadata(victim).topics["cut"][p].leader == moved.leader, 10, "victim follows")
