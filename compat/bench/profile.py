@@ -1,0 +1,127 @@
+"""Profile a Samsa broker under load with py-spy: where the broker's CPU goes on produce and fetch.
+
+    .venv/bin/python -m compat.bench.profile [--records 200000] [--workload produce,consume] [--out DIR]
+
+Starts one Samsa broker (the benchmark's settings), attaches `py-spy record --format raw` to it for
+the length of each workload (librdkafka produce acks=1 of 1 KiB records, then a consume of the same
+records from the page cache), and prints per workload the functions with the most samples on top
+of the stack (self) and anywhere on it (inclusive). The raw stacks stay in --out (folded format:
+flamegraph.pl or speedscope read them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from compat.bench import loads
+from compat.bench.targets import SamsaTarget, create_topic
+
+
+def py_spy() -> str:
+    found = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(found).exists():
+        raise RuntimeError("py-spy not installed: pip install -e '.[bench]'")
+    return found
+
+
+def summarize(folded: Path, top: int) -> dict[str, list[tuple[str, float]]]:
+    """Self and inclusive shares (percent of samples) per function from py-spy's raw output."""
+    self_c: collections.Counter[str] = collections.Counter()
+    incl_c: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in folded.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        frames = [f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0].replace(str(Path.cwd()) + "/", "") + ")"
+                  if " (" in f else f for f in stack.split(";")]  # fmt: skip
+        self_c[frames[-1]] += n
+        for f in set(frames):
+            incl_c[f] += n
+    pct = lambda c: [(f, round(100.0 * n / total, 1)) for f, n in c.most_common(top)]  # noqa: E731
+    return {
+        "samples": [("total", float(total))],
+        "self": pct(self_c),
+        "inclusive": pct(incl_c),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--workload", default="produce,consume")
+    parser.add_argument(
+        "--rate", type=int, default=250, help="py-spy samples per second"
+    )
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--out", type=Path, default=Path("compat/target/profile"))
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    broker = SamsaTarget().start()
+    report: dict[str, object] = {}
+    try:
+        bs = broker.bootstrap_servers
+        create_topic(bs, "prof")
+        pid = broker.pids()[0]
+        for workload in args.workload.split(","):
+            folded = args.out / f"{workload}.folded"
+            spy = subprocess.Popen(
+                [
+                    py_spy(),
+                    "record",
+                    "--format",
+                    "raw",
+                    "--rate",
+                    str(args.rate),
+                    "--pid",
+                    str(pid),
+                    "-o",
+                    str(folded),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(1.0)
+            if workload == "produce":
+                res = loads.rdkafka_produce(bs, "prof", args.records, args.size, "1")
+            elif workload == "consume":
+                res = loads.rdkafka_consume(bs, "prof", args.records)
+            else:
+                raise SystemExit(f"unknown workload {workload}")
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
+            summary = summarize(folded, args.top)
+            summary["result"] = [
+                ("MB/s", round(res.mb_per_s, 1)),
+                ("records/s", round(res.records_per_s)),
+            ]
+            report[workload] = summary
+            print(
+                f"== {workload}: {res.mb_per_s:.1f} MB/s; {int(summary['samples'][0][1])} samples",
+                file=sys.stderr,
+            )
+            for kind in ("self", "inclusive"):
+                print(f"-- {kind}", file=sys.stderr)
+                for f, p in summary[kind]:
+                    print(f"  {p:5.1f}%  {f}", file=sys.stderr)
+    finally:
+        broker.close()
+    (args.out / "summary.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,316 @@
+"""The brokers a benchmark runs against: Samsa and Apache Kafka, one node or three, same settings.
+
+Every target gets `BENCH_SETTINGS` (one partition by default, no fsync per message: both brokers
+leave flushing to the OS unless log.flush.interval.* is set, and neither is set here; 256 MiB
+segments so that no roll happens inside a run). Kafka is the 4.x KRaft broker from the Maven jars
+(compat/kafka.py), heap `-Xmx512m -XX:+UseG1GC` as in the compat suite. Samsa is `python -m
+broker serve` (broker/testing/process.py), the cluster `broker/testing/cluster.py` (ZooKeeper +
+three brokers). Kafka's three-node cluster is three combined broker+controller KRaft nodes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from broker.testing import SamsaProcess
+from compat.kafka import KafkaJarProcess, api_versions_ok, free_port
+
+BENCH_SETTINGS: dict[str, str] = {
+    "auto.create.topics.enable": "true",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.segment.bytes": str(256 * 1024 * 1024),
+}
+
+CLUSTER_SETTINGS: dict[str, str] = {
+    "default.replication.factor": "3",
+    "offsets.topic.replication.factor": "3",
+    "min.insync.replicas": "2",
+}
+
+
+class Target(Protocol):
+    name: str
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+    def pids(self) -> list[int]: ...
+
+    def close(self) -> None: ...
+
+
+def rss_bytes(pid: int) -> int:
+    """VmRSS of a process, from /proc/<pid>/status."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int = 1,
+    replication: int = 1,
+    timeout: float = 120.0,
+) -> None:
+    """Create a topic and wait until every partition has a leader in Metadata."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=replication)]
+    ).values():
+        f.result(timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = admin.list_topics(name, timeout=10).topics.get(name)
+        if (
+            md is not None
+            and md.error is None
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 and p.error is None for p in md.partitions.values())
+        ):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(
+        f"topic {name}: not all {partitions} partitions have a leader after {timeout}s"
+    )
+
+
+# -- Samsa ---------------------------------------------------------------------------------------
+
+
+class SamsaTarget:
+    name = "samsa"
+
+    def __init__(
+        self, overrides: Mapping[str, str] | None = None, port: int = 0
+    ) -> None:
+        self._tmp = tempfile.mkdtemp(prefix="samsa-bench-")
+        self.process = SamsaProcess(
+            Path(self._tmp) / "data",
+            {**BENCH_SETTINGS, **(overrides or {})},
+            port=port,
+            log_level="WARNING",
+        )
+
+    def start(self) -> SamsaTarget:
+        self.process.start()
+        return self
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.process.bootstrap_servers
+
+    def pids(self) -> list[int]:
+        assert self.process.proc is not None
+        return [self.process.proc.pid]
+
+    def close(self) -> None:
+        try:
+            self.process.close()
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+class SamsaClusterTarget:
+    name = "samsa"
+
+    def __init__(self, brokers: int = 3) -> None:
+        from broker.testing.cluster import SamsaCluster
+
+        self.cluster = SamsaCluster(
+            None,
+            brokers,
+            overrides={**BENCH_SETTINGS, **CLUSTER_SETTINGS},
+            log_level="WARNING",
+        )
+
+    def start(self) -> SamsaClusterTarget:
+        self.cluster.start()
+        return self
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.cluster.bootstrap_servers
+
+    def pids(self) -> list[int]:
+        return [
+            slot.process.proc.pid
+            for slot in self.cluster.brokers.values()
+            if slot.process.proc is not None
+        ]
+
+    def close(self) -> None:
+        self.cluster.close()
+
+
+# -- Kafka ---------------------------------------------------------------------------------------
+
+
+class KafkaNode(KafkaJarProcess):
+    """One KRaft node (broker+controller) whose ports and quorum are fixed before start, with the
+    storage format apart from the launch (so start-up time counts the server process only)."""
+
+    def __init__(
+        self,
+        node_id: int,
+        voters: Mapping[int, int],
+        port: int,
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(overrides)
+        self.node_id = node_id
+        self.voters = dict(voters)
+        self.port = port
+        self.controller_port = self.voters[node_id]
+
+    def _properties(self) -> dict[str, str]:
+        props = super()._properties()
+        props["node.id"] = str(self.node_id)
+        props["controller.quorum.voters"] = ",".join(
+            f"{i}@127.0.0.1:{p}" for i, p in sorted(self.voters.items())
+        )
+        return props
+
+    def format(self, cluster_id: str) -> None:
+        from compat.kafka import _LOG4J2
+
+        self.cluster_id = cluster_id
+        self.root.mkdir(parents=True, exist_ok=True)
+        props = self.root / "server.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in self._properties().items()))
+        (self.root / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_path))
+        fmt = subprocess.run(
+            self._jvm(
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                str(props),
+                "--ignore-formatted",
+                heap="-Xmx256m",
+            ),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if fmt.returncode != 0:
+            raise RuntimeError(
+                f"kafka storage format failed ({fmt.returncode}):\n{fmt.stdout}\n{fmt.stderr}"
+            )
+
+    def launch(self) -> None:
+        with open(self.root / "stdout.log", "ab") as out:
+            self.proc = subprocess.Popen(
+                self._jvm("kafka.Kafka", str(self.root / "server.properties")),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"kafka node {self.node_id} exited with {self.proc.returncode}:\n{self.read_log()[-3000:]}"
+                )
+            if "Kafka Server started" in self.read_log() and api_versions_ok(
+                self.host, self.port
+            ):
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"kafka node {self.node_id} did not start within {timeout}s")
+
+
+class KafkaTarget:
+    """Apache Kafka: one combined node, or `nodes` combined nodes forming one KRaft quorum."""
+
+    name = "kafka"
+
+    def __init__(
+        self, nodes: int = 1, overrides: Mapping[str, str] | None = None, port: int = 0
+    ) -> None:
+        settings = {
+            **BENCH_SETTINGS,
+            **(CLUSTER_SETTINGS if nodes > 1 else {}),
+            **(overrides or {}),
+        }
+        voters = {i: free_port() for i in range(1, nodes + 1)}
+        self.nodes = [
+            KafkaNode(
+                i, voters, port if (port and nodes == 1) else free_port(), settings
+            )
+            for i in range(1, nodes + 1)
+        ]
+
+    def format(self) -> None:
+        from compat.kafka import new_cluster_id
+
+        cid = new_cluster_id()
+        threads = [threading.Thread(target=n.format, args=(cid,)) for n in self.nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def launch(self) -> None:
+        for n in self.nodes:
+            n.launch()
+
+    def wait_ready(self) -> None:
+        for n in self.nodes:
+            n.wait_ready()
+        if len(self.nodes) > 1:
+            admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+            deadline = time.monotonic() + 60
+            while len(admin.list_topics(timeout=10).brokers) < len(self.nodes):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("kafka brokers did not all register")
+                time.sleep(0.2)
+
+    def start(self) -> KafkaTarget:
+        self.format()
+        self.launch()
+        self.wait_ready()
+        return self
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.bootstrap_servers for n in self.nodes)
+
+    def pids(self) -> list[int]:
+        return [n.proc.pid for n in self.nodes if n.proc is not None]
+
+    def close(self) -> None:
+        for n in self.nodes:
+            if n.proc is not None and n.proc.poll() is None:
+                n.proc.terminate()
+        for n in self.nodes:
+            n.close()
+
+
+def start_target(
+    name: str, nodes: int = 1
+) -> SamsaTarget | SamsaClusterTarget | KafkaTarget:
+    if name == "samsa":
+        return (SamsaTarget() if nodes == 1 else SamsaClusterTarget(nodes)).start()
+    if name == "kafka":
+        return KafkaTarget(nodes).start()
+    raise ValueError(name)
