@@ -13,10 +13,10 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping, Sequence
 
 from controller.interface import ImageListener
 from controller.model import (
@@ -26,9 +26,9 @@ from controller.model import (
     PartitionRegistration,
     TopicRegistration,
 )
-from controller.placement import assign_replicas, topic_name_error
+from controller.planning import initial_state, plan_new_partitions, plan_topic
 from protocol.errors import ErrorCode, KafkaError
-from protocol.types import BrokerId, ControllerEpoch, LeaderEpoch
+from protocol.types import BrokerId, ControllerEpoch
 
 log = logging.getLogger("samsa.controller")
 
@@ -132,73 +132,16 @@ class EmbeddedController:
     async def stop(self) -> None:
         pass
 
-    def _live_brokers(self) -> list[BrokerId]:
-        return sorted(self._image.brokers)
-
     def _new_partitions(
         self, assignments: Mapping[int, tuple[BrokerId, ...]]
     ) -> dict[int, PartitionRegistration]:
-        return {
-            p: PartitionRegistration(
-                replicas=replicas,
-                isr=replicas,
-                leader=replicas[0],
-                leader_epoch=LeaderEpoch(0),
-            )
-            for p, replicas in assignments.items()
-        }
-
-    def _check_assignments(
-        self, assignments: Mapping[int, Sequence[BrokerId]], first: int, count: int
-    ) -> None:
-        if sorted(assignments) != list(range(first, first + count)):
-            raise KafkaError(ErrorCode.invalid_replica_assignment, "Partitions must be consecutive.")
-        sizes = {len(r) for r in assignments.values()}
-        if len(sizes) != 1:
-            raise KafkaError(
-                ErrorCode.invalid_replica_assignment,
-                "All partitions should have the same number of replicas.",
-            )
-        for replicas in assignments.values():
-            if len(set(replicas)) != len(replicas):
-                raise KafkaError(ErrorCode.invalid_replica_assignment, "Duplicate replica assignment.")
-            unknown = [b for b in replicas if b not in self._image.brokers]
-            if unknown:
-                raise KafkaError(
-                    ErrorCode.invalid_replica_assignment, f"Unknown broker(s) {unknown} in assignment."
-                )
+        live = set(self._image.brokers)
+        return {p: initial_state(replicas, live) for p, replicas in assignments.items()}
 
     def _plan_topic(self, topic: NewTopic) -> TopicRegistration:
-        error = topic_name_error(topic.name)
-        if error:
-            raise KafkaError(ErrorCode.invalid_topic_exception, error)
         if topic.name in self._image.topics:
             raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
-        if topic.assignments:
-            assignments = {p: tuple(r) for p, r in topic.assignments.items()}
-            self._check_assignments(assignments, 0, len(assignments))
-        else:
-            if topic.num_partitions <= 0:
-                raise KafkaError(
-                    ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
-                )
-            if topic.replication_factor <= 0:
-                raise KafkaError(
-                    ErrorCode.invalid_replication_factor,
-                    "Replication factor must be larger than 0.",
-                )
-            brokers = self._live_brokers()
-            if topic.replication_factor > len(brokers):
-                raise KafkaError(
-                    ErrorCode.invalid_replication_factor,
-                    f"Unable to replicate the partition {topic.replication_factor} time(s): "
-                    f"The target replication factor of {topic.replication_factor} cannot be reached "
-                    f"because only {len(brokers)} broker(s) are registered.",
-                )
-            racks = {b: self._image.brokers[b].rack for b in brokers}
-            assignments = assign_replicas(
-                brokers, racks, topic.num_partitions, topic.replication_factor
-            )
+        assignments = plan_topic(self._image.brokers, topic)
         return TopicRegistration(
             name=topic.name,
             topic_id=uuid.uuid4(),
@@ -260,36 +203,12 @@ class EmbeddedController:
         if topic is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
         current = len(topic.partitions)
-        if total_count < current:
-            raise KafkaError(
-                ErrorCode.invalid_partitions,
-                f"Topic currently has {current} partitions, which is higher than the requested "
-                f"{total_count}.",
-            )
-        if total_count == current:
-            raise KafkaError(
-                ErrorCode.invalid_partitions, f"Topic already has {current} partitions."
-            )
-        added = total_count - current
-        rf = len(next(iter(topic.partitions.values())).replicas) if topic.partitions else 1
-        if assignments is not None:
-            if len(assignments) != added:
-                raise KafkaError(
-                    ErrorCode.invalid_replica_assignment,
-                    f"Increasing the number of partitions by {added} but {len(assignments)} "
-                    "assignments provided.",
-                )
-            new_assignments = {current + i: tuple(r) for i, r in enumerate(assignments)}
-            self._check_assignments(new_assignments, current, added)
-        else:
-            brokers = self._live_brokers()
-            racks = {b: self._image.brokers[b].rack for b in brokers}
-            try:
-                new_assignments = assign_replicas(
-                    brokers, racks, added, rf, first_partition=current
-                )
-            except ValueError as e:
-                raise KafkaError(ErrorCode.invalid_replication_factor, str(e)) from None
+        new_assignments = plan_new_partitions(
+            self._image.brokers,
+            {p: r.replicas for p, r in topic.partitions.items()},
+            total_count,
+            assignments,
+        )
         if validate_only:
             return
         partitions = {**topic.partitions, **self._new_partitions(new_assignments)}
