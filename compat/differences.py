@@ -84,19 +84,6 @@ DIFFERENCES: list[Difference] = [
         normalise=_sub_out(r"Configs: min\.insync\.replicas=1,?", "Configs: "),
     ),
     Difference(
-        name="DescribeTopicPartitions (key 75) not implemented",
-        kind="defect",
-        where="kafka-topics --describe",
-        text=(
-            "kafka-topics --describe asks DescribeTopicPartitions first and, on Samsa, falls back to "
-            "Metadata, which carries no eligible-leader-replica lists, so it prints `Elr: N/A "
-            "LastKnownElr: N/A` where Kafka prints empty lists. Partitions, leaders, replicas and ISR "
-            "agree. Fix: implement DescribeTopicPartitions v0 (empty ELR lists on a single node)."
-        ),
-        applies=_key_step("cli-kafka-topics"),
-        normalise=_sub_out(r"Elr: N/A LastKnownElr: N/A$", "Elr: LastKnownElr:"),
-    ),
-    Difference(
         name="broker configs are read-only in Samsa",
         kind="explained",
         where="java admin: describeConfigs (broker)",
