@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("samsa.network")
 
+# Bytes chunks of one response up to this total are joined into one transport write.
+_COALESCE_MAX = 256 * 1024
+
 class ConnectionClosed(Exception):
     """Raised to end a connection after a protocol violation (already logged)."""
 
@@ -205,16 +208,34 @@ class Connection:
             )
 
     async def _write(self, chunks: list[Any]) -> None:
+        """Write a response: consecutive bytes chunks (size prefix, header, body up to the next
+        file region) go to the transport as one write, so a response without regions costs one
+        send syscall, not one per chunk; each region goes out with sendfile."""
         writer = self.writer
         loop = asyncio.get_running_loop()
+        pending: list[bytes | bytearray] = []
         for chunk in chunks:
             if isinstance(chunk, (bytes, bytearray)):
-                writer.write(chunk)
+                pending.append(chunk)
                 continue
             # a zero-copy region of a segment file
             if not self.zero_copy:
-                writer.write(chunk.read_bytes())
+                pending.append(chunk.read_bytes())
                 continue
+            self._write_bytes(pending)
             await writer.drain()
             await loop.sendfile(writer.transport, chunk.file, chunk.position, len(chunk))
+        self._write_bytes(pending)
         await writer.drain()
+
+    def _write_bytes(self, pending: list[bytes | bytearray]) -> None:
+        if not pending:
+            return
+        if len(pending) == 1:
+            self.writer.write(pending[0])
+        elif sum(len(c) for c in pending) <= _COALESCE_MAX:
+            self.writer.write(b"".join(pending))
+        else:  # large chunks: joining would copy them; the transport buffers them as they are
+            for c in pending:
+                self.writer.write(c)
+        pending.clear()
