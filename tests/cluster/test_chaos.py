@@ -241,10 +241,11 @@ class GroupLog:
     resumes: list[tuple[int, int, int]] = field(default_factory=list)  # (partition, committed at assignment, first offset read)
     commit_failures: Counter[str] = field(default_factory=Counter)
     assignments: int = 0
+    bounces: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def run_member(bootstrap: str, log: GroupLog, stop: threading.Event, member: int) -> None:
+def run_member(bootstrap: str, log: GroupLog, stop: threading.Event, bounce: threading.Event, member: int) -> None:
     # partition -> group committed offset when this member was assigned it; cleared by its first record
     awaiting_first: dict[int, int] = {}
 
@@ -258,41 +259,53 @@ def run_member(bootstrap: str, log: GroupLog, stop: threading.Event, member: int
         for tp in parts:
             awaiting_first.pop(tp.partition, None)
 
-    c = Consumer({
+    def consume_and_commit(c: Any) -> None:
+        msgs = c.consume(200, 0.5)
+        nxt: dict[int, int] = {}
+        with log.lock:
+            for m in msgs:
+                if m.error() is not None:
+                    continue
+                q, off = m.partition(), m.offset()
+                log.seen.append((q, off, m.value()))
+                if q in awaiting_first:
+                    log.resumes.append((q, awaiting_first.pop(q), off))
+                nxt[q] = off + 1
+        if not nxt:
+            return
+        try:
+            done = c.commit(offsets=[CKTopicPartition(TOPIC, q, o) for q, o in nxt.items()], asynchronous=False)
+        except KafkaException as e:
+            with log.lock:
+                log.commit_failures[str(e.args[0].name() if e.args else e)] += 1
+            return
+        with log.lock:
+            for tp in done or []:
+                if tp.error is None and tp.offset >= 0:
+                    log.committed[tp.partition] = max(log.committed.get(tp.partition, 0), tp.offset)
+                elif tp.error is not None:
+                    log.commit_failures[tp.error.name()] += 1
+
+    config = {
         "bootstrap.servers": bootstrap, "group.id": GROUP, "client.id": f"member-{member}",
         "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
         "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 120000, "topic.metadata.refresh.interval.ms": 1000,
-    })  # fmt: skip
-    c.subscribe([TOPIC], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
-    try:
-        while not stop.is_set():
-            msgs = c.consume(200, 0.5)
-            nxt: dict[int, int] = {}
-            with log.lock:
-                for m in msgs:
-                    if m.error() is not None:
-                        continue
-                    q, off = m.partition(), m.offset()
-                    log.seen.append((q, off, m.value()))
-                    if q in awaiting_first:
-                        log.resumes.append((q, awaiting_first.pop(q), off))
-                    nxt[q] = off + 1
-            if not nxt:
-                continue
-            try:
-                done = c.commit(offsets=[CKTopicPartition(TOPIC, q, o) for q, o in nxt.items()], asynchronous=False)
-            except KafkaException as e:
+    }  # fmt: skip
+    while not stop.is_set():
+        # a bounce closes this member and starts a new one: a rebalance, after which every
+        # partition is resumed from the offsets the (possibly new) coordinator has committed
+        bounce.clear()
+        awaiting_first.clear()
+        c = Consumer(config)
+        c.subscribe([TOPIC], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+        try:
+            while not stop.is_set() and not bounce.is_set():
+                consume_and_commit(c)
+        finally:
+            c.close()
+            if bounce.is_set():
                 with log.lock:
-                    log.commit_failures[str(e.args[0].name() if e.args else e)] += 1
-                continue
-            with log.lock:
-                for tp in done or []:
-                    if tp.error is None and tp.offset >= 0:
-                        log.committed[tp.partition] = max(log.committed.get(tp.partition, 0), tp.offset)
-                    elif tp.error is not None:
-                        log.commit_failures[tp.error.name()] += 1
-    finally:
-        c.close()
+                    log.bounces += 1
 
 
 # -- the checker ----------------------------------------------------------------------------------
@@ -362,7 +375,8 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
     java = JavaProducer(bootstrap, tmp_path, rate=20)
     producers = [guarded(run_confluent, bootstrap, ck, stop_producers, 40.0),
                  guarded(run_kafka_python, bootstrap, kp, stop_producers, 20.0)]  # fmt: skip
-    members = [guarded(run_member, bootstrap, group, stop_group, m) for m in (1, 2)]
+    bounces = {m: threading.Event() for m in (1, 2)}
+    members = [guarded(run_member, bootstrap, group, stop_group, bounces[m], m) for m in (1, 2)]
     try:
         # the group has a coordinator (so __consumer_offsets exists) and everyone is producing
         cluster.wait_for(lambda: group.committed and ck.records and kp.records and java.started(), 90, "traffic")
@@ -409,6 +423,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
             faults[kind] += 1
             took = wait_recovered(cluster, 60)
             coordinators.append(coordinator(cluster))
+            bounces[rnd % 2 + 1].set()  # one member restarts: the group resumes from its commits
             print(f"\nCHAOS round {rnd}/{ROUNDS}: {kind} broker {target} (partition {q}, leader {leader}); "
                   f"recovered in {took:.1f}s; acked ck={len(ck.records)} kp={len(kp.records)}; "
                   f"seen={len(group.seen)}; coordinator {coordinators[-1]}", flush=True)  # fmt: skip
@@ -472,6 +487,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
     missed = sorted(set(at) - seen_offsets)
     assert not missed, f"the group never saw {len(missed)} records, first {missed[:5]}"
     # committed offsets survived coordinator failovers: every resume at or after the commit
+    assert len(group.resumes) > PARTITIONS, f"the group never resumed a partition after a rebalance: {group.resumes}"
     backwards = [(q, c, first) for q, c, first in group.resumes if first < c]
     assert not backwards, f"the group resumed before its committed offset (partition, committed, first read): {backwards}"
     final = group_committed(cluster)
@@ -483,7 +499,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
         f"\nCHAOS REPORT seed={SEED} rounds={ROUNDS} faults={dict(sorted(faults.items()))} "
         f"acknowledged={acked} (confluent-kafka {len(ck.records)}, kafka-python {len(kp.records)}, java {len(jv.records)}) "
         f"log={len(at)} consumed={len(group.seen)} (redelivered {len(group.seen) - len(seen_offsets)}) "
-        f"commits-failed={sum(group.commit_failures.values())} assignments={group.assignments} "
+        f"commits-failed={sum(group.commit_failures.values())} assignments={group.assignments} bounces={group.bounces} "
         f"coordinator-moves={moved} producer-errors={dict(ck.errors + kp.errors + jv.errors)} "
         f"time={time.monotonic() - started:.0f}s",
         flush=True,
