@@ -161,7 +161,7 @@ def table(data: dict[str, Any]) -> str:
     p = data["params"]
     lines = [
         (
-            f"Produced by `{data['command']}` on {data['date']} ({data['duration_s'] // 60} min); "
+            f"Produced by `{data['command'].strip()}` on {data['date']} ({data['duration_s'] // 60} min); "
             f"machine: {data['machine']}; load average at the end "
             f"{', '.join(f'{x:.1f}' for x in data['load_average_at_end'])} "
             f"(the machine is shared with other work). {p['records']:,} records of {p['size']} B per throughput "
