@@ -14,6 +14,8 @@ command -v strace >/dev/null 2>&1 || missing+=(strace)
 command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)  # tests/cluster: a real ZooKeeper
+command -v go >/dev/null 2>&1 || missing+=(golang-go)  # compat/go: franz-go client (needs Go >= 1.21 to fetch its toolchain)
+command -v npm >/dev/null 2>&1 || missing+=(npm)  # compat/node: kafkajs client
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -30,5 +32,9 @@ fi
 
 # JVM classpaths for compat/ (pinned in compat/pom.xml; a warm machine reuses ~/.m2).
 bash compat/jvm/fetch.sh
+
+# Go modules and npm packages for compat/ (pinned in compat/go/go.sum, compat/node/package-lock.json).
+(cd compat/go && go mod download)
+[ -d compat/node/node_modules ] || (cd compat/node && npm ci --no-audit --no-fund)
 
 exec .venv/bin/python -m pytest "$@"
