@@ -194,14 +194,22 @@ def chart(data: dict[str, Any], path: Path) -> None:
 
     by = collect(data)
     groups = ["throughput", "latency", "memory", "start"]
-    titles = {"throughput": "Throughput (MB/s, higher is better)", "latency": "Produce latency (ms, lower is better)",
+    titles = {"throughput": "Throughput (MB/s, higher is better)", "latency": "Produce latency (ms, log scale, lower is better)",
               "memory": "Broker RSS (MiB, lower is better)", "start": "Start to first ack (s)"}  # fmt: skip
     present = [g for g in groups if any(METRICS[k].group == g for k in by)]
+    rows = {
+        g: [k for k in METRICS if METRICS[k].group == g and k in by] for g in present
+    }
+    heights = [len(rows[g]) + 1.5 for g in present]
     fig, axes = plt.subplots(
-        len(present), 1, figsize=(11, 3.2 * len(present) + 0.5), squeeze=False
+        len(present),
+        1,
+        figsize=(11, 0.42 * sum(heights) + 1.0),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
     )
     for ax, g in zip(axes[:, 0], present):
-        keys = [k for k in METRICS if METRICS[k].group == g and k in by]
+        keys = rows[g]
         ys = range(len(keys))
         for off, target, color in (
             (-0.2, "samsa", "#d9822b"),
@@ -226,6 +234,8 @@ def chart(data: dict[str, Any], path: Path) -> None:
         ax.set_yticks(list(ys))
         ax.set_yticklabels([METRICS[k].label for k in keys], fontsize=8)
         ax.invert_yaxis()
+        if g == "latency":
+            ax.set_xscale("log")
         ax.set_title(titles[g], fontsize=10)
         ax.legend(fontsize=8, loc="lower right")
         ax.grid(axis="x", alpha=0.3)
