@@ -128,6 +128,9 @@ def check_go_produce_consume(obs: list[dict]) -> None:
     assert [o["timestamp"] for o in produced[5:]] == [1600000000000, 1600000000001]
     _consumed_pc(obs, with_type=True)
     assert steps(obs, "consumed")[4]["headers"] == [["h", None]]
+    # the default kgo producer: idempotent, snappy batches (the one-record batch stays uncompressed)
+    assert {(o["idempotent"], o["producerEpoch"]) for o in steps(obs, "consumed")} == {(True, 0)}
+    assert [o["compression"] for o in steps(obs, "consumed")][2:] == [2, 2, 2, 2, 0]
 
 
 def check_node_produce_consume(obs: list[dict]) -> None:

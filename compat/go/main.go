@@ -103,6 +103,8 @@ func consumed(r *kgo.Record) obs {
 		"step": "consumed", "topic": r.Topic, "partition": r.Partition, "offset": r.Offset,
 		"key": text(r.Key), "value": text(r.Value), "valueLen": len(r.Value), "headers": headers(r.Headers),
 		"timestamp": ts(r.Timestamp), "timestampType": r.Attrs.TimestampType(), "leaderEpoch": r.LeaderEpoch,
+		// as stored by the broker: the producer's batch codec (0 none, 2 snappy) and producer id
+		"compression": r.Attrs.CompressionType(), "idempotent": r.ProducerID >= 0, "producerEpoch": r.ProducerEpoch,
 	}
 }
 
