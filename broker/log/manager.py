@@ -42,6 +42,8 @@ from protocol.topic_partition import TopicPartition
 log = logging.getLogger("samsa.log")
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+INITIAL_TASK_DELAY_MS = 30_000
+"""Kafka's LogManager.InitialTaskDelayMs: the first retention pass after start-up."""
 DELETE_DIR_SUFFIX = "-delete"
 
 
@@ -306,11 +308,14 @@ class LogManager:
 
     # ------------------------------------------------------- background tasks
     async def run_retention(self, interval_ms: int | None = None) -> None:
-        """Every log.retention.check.interval.ms: retention and producer expiry."""
+        """Retention and producer expiry: first 30 s after start-up (Kafka's InitialTaskDelayMs,
+        or sooner if the interval is shorter), then every log.retention.check.interval.ms."""
         interval = (interval_ms or self.retention_check_interval_ms) / 1000
+        delay = min(INITIAL_TASK_DELAY_MS / 1000, interval)
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(delay)
             self.cleanup_logs()
+            delay = interval
 
     async def run_flush(self, interval_ms: int | None = None) -> None:
         """Every log.flush.scheduler.interval.ms: flush logs past their flush.ms."""

@@ -276,3 +276,30 @@ def test_manager_removes_directories_left_for_deletion(tmp_path):
     manager.load_logs()
     assert not (tmp_path / "x-0.abc-delete").exists()
     assert manager.all_logs() == {}
+
+
+def test_first_retention_pass_comes_soon_after_startup(tmp_path, monkeypatch):
+    """Like Kafka, expired data goes shortly after a start (InitialTaskDelayMs), not only after a
+    whole log.retention.check.interval.ms."""
+    import broker.log.manager as manager_module
+
+    monkeypatch.setattr(manager_module, "INITIAL_TASK_DELAY_MS", 100)
+    tp = TopicPartition("t", 0)
+    manager = LogManager(
+        [tmp_path / "d"],
+        LogConfig(retention_ms=1000, segment_bytes=len(batch(1)) * 2, file_delete_delay_ms=0),
+        retention_check_interval_ms=300_000,
+    )
+    manager.load_logs()
+    log = manager.get_or_create_log(tp)
+    for _ in range(6):
+        log.append_as_leader(batch(1, ts=1_000), 0)  # timestamps far in the past
+
+    async def run() -> None:
+        task = asyncio.create_task(manager.run_retention())
+        await asyncio.sleep(1.0)
+        task.cancel()
+
+    asyncio.run(run())
+    assert log.log_start_offset >= 4
+    manager.close()
