@@ -184,6 +184,7 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._client: LeaderClient | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(leader={self.leader_id}, shard={self.shard}, partitions={len(self.partitions)})"
@@ -192,11 +193,16 @@ class ReplicaFetcher:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def stop(self) -> asyncio.Task[None] | None:
+        # The flag, not only the cancel: on CPython < 3.12, asyncio.wait_for swallows a cancellation
+        # that arrives as its inner read completes (closing the client below completes it), and the
+        # round then ends with a connection error instead; the loop would go on fetching for good
+        # and the broker's shutdown, which awaits this task, would hang.
+        self._stopped = True
+        if self._task is not None:
+            self._task.cancel()
         if self._client is not None:
             self._client.close()
             self._client = None
-        if self._task is not None:
-            self._task.cancel()
         return self._task
 
     def add(self, state: PartitionFetchState) -> None:
@@ -282,7 +288,7 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         log.info("fetcher started leader=%d shard=%d", self.leader_id, self.shard)
         try:
-            while True:
+            while not self._stopped:
                 try:
                     await self._run_once()
                 except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
@@ -301,6 +307,7 @@ class ReplicaFetcher:
         except asyncio.CancelledError:
             log.info("fetcher stopped leader=%d shard=%d", self.leader_id, self.shard)
             raise
+        log.info("fetcher stopped leader=%d shard=%d", self.leader_id, self.shard)
 
     async def _run_once(self) -> None:
         self._wakeup.clear()

@@ -89,19 +89,20 @@ class LeaderClient:
         cls = type(entity)
         key, version = int(cls.__api_key__), int(cls.__version__)
         await self.connect()
-        assert self._reader is not None and self._writer is not None
+        # this request's own stream: close() may run meanwhile (a fetcher being stopped), and the
+        # closed stream then ends the request with a connection error, not an AttributeError
+        reader, writer = self._reader, self._writer
+        assert reader is not None and writer is not None
         cid, frame = self._frame(entity, version)
         try:
-            self._writer.write(frame)
-            await asyncio.wait_for(self._writer.drain(), self.timeout_s)
+            writer.write(frame)
+            await asyncio.wait_for(writer.drain(), self.timeout_s)
             wait = self.timeout_s if timeout_s is None else timeout_s
-            size_bytes = await asyncio.wait_for(self._reader.readexactly(4), wait)
+            size_bytes = await asyncio.wait_for(reader.readexactly(4), wait)
             (size,) = _I32.unpack(size_bytes)
             if size < 4 or size > MAX_RESPONSE_BYTES:
                 raise LeaderConnectionError(f"response frame of size {size}")
-            payload = await asyncio.wait_for(
-                self._reader.readexactly(size), self.timeout_s
-            )
+            payload = await asyncio.wait_for(reader.readexactly(size), self.timeout_s)
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
             self.close()
             raise LeaderConnectionError(
