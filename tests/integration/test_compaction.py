@@ -246,14 +246,35 @@ def test_kill_9_during_cleaning_loses_nothing(broker: SamsaProcess) -> None:
 def test_produce_and_fetch_continue_while_a_large_clean_runs(broker: SamsaProcess) -> None:
     from confluent_kafka import Consumer, Producer
 
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
     topic = "big-table"
     large_log(broker, topic)
     create_topic(broker.bootstrap_servers, "live")
+    bootstrap = broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def set_min_compaction_lag(value: str) -> None:
+        entry = ConfigEntry("min.compaction.lag.ms", value, incremental_operation=AlterConfigOpType.SET)
+        futures = admin.incremental_alter_configs([ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])])
+        for f in futures.values():
+            f.result(30)
+
+    # Nothing is cleanable until the clients run (a huge min.compaction.lag.ms), so the clean
+    # starts under load however fast this machine is.
+    set_min_compaction_lag(str(10**12))
     broker.stop()
     broker.overrides.update({"log.cleaner.enable": "true", **FAST_CLEANER})
     mark = len(broker.read_log())
     broker.start()
     bootstrap = broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     stop = threading.Event()
     acked: list[float] = []
     consumed: list[float] = []
@@ -283,6 +304,11 @@ def test_produce_and_fetch_continue_while_a_large_clean_runs(broker: SamsaProces
     for t in threads:
         t.start()
     try:
+        deadline = time.monotonic() + 30
+        while not (acked and consumed):
+            assert time.monotonic() < deadline, "the clients did not start"
+            time.sleep(0.05)
+        set_min_compaction_lag("0")
         wait_for_log_line(broker, f"cleaning started topic={topic}", start=mark)
         started = time.monotonic()
         wait_for_log_line(broker, f"cleaning done topic={topic}", timeout=120, start=mark)
