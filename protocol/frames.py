@@ -113,6 +113,17 @@ def parse_request_header(payload: bytes | memoryview, header_version: int) -> Re
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
+def parse_response_header(payload: bytes | memoryview, api_key: int, flexible: bool) -> tuple[int, int]:
+    """(correlation_id, position of the body) of a response frame's payload (client side)."""
+    if len(payload) < 4:
+        raise MalformedFrameError("response too short for a header")
+    (correlation_id,) = _SIZE.unpack_from(payload, 0)
+    pos = 4
+    if flexible and api_key != API_VERSIONS_KEY:
+        pos = skip_tagged_fields(payload, pos)
+    return correlation_id, pos
+
+
 def response_header(correlation_id: int, flexible: bool) -> bytes:
     """The response header bytes: correlation id, plus an empty tagged-field section if flexible."""
     head = _SIZE.pack(correlation_id)

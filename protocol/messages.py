@@ -17,15 +17,21 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import uuid
+from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
 from functools import cache
 from types import UnionType
-from typing import Any, Callable, Protocol, Union, get_args, get_origin
+from typing import Any, Protocol, Union, get_args, get_origin
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_schema_field_type
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    classify_field,
+    get_schema_field_type,
+)
 
 from protocol.prescan import check_lengths
 from protocol.schemas import produce_v0_2
@@ -36,9 +42,9 @@ __all__ = [
     "convert",
     "decode_request",
     "encode",
+    "is_flexible",
     "request_class",
     "response_class",
-    "is_flexible",
 ]
 
 
@@ -51,7 +57,7 @@ class Region(Protocol):
 class FrameBuffer:
     """Collects an encoded message as bytes chunks and zero-copy regions, in order."""
 
-    __slots__ = ("chunks", "_current", "size")
+    __slots__ = ("_current", "chunks", "size")
 
     def __init__(self) -> None:
         self.chunks: list[bytes | Region] = []
@@ -161,6 +167,13 @@ def check_non_nullable(entity: Any) -> None:
         elif kind == _ENTITY_TUPLE:
             for item in value:
                 check_non_nullable(item)
+
+
+def decode_response(
+    api_key: int, api_version: int, buf: bytes | memoryview, offset: int, response_cls: type | None = None
+) -> tuple[Any, int]:
+    """Decode a response body (client side: followers, tests); returns (entity, bytes consumed)."""
+    return _reader(response_cls or response_class(api_key, api_version))(buf, offset)
 
 
 def encode(entity: Any, out: FrameBuffer) -> None:

@@ -13,7 +13,7 @@ import socket
 import struct
 from typing import Any
 
-from protocol import messages
+from protocol import frames, messages
 
 _I32 = struct.Struct(">i")
 MAX_RESPONSE_BYTES = 256 << 20
@@ -21,17 +21,6 @@ MAX_RESPONSE_BYTES = 256 << 20
 
 class LeaderConnectionError(Exception):
     """The leader could not be reached or answered something unreadable."""
-
-
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
 
 
 class LeaderClient:
@@ -111,17 +100,11 @@ class LeaderClient:
         except BaseException:
             self.close()  # cancelled mid-request: the connection is out of step
             raise
-        (got,) = _I32.unpack_from(payload, 0)
-        if got != cid:
-            self.close()
-            raise LeaderConnectionError(f"correlation id {got}, expected {cid}")
-        pos = 4
         try:
-            if messages.is_flexible(key, version):
-                _tags, pos = _uvarint(payload, pos)
-            entity_out, _used = messages._reader(messages.response_class(key, version))(
-                payload, pos
-            )
+            got, pos = frames.parse_response_header(payload, key, messages.is_flexible(key, version))
+            if got != cid:
+                raise LeaderConnectionError(f"correlation id {got}, expected {cid}")
+            entity_out, _used = messages.decode_response(key, version, payload, pos)
         except Exception as e:
             self.close()
             raise LeaderConnectionError(

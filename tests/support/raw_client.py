@@ -18,7 +18,7 @@ import struct
 import time
 from typing import Any
 
-from protocol import messages
+from protocol import frames, messages
 
 _I32 = struct.Struct(">i")
 
@@ -69,17 +69,6 @@ def encode_request(
         request_header(key, version, correlation_id, client_id, flexible)
         + encode_body(entity)
     )
-
-
-def skip_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
 
 
 class RawClient:
@@ -208,17 +197,12 @@ class RawClient:
         version = int(cls.__version__) if api_version is None else api_version
         cid = self.send_request(entity, client_id=client_id, api_version=version)
         payload = self.recv_frame()
-        (got,) = _I32.unpack_from(payload, 0)
+        got, pos = frames.parse_response_header(payload, key, messages.is_flexible(key, version))
         assert got == cid, f"correlation id {got}, expected {cid}"
-        pos = 4
-        if messages.is_flexible(key, version) and key != 18:
-            _count, pos = skip_uvarint(payload, pos)  # empty header tagged fields
-            assert _count == 0
-        rcls = response_class or messages.response_class(key, version)
-        entity_out, used = messages._reader(rcls)(payload, pos)
+        entity_out, used = messages.decode_response(key, version, payload, pos, response_class)
         if pos + used != len(payload):
             raise AssertionError(
                 f"response to api_key={key} v{version} has {len(payload) - pos - used} bytes "
-                f"after the {rcls.__name__} body"
+                f"after the {type(entity_out).__name__} body"
             )
         return entity_out
