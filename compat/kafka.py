@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -29,6 +28,8 @@ import time
 import uuid
 from pathlib import Path
 from typing import Mapping, Protocol
+
+from broker.testing.process import terminate
 
 COMPAT = Path(__file__).resolve().parent
 TARGET = COMPAT / "target"
@@ -256,14 +257,7 @@ class KafkaJarProcess:
     def stop(self, timeout: float = 30.0) -> int | None:
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return terminate(self.proc, timeout)
 
     def close(self) -> None:
         self.stop()

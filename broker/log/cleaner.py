@@ -62,6 +62,7 @@ from broker.log.compaction import (
 )
 from broker.log.config import LONG_MAX
 from broker.log.log import UnifiedLog
+from broker.tasks import cancel_and_wait
 from protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
@@ -504,13 +505,7 @@ class LogCleaner:
         for plan in list(self._plans.values()):
             plan.aborted.set()
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(tasks)
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None

@@ -37,6 +37,7 @@ from broker.log.cleaner import CleanerConfig, LogCleaner
 from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.log import UnifiedLog
 from broker.log.partition_metadata import read_topic_id, write_topic_id
+from broker.tasks import cancel_and_wait
 from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger("samsa.log")
@@ -357,13 +358,7 @@ class LogManager:
         if self.cleaner is not None:
             await self.cleaner.stop()
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(tasks)
 
     def close(self) -> None:
         """Clean shutdown: close every log, write checkpoints and the clean-shutdown markers.

@@ -16,9 +16,21 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 _LISTENING = re.compile(r"samsa listening on (\w+)://([^:]+):(\d+)")
+
+
+def terminate(proc: subprocess.Popen[Any], timeout: float) -> int:
+    """SIGTERM, wait up to `timeout`, then SIGKILL; returns the exit code."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 class SamsaProcess:
@@ -110,13 +122,7 @@ class SamsaProcess:
         """Clean shutdown (SIGTERM); returns the exit code."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, timeout)
         return self._finish()
 
     def kill(self) -> None:
