@@ -10,9 +10,6 @@ if TYPE_CHECKING:
     from broker.coordinator.coordinator import GroupCoordinator
 
 NO_THROTTLE = datetime.timedelta(0)
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-# AclOperation READ 3, DELETE 6, DESCRIBE 8: what Kafka reports for a group without an authorizer.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 def millis(value: datetime.timedelta) -> int:

@@ -2,8 +2,9 @@
 # For each group: state, protocol type, and while Stable the chosen protocol and every member's
 # metadata and assignment (in other states members are listed without them), as Kafka. An unknown
 # group is reported as Dead with error NONE (Kafka's answer up to v5); coordinator errors and
-# INVALID_GROUP_ID per group. v3+ authorized operations: no authorizer, so READ, DELETE and
-# DESCRIBE when asked. Not supported: v6 (error messages, GROUP_ID_NOT_FOUND for unknown groups).
+# INVALID_GROUP_ID per group. v3+ authorized operations: no authorizer, so every group operation
+# Kafka 4.x reports (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS) when asked.
+# Not supported: v6 (error messages, GROUP_ID_NOT_FOUND for unknown groups).
 from __future__ import annotations
 
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
@@ -14,14 +15,10 @@ from kio.schema.describe_groups.v5.response import (
 )
 from kio.static.primitive import i32
 
+from broker.acl import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
 from broker.context import RequestContext
 from broker.coordinator.group import ClassicGroup, GroupState
-from broker.coordinator.wire import (
-    AUTHORIZED_OPERATIONS_OMITTED,
-    GROUP_OPERATIONS,
-    NO_THROTTLE,
-    coordinator,
-)
+from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
 from protocol.errors import ErrorCode
 

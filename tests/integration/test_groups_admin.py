@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.structs import TopicPartition as KTopicPartition
+from kio.schema.describe_groups.v5.request import DescribeGroupsRequest as DescribeGroupsV5
 from kio.schema.find_coordinator.v0.request import FindCoordinatorRequest as FindCoordinatorV0
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest as FindCoordinatorV4
 from kio.schema.join_group.v5 import request as join_v5
@@ -148,6 +149,24 @@ def test_list_describe_delete_groups(broker: SamsaProcess, admin: KafkaAdminClie
     assert group_offsets(admin, "admin-group") == {}
     assert "admin-group" not in {g["group_id"] for g in admin.list_groups()}
     assert admin.describe_groups(["admin-group"])["admin-group"]["group_state"] == "Dead"
+
+
+# AclOperation codes
+READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS = 3, 6, 8, 10, 11
+
+
+def test_describe_groups_authorized_operations(broker: SamsaProcess) -> None:
+    """With no authorizer every group operation is allowed, and Kafka 4.x has five of them (the
+    franz-go version sweep in compat/ found Samsa reporting only READ, DELETE and DESCRIBE)."""
+    with coordinator_client(broker, "ops-group") as c:
+        assert _errors(c.request(_commit_v8("ops-group", -1, "", [(TOPIC, 0, 1, None)]))) == {(TOPIC, 0): NONE}
+        asked = c.request(DescribeGroupsV5(groups=("ops-group",), include_authorized_operations=True))  # type: ignore[arg-type]
+        (group,) = asked.groups
+        assert (group.error_code.value, group.group_state) == (NONE, "Empty")
+        ops = int(group.authorized_operations)
+        assert {op for op in range(32) if ops & (1 << op)} == {READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS}
+        not_asked = c.request(DescribeGroupsV5(groups=("ops-group",), include_authorized_operations=False))  # type: ignore[arg-type]
+        assert int(not_asked.groups[0].authorized_operations) == -2147483648  # AUTHORIZED_OPERATIONS_OMITTED
 
 
 def _offset_and_metadata(offset: int, metadata: str) -> Any:
