@@ -7,7 +7,8 @@
 # INVALID_TOPIC_EXCEPTION. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
 # name before v12 closes the connection (Kafka rejects it as an invalid request).
 # Authorized operations: no authorizer, so every operation is reported as allowed when asked
-# (topic operations v8+, cluster operations v8-10).
+# (topic operations v8+, cluster operations v8-10), as Kafka also for a topic named in the request
+# that does not exist or has an invalid name, but not for an unknown topic id.
 # Not supported: v13 (top-level error code, KIP-1102).
 from __future__ import annotations
 
@@ -78,14 +79,18 @@ def topic_metadata(
     )
 
 
-def _error_topic(name: str | None, error: ErrorCode, topic_id: uuid.UUID | None = None) -> MetadataResponseTopic:
+def _error_topic(
+    name: str | None, error: ErrorCode, topic_id: uuid.UUID | None = None, include_operations: bool = False
+) -> MetadataResponseTopic:
     return MetadataResponseTopic(
         error_code=error,
         name=name,
         topic_id=topic_id or ZERO_UUID,
         is_internal=False,
         partitions=(),
-        topic_authorized_operations=i32(AUTHORIZED_OPERATIONS_OMITTED),
+        topic_authorized_operations=i32(
+            TOPIC_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED
+        ),
     )
 
 
@@ -118,11 +123,11 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             if name in image.topics:
                 continue
             if topic_name_error(name):
-                topics.append(_error_topic(name, ErrorCode.invalid_topic_exception))
+                topics.append(_error_topic(name, ErrorCode.invalid_topic_exception, None, include_ops))
             elif allow_auto_create and name not in to_create:
                 to_create.append(name)
             elif not allow_auto_create:
-                topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition))
+                topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
         if to_create:
             await broker.auto_create_topics(to_create)
             image = broker.controller.image
@@ -133,7 +138,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             if name in image.topics:
                 topics.append(topic_metadata(image, image.topics[name], include_ops))
             elif name in to_create:
-                topics.append(_error_topic(name, ErrorCode.leader_not_available))
+                topics.append(_error_topic(name, ErrorCode.leader_not_available, None, include_ops))
 
     response = MetadataResponse(
         throttle_time=datetime.timedelta(0),

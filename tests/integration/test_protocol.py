@@ -57,6 +57,8 @@ UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
 FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_RECORD = 87
+UNKNOWN_TOPIC_ID = 100
+OMITTED = -2147483648  # authorized operations not asked for
 
 SOCKET_REQUEST_MAX_BYTES = 262_144
 MESSAGE_MAX_BYTES = 65_536
@@ -534,6 +536,33 @@ def test_invalid_topic_name_in_metadata(client: RawClient, name: str) -> None:
     (t,) = metadata(client, [name]).topics
     assert t.error_code == INVALID_TOPIC_EXCEPTION
     assert t.partitions == ()
+
+
+def test_metadata_topic_authorized_operations(client: RawClient) -> None:
+    """As Kafka (found by the franz-go version sweep): with no authorizer every topic operation is
+    reported for each topic named in the request, existing or not and even with an invalid name;
+    a topic id that names nothing gets none; and nothing unless asked."""
+    existing, missing = unique_topic("ops"), unique_topic("ops-missing")
+    create_topic(client, existing)
+    unknown_id = uuid.uuid4()
+    asked = client.request(
+        md_req.MetadataRequest(
+            topics=tuple(md_req.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=t) for t in (existing, missing, "bad topic!"))
+            + (md_req.MetadataRequestTopic(topic_id=unknown_id, name=None),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=True,
+        )
+    )
+    # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
+    every = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+    by_name = {(t.name, t.error_code): int(t.topic_authorized_operations) for t in asked.topics}
+    assert by_name == {
+        (existing, NONE): every,
+        (missing, UNKNOWN_TOPIC_OR_PARTITION): every,
+        ("bad topic!", INVALID_TOPIC_EXCEPTION): every,
+        (None, UNKNOWN_TOPIC_ID): OMITTED,
+    }
+    assert {int(t.topic_authorized_operations) for t in metadata(client, [existing, missing], auto_create=False).topics} == {OMITTED}
 
 
 @pytest.mark.parametrize("name", INVALID_NAMES)
