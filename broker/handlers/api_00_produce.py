@@ -32,6 +32,19 @@ from protocol.topic_partition import TopicPartition
 API_KEY = 0
 log = logging.getLogger("samsa.produce")
 
+# The client sent records the broker will not take: answered with the code, as Kafka does, and
+# logged, since a client rarely shows the code to anyone.
+_REJECTED_RECORDS = frozenset(
+    {
+        ErrorCode.corrupt_message,
+        ErrorCode.invalid_record,
+        ErrorCode.invalid_timestamp,
+        ErrorCode.message_too_large,
+        ErrorCode.record_list_too_large,
+        ErrorCode.unsupported_compression_type,
+    }
+)
+
 
 def _partition_response(
     index: int,
@@ -125,21 +138,23 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
 
     by_topic: dict[str, list[PartitionProduceResponse]] = {}
     for tp in order:
-        if tp in errors:
-            code, message = errors[tp]
+        r = results.get(tp)
+        code, message = errors[tp] if r is None else (r.error, r.message)
+        if code in _REJECTED_RECORDS:
+            log.info(
+                "produce rejected client_id=%s correlation_id=%d topic=%s partition=%d error=%s message=%s",
+                ctx.client_id, ctx.correlation_id, tp.topic, tp.partition, code.name, message,
+            )  # fmt: skip
+        if r is None or code != ErrorCode.none or r.info is None:
             resp = _partition_response(tp.partition, code, message)
         else:
-            r = results[tp]
-            if r.error != ErrorCode.none or r.info is None:
-                resp = _partition_response(tp.partition, r.error, r.message)
-            else:
-                resp = _partition_response(
-                    tp.partition,
-                    ErrorCode.none,
-                    base_offset=r.info.first_offset,
-                    log_append_time=r.info.log_append_time,
-                    log_start_offset=r.info.log_start_offset,
-                )
+            resp = _partition_response(
+                tp.partition,
+                ErrorCode.none,
+                base_offset=r.info.first_offset,
+                log_append_time=r.info.log_append_time,
+                log_start_offset=r.info.log_start_offset,
+            )
         by_topic.setdefault(tp.topic, []).append(resp)
     return ProduceResponse(
         responses=tuple(

@@ -602,13 +602,17 @@ def test_unknown_partition_of_existing_topic(client: RawClient) -> None:
 
 
 def test_produce_v3_two_batches_in_one_partition_is_invalid_record(
-    client: RawClient,
+    broker: SamsaProcess, client: RawClient
 ) -> None:
     topic = unique_topic()
     create_topic(client, topic)
     p = produce(client, topic, batch([b"a"]) + batch([b"b"]))
     assert p.error_code == INVALID_RECORD
     assert fetch_one(client, topic, 0).high_watermark == 0
+    # the rejection is logged with who sent it, since the client only gets a code
+    lines = [line for line in broker.read_log().splitlines() if f"topic={topic} " in line and "produce rejected" in line]
+    assert len(lines) == 1, lines
+    assert "error=invalid_record" in lines[0] and "client_id=" in lines[0] and "correlation_id=" in lines[0]
 
 
 def test_produce_v9_legacy_magic_is_invalid_record(client: RawClient) -> None:
