@@ -23,7 +23,7 @@ from broker.log.manager import LogManager
 from broker.network import Connection
 from broker.producer_ids import ProducerIdManager
 from broker.coordinator.coordinator import GroupCoordinator
-from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
+from broker.replication.fetcher_manager import FetcherSettings, ReplicaFetcherManager
 from broker.replication.isr import IsrManager
 from broker.replication.replica_manager import ReplicaManager
 from controller.embedded import EmbeddedController
@@ -54,7 +54,7 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
-        registry.load_handlers()
+        registry.declared()  # fails fast on a malformed handler module; handlers import on first use
         for listener in self.config.listeners:
             server = await asyncio.start_server(
                 lambda r, w, name=listener.name: self._accept(name, r, w),

@@ -34,7 +34,6 @@ from kio.serial._introspect import (
 )
 
 from protocol.prescan import check_lengths
-from protocol.schemas import produce_v0_2
 
 __all__ = [
     "FrameBuffer",
@@ -83,15 +82,20 @@ class FrameBuffer:
         return self.chunks
 
 
-_EXTRA_SCHEMAS: dict[tuple[int, int], tuple[type, type]] = {
-    (0, version): schemas for version, schemas in produce_v0_2.SCHEMAS.items()
-}
+def _own_schemas(api_key: int, api_version: int) -> tuple[type, type] | None:
+    """Samsa's (request, response) classes for a version kio lacks (Produce v0-2), imported on
+    first use like kio's own."""
+    if api_key == 0 and api_version <= 2:
+        from protocol.schemas import produce_v0_2
+
+        return produce_v0_2.SCHEMAS.get(api_version)
+    return None
 
 
 @cache
 def request_class(api_key: int, api_version: int) -> type:
     """The kio request dataclass for a key and version; raises KeyError if there is none."""
-    extra = _EXTRA_SCHEMAS.get((api_key, api_version))
+    extra = _own_schemas(api_key, api_version)
     if extra is not None:
         return extra[0]
     try:
@@ -102,7 +106,7 @@ def request_class(api_key: int, api_version: int) -> type:
 
 @cache
 def response_class(api_key: int, api_version: int) -> type:
-    extra = _EXTRA_SCHEMAS.get((api_key, api_version))
+    extra = _own_schemas(api_key, api_version)
     if extra is not None:
         return extra[1]
     try:

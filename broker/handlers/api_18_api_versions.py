@@ -1,5 +1,6 @@
 # ApiVersions (key 18), versions 0-4.
-# Answers with every API key and version range in the handler registry (nothing kept by hand).
+# Answers with every API key and version range in the handler registry (nothing kept by hand;
+# registry.declared(), so the handler modules themselves load on their first request).
 # Response header is always v0 (KIP-511). v3+ requests with a client software name or version
 # outside Kafka's pattern get INVALID_REQUEST. An ApiVersions version above 4 is answered by
 # network.py with `unsupported_version_body` (v0 body, UNSUPPORTED_VERSION, our ApiVersions range).
@@ -28,8 +29,8 @@ _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 @cache
 def _api_keys() -> tuple[ApiVersion, ...]:
     return tuple(
-        ApiVersion(api_key=i16(h.api_key), min_version=i16(h.min_version), max_version=i16(h.max_version))
-        for h in registry.load_handlers().values()
+        ApiVersion(api_key=i16(d.api_key), min_version=i16(d.min_version), max_version=i16(d.max_version))
+        for d in registry.declared().values()
     )
 
 

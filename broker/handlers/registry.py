@@ -4,13 +4,22 @@ Every handler module registers itself with `@api(key, min_version, max_version)`
 written against the max_version kio classes; `dispatch` converts requests up to it and responses
 down to the version the client sent. ApiVersions is answered from this registry and nothing else,
 so a version is advertised exactly when a handler claims it.
+
+Handler modules are imported on the first request for their key: importing all of them (and the
+kio schemas they use) is about 40% of a cold start. ApiVersions still needs every key's range
+before then, so `declared()` reads it from each module's own `@registry.api(API_KEY, min, max`
+line without importing it, and registration checks that what the module registers equals what
+was read; `load_handlers()` imports every module (tests/unit/test_registry.py does, so the two can
+never disagree in CI).
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import re
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from kio.index import _name_from_key
@@ -73,6 +82,12 @@ def api(
     def register(fn: HandlerFn) -> HandlerFn:
         if api_key in _REGISTRY:
             raise RuntimeError(f"API key {api_key} registered twice")
+        declaration = declared().get(api_key)
+        if declaration is None or (declaration.min_version, declaration.max_version) != (min_version, max_version):
+            raise RuntimeError(
+                f"API key {api_key} registers versions {min_version}-{max_version}, but its module declares "
+                f"{declaration}: keep `@registry.api(API_KEY, min, max` literal in broker/handlers/api_NN_*.py"
+            )
         # Schemas load lazily (importing every version's kio module costs start-up time);
         # tests/unit/test_registry.py checks that every registered version has both schemas.
         _REGISTRY[api_key] = ApiHandler(
@@ -83,15 +98,50 @@ def api(
     return register
 
 
-def load_handlers() -> dict[int, ApiHandler]:
-    """Import every `broker.handlers.api_*` module once and return the registry."""
-    import broker.handlers as package
+@dataclass(frozen=True, slots=True)
+class ApiDeclaration:
+    """A handler module's key and version range, as its source declares them."""
 
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("api_"):
-            importlib.import_module(f"{package.__name__}.{info.name}")
+    api_key: int
+    min_version: int
+    max_version: int
+    module: str
+
+
+_HANDLER_FILE = re.compile(r"api_(\d+)_\w+\.py")
+_DECLARATION = re.compile(
+    r"^API_KEY = (\d+)$.*?^@registry\.api\(API_KEY, (\d+), (\d+)[,)]", re.MULTILINE | re.DOTALL
+)
+
+
+@cache
+def declared() -> dict[int, ApiDeclaration]:
+    """Every handler module's declaration, read from its source (no import), by API key."""
+    result: dict[int, ApiDeclaration] = {}
+    for path in sorted(Path(__file__).parent.glob("api_*.py")):
+        name = _HANDLER_FILE.fullmatch(path.name)
+        found = _DECLARATION.search(path.read_text())
+        if name is None or found is None or int(found.group(1)) != int(name.group(1)):
+            raise RuntimeError(f"{path}: expected API_KEY = {name and int(name.group(1))} and @registry.api(API_KEY, min, max")
+        key, low, high = (int(g) for g in found.groups())
+        result[key] = ApiDeclaration(key, low, high, f"{__package__}.{path.stem}")
+    return result
+
+
+def load_handlers() -> dict[int, ApiHandler]:
+    """Import every handler module and return the registry (tests, tools; the broker imports lazily)."""
+    for key in declared():
+        get(key)
     return dict(sorted(_REGISTRY.items()))
 
 
 def get(api_key: int) -> ApiHandler | None:
-    return _REGISTRY.get(api_key)
+    """The handler of `api_key`, its module imported on first use; None for an unknown key."""
+    handler = _REGISTRY.get(api_key)
+    if handler is None:
+        declaration = declared().get(api_key)
+        if declaration is None:
+            return None
+        importlib.import_module(declaration.module)
+        handler = _REGISTRY[api_key]
+    return handler

@@ -1,9 +1,8 @@
 """Replica fetchers: how a follower copies its leader's log (Kafka's ReplicaFetcherThread).
 
-One `ReplicaFetcher` task per (leader broker, shard) with num.replica.fetchers shards per leader;
-`ReplicaFetcherManager.update` (called from every metadata image, no awaits) assigns each
-partition this broker follows to the fetcher of its leader, and re-adds it from scratch whenever
-its leader or leader epoch changes.
+One `ReplicaFetcher` task per (leader broker, shard), num.replica.fetchers shards per leader;
+`ReplicaFetcherManager` (broker/replication/fetcher_manager.py) assigns the partitions this broker
+follows to them.
 
 Per-partition state machine (`FetchState`):
 
@@ -35,9 +34,8 @@ import datetime
 import enum
 import logging
 import time
-import zlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
@@ -55,10 +53,8 @@ from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, LeaderEpoch, Offset
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
+    from broker.replication.fetcher_manager import ReplicaFetcherManager
     from broker.replication.partition import Partition
-    from broker.replication.replica_manager import ReplicaManager
-    from controller.model import ClusterImage
 
 log = logging.getLogger("samsa.fetcher")
 
@@ -142,33 +138,6 @@ class PartitionFetchState:
     """monotonic seconds; meaningful while DELAYED"""
 
 
-@dataclass(frozen=True, slots=True)
-class FetcherSettings:
-    broker_id: BrokerId
-    listener_name: str
-    max_bytes: int = 1_048_576
-    min_bytes: int = 1
-    max_wait_ms: int = 500
-    backoff_ms: int = 1000
-    response_max_bytes: int = 10_485_760
-    socket_timeout_ms: int = 30_000
-    num_fetchers: int = 1
-
-    @classmethod
-    def from_config(cls, config: BrokerConfig) -> FetcherSettings:
-        return cls(
-            broker_id=BrokerId(config.broker_id),
-            listener_name=config.inter_broker_listener_name,
-            max_bytes=config.replica_fetch_max_bytes,
-            min_bytes=config.replica_fetch_min_bytes,
-            max_wait_ms=config.replica_fetch_wait_max_ms,
-            backoff_ms=config.replica_fetch_backoff_ms,
-            response_max_bytes=config.replica_fetch_response_max_bytes,
-            socket_timeout_ms=config.replica_socket_timeout_ms,
-            num_fetchers=max(1, config.num_replica_fetchers),
-        )
-
-
 # -- one fetcher task per leader (shard) -----------------------------------------------------------
 
 
@@ -205,8 +174,9 @@ class ReplicaFetcher:
             self._client = None
         return self._task
 
-    def add(self, state: PartitionFetchState) -> None:
-        self.partitions[state.tp] = state
+    def add(self, tp: TopicPartition, leader_id: BrokerId, leader_epoch: LeaderEpoch) -> None:
+        """Start following `tp` from scratch (TRUNCATING)."""
+        self.partitions[tp] = PartitionFetchState(tp, leader_id, leader_epoch)
         self._wakeup.set()
 
     def remove(self, tp: TopicPartition) -> None:
@@ -544,72 +514,3 @@ class ReplicaFetcher:
             else FetchState.FETCHING
         )
         self._delay(st, resume, f"Fetch {error.name}", error=error)
-
-
-# -- the manager -----------------------------------------------------------------------------------
-
-
-def shard_of(tp: TopicPartition, shards: int) -> int:
-    return (zlib.crc32(tp.topic.encode()) + tp.partition) % shards
-
-
-@dataclass(slots=True)
-class _Assignment:
-    key: tuple[BrokerId, int]
-    leader_id: BrokerId
-    leader_epoch: LeaderEpoch
-
-
-@dataclass(slots=True)
-class ReplicaFetcherManager:
-    """Owns the fetchers; `update` follows the replica manager's partitions (no awaits)."""
-
-    replica_manager: ReplicaManager
-    settings: FetcherSettings
-    image: ClusterImage | None = None
-    fetchers: dict[tuple[BrokerId, int], ReplicaFetcher] = field(default_factory=dict)
-    _assigned: dict[TopicPartition, _Assignment] = field(default_factory=dict)
-    closed: bool = False
-
-    def update(
-        self, image: ClusterImage, partitions: Mapping[TopicPartition, Partition]
-    ) -> None:
-        self.image = image
-        desired: dict[TopicPartition, tuple[BrokerId, LeaderEpoch]] = {
-            tp: (p.leader_id, p.leader_epoch)
-            for tp, p in partitions.items()
-            if p.role == PartitionRole.FOLLOWER
-            and p.leader_id >= 0
-            and p.leader_id != self.settings.broker_id
-        }
-        for tp, a in list(self._assigned.items()):
-            if desired.get(tp) != (a.leader_id, a.leader_epoch):
-                fetcher = self.fetchers.get(a.key)
-                if fetcher is not None:
-                    fetcher.remove(tp)
-                del self._assigned[tp]
-        for tp, (leader, epoch) in desired.items():
-            if tp in self._assigned:
-                continue
-            key = (leader, shard_of(tp, self.settings.num_fetchers))
-            fetcher = self.fetchers.get(key)
-            if fetcher is None:
-                fetcher = self.fetchers[key] = ReplicaFetcher(self, leader, key[1])
-                fetcher.start()
-            fetcher.add(PartitionFetchState(tp, leader, epoch))
-            self._assigned[tp] = _Assignment(key, leader, epoch)
-            log.info(
-                "follower assigned topic=%s partition=%d leader=%d leader_epoch=%d fetcher=%d/%d",
-                tp.topic, tp.partition, leader, epoch, leader, key[1],
-            )  # fmt: skip
-        for key, fetcher in list(self.fetchers.items()):
-            if not fetcher.partitions:
-                fetcher.stop()
-                del self.fetchers[key]
-
-    async def shutdown(self) -> None:
-        self.closed = True
-        tasks = [t for f in self.fetchers.values() if (t := f.stop()) is not None]
-        self.fetchers.clear()
-        self._assigned.clear()
-        await asyncio.gather(*tasks, return_exceptions=True)

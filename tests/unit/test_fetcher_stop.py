@@ -14,7 +14,8 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from broker.replication.fetcher import FetcherSettings, ReplicaFetcher
+from broker.replication.fetcher import ReplicaFetcher
+from broker.replication.fetcher_manager import FetcherSettings
 from protocol.types import BrokerId
 
 

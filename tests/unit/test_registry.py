@@ -7,12 +7,17 @@ the handler's version, and the handler's response must convert down to it and en
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from kio.serial import entity_reader
 
 from broker.handlers import registry
 from protocol import messages
 
+ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = registry.load_handlers()
 CASES = [
     (key, version)
@@ -72,3 +77,34 @@ def test_delete_topics_old_versions_keep_their_topic_names() -> None:
         old = messages.request_class(20, version)(topic_names=("a", "b"), timeout=datetime.timedelta(seconds=1))
         upgraded = handler.handler_request(version, old)
         assert [t.name for t in upgraded.topics] == ["a", "b"]
+
+
+def test_declarations_read_from_the_sources_equal_the_registrations() -> None:
+    """ApiVersions answers from `declared()` (read without importing the handlers); importing
+    every handler (HANDLERS above) would have raised on any difference, and here is the check."""
+    declared = registry.declared()
+    assert set(declared) == set(HANDLERS)
+    for key, d in declared.items():
+        assert (d.api_key, d.min_version, d.max_version) == (key, HANDLERS[key].min_version, HANDLERS[key].max_version)
+        assert d.module == HANDLERS[key].handle.__module__
+
+
+def test_a_registration_its_module_does_not_declare_is_refused() -> None:
+    with pytest.raises(RuntimeError, match="API key 9999 registers versions 0-1"):
+        registry.api(9999, 0, 1)(HANDLERS[18].handle)
+    assert registry.get(9999) is None
+
+
+def test_handler_modules_load_on_their_first_request() -> None:
+    """The broker imports no handler at start-up (a cold start's largest cost); `get` imports
+    the one module asked for."""
+    code = (
+        "import sys\n"
+        "from broker.handlers import registry\n"
+        "assert len(registry.declared()) > 20\n"
+        "assert not [m for m in sys.modules if m.startswith('broker.handlers.api_')]\n"
+        "assert registry.get(11).name == 'join_group'\n"
+        "print(sorted(m for m in sys.modules if m.startswith('broker.handlers.api_')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "['broker.handlers.api_11_join_group']"

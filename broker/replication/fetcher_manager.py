@@ -1,0 +1,131 @@
+"""The replica fetcher manager: which fetcher copies which followed partition.
+
+`ReplicaFetcherManager.update` (called from every metadata image, no awaits) assigns each
+partition this broker follows to the `ReplicaFetcher` (broker/replication/fetcher.py) of its
+leader and shard, num.replica.fetchers shards per leader, and re-adds it from scratch whenever its
+leader or leader epoch changes; fetchers left without partitions stop.
+
+The fetcher module (with the Fetch and OffsetForLeaderEpoch schemas it sends) is imported with the
+first followed partition: a single broker never follows, and that import is a tenth of its start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from broker.replication.partition import PartitionRole
+from protocol.topic_partition import TopicPartition
+from protocol.types import BrokerId, LeaderEpoch
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from broker.replication.fetcher import ReplicaFetcher
+    from broker.replication.partition import Partition
+    from broker.replication.replica_manager import ReplicaManager
+    from controller.model import ClusterImage
+
+log = logging.getLogger("samsa.fetcher")
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherSettings:
+    broker_id: BrokerId
+    listener_name: str
+    max_bytes: int = 1_048_576
+    min_bytes: int = 1
+    max_wait_ms: int = 500
+    backoff_ms: int = 1000
+    response_max_bytes: int = 10_485_760
+    socket_timeout_ms: int = 30_000
+    num_fetchers: int = 1
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> FetcherSettings:
+        return cls(
+            broker_id=BrokerId(config.broker_id),
+            listener_name=config.inter_broker_listener_name,
+            max_bytes=config.replica_fetch_max_bytes,
+            min_bytes=config.replica_fetch_min_bytes,
+            max_wait_ms=config.replica_fetch_wait_max_ms,
+            backoff_ms=config.replica_fetch_backoff_ms,
+            response_max_bytes=config.replica_fetch_response_max_bytes,
+            socket_timeout_ms=config.replica_socket_timeout_ms,
+            num_fetchers=max(1, config.num_replica_fetchers),
+        )
+
+
+
+
+def shard_of(tp: TopicPartition, shards: int) -> int:
+    return (zlib.crc32(tp.topic.encode()) + tp.partition) % shards
+
+
+@dataclass(slots=True)
+class _Assignment:
+    key: tuple[BrokerId, int]
+    leader_id: BrokerId
+    leader_epoch: LeaderEpoch
+
+
+@dataclass(slots=True)
+class ReplicaFetcherManager:
+    """Owns the fetchers; `update` follows the replica manager's partitions (no awaits)."""
+
+    replica_manager: ReplicaManager
+    settings: FetcherSettings
+    image: ClusterImage | None = None
+    fetchers: dict[tuple[BrokerId, int], ReplicaFetcher] = field(default_factory=dict)
+    _assigned: dict[TopicPartition, _Assignment] = field(default_factory=dict)
+    closed: bool = False
+
+    def update(
+        self, image: ClusterImage, partitions: Mapping[TopicPartition, Partition]
+    ) -> None:
+        self.image = image
+        desired: dict[TopicPartition, tuple[BrokerId, LeaderEpoch]] = {
+            tp: (p.leader_id, p.leader_epoch)
+            for tp, p in partitions.items()
+            if p.role == PartitionRole.FOLLOWER
+            and p.leader_id >= 0
+            and p.leader_id != self.settings.broker_id
+        }
+        for tp, a in list(self._assigned.items()):
+            if desired.get(tp) != (a.leader_id, a.leader_epoch):
+                fetcher = self.fetchers.get(a.key)
+                if fetcher is not None:
+                    fetcher.remove(tp)
+                del self._assigned[tp]
+        for tp, (leader, epoch) in desired.items():
+            if tp in self._assigned:
+                continue
+            key = (leader, shard_of(tp, self.settings.num_fetchers))
+            fetcher = self.fetchers.get(key)
+            if fetcher is None:
+                from broker.replication.fetcher import (
+                    ReplicaFetcher,  # with the first follower
+                )
+
+                fetcher = self.fetchers[key] = ReplicaFetcher(self, leader, key[1])
+                fetcher.start()
+            fetcher.add(tp, leader, epoch)
+            self._assigned[tp] = _Assignment(key, leader, epoch)
+            log.info(
+                "follower assigned topic=%s partition=%d leader=%d leader_epoch=%d fetcher=%d/%d",
+                tp.topic, tp.partition, leader, epoch, leader, key[1],
+            )  # fmt: skip
+        for key, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                fetcher.stop()
+                del self.fetchers[key]
+
+    async def shutdown(self) -> None:
+        self.closed = True
+        tasks = [t for f in self.fetchers.values() if (t := f.stop()) is not None]
+        self.fetchers.clear()
+        self._assigned.clear()
+        await asyncio.gather(*tasks, return_exceptions=True)
