@@ -7,8 +7,11 @@ the log start to the log end (a task that yields to the loop; the decoding runs 
 requests for its groups get COORDINATOR_LOAD_IN_PROGRESS meanwhile); when it loses leadership it
 unloads them (waiting members get NOT_COORDINATOR). Offset commits and group metadata (after
 every rebalance and whenever a group empties) are appended with acks=-1 and applied in memory only
-once written; deletions write tombstones. A periodic task expires offsets of Empty groups older
-than offsets.retention.minutes, and removes groups left with neither members nor offsets.
+once written; deletions write tombstones. A periodic task expires offsets (Kafka's rules, KIP-211):
+those of an Empty group offsets.retention.minutes after it emptied, and those a Stable consumer
+group holds for topics none of its members subscribes to that long after their commit (an
+explicit expire timestamp from OffsetCommit v2-4 retention_time wins in both); it removes groups
+left with neither members nor offsets.
 """
 
 from __future__ import annotations
@@ -546,33 +549,48 @@ class GroupCoordinator:
     def _expired(self, group: ClassicGroup, offset: OffsetAndMetadata, now_ms: int) -> bool:
         if offset.expire_timestamp >= 0:
             return now_ms >= offset.expire_timestamp
-        base = group.state_timestamp_ms if group.protocol_type else offset.commit_timestamp
-        if base < 0:
-            base = offset.commit_timestamp
+        base = offset.commit_timestamp
+        if group.is_in(GroupState.EMPTY) and group.protocol_type and group.state_timestamp_ms >= 0:
+            base = group.state_timestamp_ms  # retention runs from when the group emptied
         return now_ms - base >= self.config.offsets_retention_ms
 
     async def expire_offsets(self, now_ms: int) -> int:
-        """Expire offsets of Empty groups past retention; drop groups left with nothing."""
+        """Expire offsets past retention (Empty groups: all; Stable consumer groups: those of
+        topics no member subscribes to); drop Empty groups left with nothing."""
         total = 0
         for part in list(self._partitions.values()):
             if part.status is not LoadStatus.ACTIVE:
                 continue
             records: list[NewRecord] = []
             for group in list(part.groups.values()):
-                if not group.is_in(GroupState.EMPTY):
+                if group.is_in(GroupState.EMPTY):
+                    kept_topics: set[str] = set()
+                elif group.is_in(GroupState.STABLE) and (subscribed := group.subscribed_topics()) is not None:
+                    kept_topics = subscribed
+                else:
                     continue
                 expired = [
                     tp
                     for tp, offset in group.offsets.items()
-                    if tp not in group.pending_offset_commits and self._expired(group, offset, now_ms)
+                    if tp.topic not in kept_topics
+                    and tp not in group.pending_offset_commits
+                    and self._expired(group, offset, now_ms)
                 ]
                 for tp in expired:
                     del group.offsets[tp]
                 records += self._offset_tombstones(group.group_id, expired)
                 total += len(expired)
                 if expired:
-                    log.info("offsets expired group=%s partitions=%d", group.group_id, len(expired))
-                if not group.offsets and not group.pending_offset_commits and not group.pending_members:
+                    log.info(
+                        "offsets expired group=%s state=%s partitions=%d",
+                        group.group_id, group.state.value, len(expired),
+                    )  # fmt: skip
+                if (
+                    group.is_in(GroupState.EMPTY)
+                    and not group.offsets
+                    and not group.pending_offset_commits
+                    and not group.pending_members
+                ):
                     self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
                     del part.groups[group.group_id]
                     records.append(NewRecord(group_metadata_key(group.group_id), None))

@@ -1,19 +1,28 @@
-"""OffsetCommit v2-4 retention_time: a commit with an explicit retention expires after it; one with
--1 (what clients send) keeps offsets.retention.minutes."""
+"""Offset retention: OffsetCommit v2-4 retention_time (a commit with an explicit retention expires
+after it; one with -1, what clients send, keeps offsets.retention.minutes), and the offsets a
+Stable group holds for topics it no longer subscribes to."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
+from kafka.structs import OffsetAndMetadata
 from kio.schema.find_coordinator.v0.request import FindCoordinatorRequest
 from kio.schema.offset_commit.v2 import request as commit_v2
 from kio.static.primitive import i32, i64
 
+from broker.config import BrokerConfig
+from broker.coordinator.group import GroupState
+from broker.server import Broker
 from broker.testing import SamsaProcess
+from protocol.errors import ErrorCode
 from tests.support.raw_client import RawClient
 
 GROUP = "retained"
@@ -67,3 +76,57 @@ def test_retention_time_of_v2_commits(tmp_path: Path) -> None:
         admin.close()
     finally:
         broker.close()
+
+
+def test_stable_group_expires_offsets_of_topics_it_no_longer_subscribes_to(tmp_path: Path) -> None:
+    """KIP-211: a Stable consumer group keeps the offsets of its subscribed topics however old;
+    offsets it holds for a topic no member subscribes to expire offsets.retention.minutes after
+    their commit. The broker runs in this process (on a loop thread) so that the expiry check can
+    be run at a chosen time instead of waiting the one-minute minimum retention."""
+    config, _ = BrokerConfig.from_properties(
+        {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"), "num.partitions": "1"}
+    )
+    broker = Broker(config)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def run(coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(30)
+
+    run(broker.start())
+    bootstrap = f"127.0.0.1:{broker.bound_port('PLAINTEXT')}"
+    consumer = None
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        admin.create_topics([NewTopic("now", 1, 1), NewTopic("before", 1, 1)])
+        admin.close()
+        consumer = KafkaConsumer(
+            "now", bootstrap_servers=bootstrap, group_id="moved-on", enable_auto_commit=False
+        )
+        deadline = time.monotonic() + 30
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "the consumer never joined"
+            consumer.poll(timeout_ms=200)
+        consumer.commit({TopicPartition("now", 0): OffsetAndMetadata(3, "", -1)})
+        consumer.commit({TopicPartition("before", 0): OffsetAndMetadata(9, "", -1)})
+        error, group = broker.group_coordinator.get_group("moved-on")
+        assert error == ErrorCode.none and group is not None and group.state is GroupState.STABLE
+        committed = {tp.topic: om.offset for tp, om in group.offsets.items()}
+        assert committed == {"now": 3, "before": 9}
+
+        retention = config.offsets_retention_ms
+        just_before = max(om.commit_timestamp for om in group.offsets.values()) + retention - 1
+        assert run(broker.group_coordinator.expire_offsets(just_before)) == 0
+        assert run(broker.group_coordinator.expire_offsets(just_before + 2)) == 1
+        assert {tp.topic: om.offset for tp, om in group.offsets.items()} == {"now": 3}
+        assert group.state is GroupState.STABLE
+        # the tombstone reached __consumer_offsets: a client reads the same
+        assert consumer.committed(TopicPartition("before", 0)) is None
+        assert consumer.committed(TopicPartition("now", 0)) == 3
+    finally:
+        if consumer is not None:
+            consumer.close()
+        run(broker.stop())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
