@@ -644,6 +644,9 @@ _DEFS: tuple[ConfigDef, ...] = (
               "preferred replicas periodically."),
     ConfigDef("leader.imbalance.check.interval.seconds", LONG, 300, "How often preferred leader "
               "balance is checked.", _at_least(1)),
+    ConfigDef("leader.imbalance.per.broker.percentage", INT, 10, "The share of a broker's "
+              "preferred partitions led elsewhere above which the controller moves them back.",
+              Range(0, 100)),
     # ---- TLS (passwords are never shown) ------------------------------------------------------
     ConfigDef("ssl.keystore.location", STRING, None, "Key store file for SSL listeners.",
               read_only=False),
@@ -944,6 +947,7 @@ class BrokerConfig:
     controlled_shutdown_retry_backoff_ms: int
     auto_leader_rebalance_enable: bool
     leader_imbalance_check_interval_seconds: int
+    leader_imbalance_per_broker_percentage: int
     samsa_heartbeat_port: int
     samsa_heartbeat_interval_ms: int
     samsa_heartbeat_timeout_ms: int

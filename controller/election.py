@@ -20,6 +20,12 @@ Rules (Kafka's, plus Samsa's heartbeat suspicion):
 - An offline partition whose ISR has a live, fit member gets that member as leader.
 - A fit leader keeps its epoch; followers that are no longer registered (or are shutting down)
   leave the ISR, as Kafka's controller removes offline replicas from ISRs.
+
+Preferred leaders (auto.leader.rebalance.enable, every leader.imbalance.check.interval.seconds):
+for each broker, the share of the partitions whose first replica it is but which another broker
+leads is its imbalance; past leader.imbalance.per.broker.percentage, each such partition whose
+preferred replica is registered, in the ISR and not shutting down gets it back as leader, epoch
+bumped (`preferred_leader_moves`, Kafka's checkAndTriggerAutoLeaderRebalance).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
-from controller.model import PartitionRegistration
+from controller.model import ClusterImage, PartitionRegistration
 from protocol.types import NO_BROKER, BrokerId, LeaderEpoch
 
 
@@ -144,3 +150,25 @@ def preferred_leader_move(
     ):
         return None
     return replace(reg, leader=preferred, leader_epoch=LeaderEpoch(reg.leader_epoch + 1))
+
+
+def preferred_leader_moves(
+    image: ClusterImage, shutting_down: AbstractSet[BrokerId], imbalance_percentage: int
+) -> list[tuple[str, int, PartitionRegistration, PartitionRegistration]]:
+    """(topic, partition, current, with its preferred leader) for every partition to move back."""
+    live = set(image.brokers)
+    by_preferred: dict[BrokerId, list[tuple[str, int, PartitionRegistration]]] = {}
+    for topic in image.topics.values():
+        for p, reg in topic.partitions.items():
+            if reg.replicas:
+                by_preferred.setdefault(reg.replicas[0], []).append((topic.name, p, reg))
+    moves = []
+    for preferred, partitions in sorted(by_preferred.items()):
+        imbalanced = [(t, p, reg) for t, p, reg in partitions if reg.leader != preferred]
+        if len(imbalanced) * 100 <= imbalance_percentage * len(partitions):
+            continue
+        for t, p, reg in imbalanced:
+            moved = preferred_leader_move(reg, live, shutting_down)
+            if moved is not None:
+                moves.append((t, p, reg, moved))
+    return moves

@@ -54,7 +54,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import KazooState
 
 from controller import zk_layout as L
-from controller.election import majority_suspects, plan_partition
+from controller.election import majority_suspects, plan_partition, preferred_leader_moves
 from controller.embedded import _new_cluster_id
 from controller.failure_detector import FailureDetector
 from controller.interface import ImageListener
@@ -92,6 +92,9 @@ class ZkSettings:
     heartbeat_timeout_ms: int
     peer_overrides: Mapping[BrokerId, tuple[str, int, int]]
     controlled_shutdown_timeout_s: float
+    auto_leader_rebalance: bool = True
+    leader_imbalance_check_interval_s: float = 300.0
+    leader_imbalance_percentage: int = 10
     heartbeat_advertised_host: str = ""
     """what peers send heartbeats to: the inter-broker listener's advertised host"""
 
@@ -118,6 +121,9 @@ class ZkSettings:
             controlled_shutdown_timeout_s=max(
                 1.0, config.controlled_shutdown_max_retries * config.controlled_shutdown_retry_backoff_ms / 1000
             ),
+            auto_leader_rebalance=config.auto_leader_rebalance_enable,
+            leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
+            leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
         )
 
 
@@ -203,6 +209,8 @@ class ZooKeeperController(ZkAdmin):
         await self._new_session_setup()
         self._loaded = True
         self._publish()
+        if self.settings.auto_leader_rebalance:
+            self._spawn(self._leader_balance_loop())
         log.info(
             "controller started mode=zookeeper cluster_id=%s broker_id=%d brokers=%s topics=%d controller_id=%d",
             self._cluster_id, self.broker_id, sorted(self._image.brokers), len(self._image.topics), self._controller_id,
@@ -649,6 +657,22 @@ class ZooKeeperController(ZkAdmin):
                         writes.append(self._write_state(topic.name, p, reg, *planned))
             if writes:
                 await asyncio.gather(*writes)
+
+    async def _leader_balance_loop(self) -> None:
+        """Every leader.imbalance.check.interval.seconds, as CONTROLLER: preferred leaders back."""
+        while True:
+            await asyncio.sleep(self.settings.leader_imbalance_check_interval_s)
+            if self.state is not ControllerState.CONTROLLER or not self._connected:
+                continue
+            moves = preferred_leader_moves(self._image, self._shutting_down, self.settings.leader_imbalance_percentage)
+            if moves:
+                log.info("preferred leader election partitions=%d controller_epoch=%d", len(moves), self.epoch)
+                results = await asyncio.gather(
+                    *(self._write_state(t, p, old, new, "preferred leader election") for t, p, old, new in moves),
+                    return_exceptions=True,
+                )
+                for error in (r for r in results if isinstance(r, Exception)):
+                    log.error("preferred leader election write failed broker_id=%d", self.broker_id, exc_info=error)
 
     async def _write_state(
         self, topic: str, p: int, old: PartitionRegistration, new: PartitionRegistration, reason: str

@@ -1,8 +1,10 @@
-"""Leadership after failures: heartbeat-fast failover, unclean election, controlled shutdown."""
+"""Leadership after failures: heartbeat-fast failover, unclean election, controlled shutdown,
+preferred leaders returning."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from broker.testing.cluster import SamsaCluster
 from tests.cluster.conftest import broker_logs, create_topic
@@ -96,3 +98,29 @@ def test_leader_cut_from_its_followers_loses_leadership_while_its_session_lives(
         if j != victim:
             cluster.heal(victim, j)
     cluster.wait_for(lambda: cluster.metadata(victim).topics["cut"][p].leader == moved.leader, 10, "victim follows")
+
+
+def test_preferred_leaders_return_after_a_restart(cluster_factory: Callable[..., SamsaCluster]) -> None:
+    """auto.leader.rebalance.enable (Kafka's default): once a restarted broker is back in the ISR
+    of the partitions whose first replica it is, the controller gives their leadership back."""
+    cluster = cluster_factory(3, overrides={"leader.imbalance.check.interval.seconds": "1"})
+    create_topic(cluster, "pref", assignments=[[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+    controller = cluster.controller()
+    victim = next(i for i in (1, 2, 3) if i != controller)
+    p = victim - 1  # the partition it prefers
+    before = cluster.wait_for(lambda: (r := cluster.metadata(controller).topics["pref"][p]).leader == victim and r, 15, "preferred")
+    assert cluster.stop(victim) == 0  # controlled shutdown moves its leadership away
+    moved = cluster.metadata(controller).topics["pref"][p]
+    assert moved.leader not in (victim, -1)
+    cluster.restart(victim)
+    back = cluster.wait_for(
+        lambda: (r := cluster.metadata(controller).topics["pref"][p]).leader == victim and r, 30, "leadership back"
+    )
+    assert victim in back.isr and back.leader_epoch > moved.leader_epoch > before.leader_epoch
+    assert "reason=preferred leader election" in cluster.process(controller).read_log()
+    # and in the end every partition is led by its first replica
+    final = cluster.wait_for(
+        lambda: (t := cluster.metadata(controller).topics["pref"]) and all(t[q].leader == q + 1 for q in range(3)) and t,
+        30, "all preferred",
+    )
+    assert sorted(final[q].leader for q in range(3)) == [1, 2, 3]

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
+from types import MappingProxyType
+
 from controller.election import (
     choose_leader,
     majority_suspects,
     plan_partition,
     preferred_leader_move,
+    preferred_leader_moves,
 )
-from controller.model import PartitionRegistration
-from protocol.types import NO_BROKER, BrokerId, LeaderEpoch
+from controller.model import BrokerRegistration, ClusterImage, PartitionRegistration, TopicRegistration
+from protocol.types import NO_BROKER, BrokerId, ControllerEpoch, LeaderEpoch
 
 B1, B2, B3 = BrokerId(1), BrokerId(2), BrokerId(3)
 
@@ -110,3 +114,29 @@ def test_preferred_leader_move() -> None:
     moved = preferred_leader_move(reg(2, (2, 3, 1)), {B1, B2, B3}, set())
     assert moved is not None and moved.leader == B1 and moved.leader_epoch == 6
     assert preferred_leader_move(reg(1, (1, 2)), {B1, B2}, set()) is None
+
+
+def image(partitions: dict[int, PartitionRegistration], live: tuple[int, ...] = (1, 2, 3)) -> ClusterImage:
+    topic = TopicRegistration("t", uuid.uuid4(), MappingProxyType(partitions))
+    brokers = {BrokerId(b): BrokerRegistration(BrokerId(b), (), None) for b in live}
+    return ClusterImage("c", B1, ControllerEpoch(1), MappingProxyType(brokers), MappingProxyType({"t": topic}))
+
+
+def test_preferred_leader_moves_only_past_the_imbalance_percentage() -> None:
+    # broker 1 prefers 10 partitions (replicas (1, 2, 3)); broker 2 leads `away` of them
+    def moves(away: int, percentage: int = 10, **kw: object) -> list[int]:
+        parts = {p: reg(2 if p < away else 1, (1, 2, 3)) for p in range(10)}
+        return [p for _, p, _, _ in preferred_leader_moves(image(parts, **kw), set(), percentage)]  # type: ignore[arg-type]
+
+    assert moves(1) == []  # 10% is not above 10%
+    assert moves(2) == [0, 1]  # 20% is
+    assert moves(1, percentage=0) == [0]
+    assert moves(10, percentage=100) == []
+    assert moves(3, live=(2, 3)) == []  # the preferred broker is not registered
+
+
+def test_preferred_leader_moves_skip_partitions_the_preferred_replica_cannot_lead() -> None:
+    parts = {0: reg(2, (2, 3)), 1: reg(3, (3, 1, 2)), 2: reg(1, (1, 2, 3))}
+    got = preferred_leader_moves(image(parts), set(), 10)
+    assert [(p, old.leader, new.leader, new.leader_epoch) for _, p, old, new in got] == [(1, 3, 1, 6)]
+    assert preferred_leader_moves(image(parts), {B1}, 10) == []  # shutting down
