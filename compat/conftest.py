@@ -8,13 +8,20 @@ On Kafka the test's own assertions check the observation, so a broken harness ca
 
 Each test is marked `@pytest.mark.compat(client=..., scenario=...)`; its outcome per target is
 recorded, merged into compat/target/results.json at the end of the session and turned into
-docs/compat.md by compat/matrix.py.
+docs/compat.md by compat/matrix.py. A test skipped on a target (with the reason why the scenario
+cannot run there) is recorded as "not run" with that reason.
+
+Besides the session's Samsa, `targets.get("samsa-<name>")` starts a dedicated Samsa (same
+settings, its own data and SAMSA_API_STATS file); `targets.api_versions_seen()` is the union of
+what every Samsa of the session served.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +37,8 @@ from compat.differences import normalise
 from compat.kafka import COMMON_SETTINGS, TARGET, Target, start_kafka
 
 TARGETS = ("samsa", "kafka")
+GO_DIR = Path(__file__).resolve().parent / "go"
+GO_BIN = TARGET / "go" / "samsa-compat-go"
 
 # Samsa gets the same settings as Kafka, and the same node id (Kafka's KRaft node is 1).
 SAMSA_SETTINGS = {**COMMON_SETTINGS, "broker.id": "1"}
@@ -46,7 +55,7 @@ class SamsaTarget:
         return self.process.bootstrap_servers
 
     def api_versions_seen(self) -> dict[int, set[int]]:
-        """Every (API key, version) this session's Samsa has served: stops it (the broker writes
+        """Every (API key, version) this Samsa has served: stops it (the broker writes
         SAMSA_API_STATS at shutdown) and starts it again on the same data and port."""
         self.process.stop()
         seen = json.loads(self.api_stats.read_text())
@@ -63,19 +72,30 @@ class Targets:
         self._started: dict[str, Any] = {}
 
     def get(self, name: str) -> Any:
+        """"kafka", "samsa" (the session's Samsa) or "samsa-<name>" (a dedicated one)."""
         if name not in self._started:
-            if name == "samsa":
-                stats = self.tmp / "samsa-api-stats.json"
+            if name.startswith("samsa"):
+                stats = self.tmp / f"{name}-api-stats.json"
                 os.environ["SAMSA_API_STATS"] = str(stats)
                 try:
-                    proc = SamsaProcess(self.tmp / "samsa", SAMSA_SETTINGS).start()
+                    proc = SamsaProcess(self.tmp / name, SAMSA_SETTINGS).start()
                 finally:
                     del os.environ["SAMSA_API_STATS"]
-                self._started[name] = SamsaTarget(proc, stats)
+                self._started[name] = SamsaTarget(proc, stats, name)
             else:
                 target: Target = start_kafka()
                 self._started[name] = target
         return self._started[name]
+
+    def api_versions_seen(self) -> dict[int, set[int]]:
+        """The (API key, version) pairs served by any Samsa of this session (each is restarted)."""
+        seen: dict[int, set[int]] = {}
+        self.get("samsa")
+        for t in list(self._started.values()):
+            if isinstance(t, SamsaTarget):
+                for key, versions in t.api_versions_seen().items():
+                    seen.setdefault(key, set()).update(versions)
+        return seen
 
     def close(self) -> None:
         for t in self._started.values():
@@ -87,6 +107,16 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Targets]:
     t = Targets(tmp_path_factory.mktemp("compat"))
     yield t
     t.close()
+
+
+@pytest.fixture(scope="session")
+def go_binary() -> Path:
+    """compat/go (franz-go) built into compat/target/go/ once per session."""
+    go = shutil.which("go")
+    assert go, "Go is not installed (tests/run.sh installs it)"
+    GO_BIN.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([go, "build", "-o", str(GO_BIN), "."], cwd=GO_DIR, check=True, timeout=900)
+    return GO_BIN
 
 
 @pytest.fixture(params=TARGETS)
@@ -166,18 +196,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if marker is not None and callspec is not None and "kafka_target" in callspec.params:
         target = callspec.params["kafka_target"]
         key = f"{marker.kwargs['client']}|{marker.kwargs['scenario']}|{target}"
-        if report.when == "call" or report.failed:
-            previous = _results.get(key)
+        row = {"client": marker.kwargs["client"], "scenario": marker.kwargs["scenario"], "target": target,
+               "test": item.nodeid}
+        previous = _results.get(key)
+        if report.skipped:
+            # not run on this target, with the reason; another test of the same row that ran wins
+            if previous is None or previous.get("skipped"):
+                _results[key] = {**row, "passed": False, "skipped": True, "detail": _skip_reason(report)}
+        elif report.when == "call" or report.failed:
+            if previous is not None and previous.get("skipped"):
+                previous = None
             passed = report.passed and (previous is None or previous["passed"])
-            _results[key] = {
-                "client": marker.kwargs["client"],
-                "scenario": marker.kwargs["scenario"],
-                "target": target,
-                "passed": passed,
-                "test": item.nodeid,
-                "detail": "" if passed else _first_line(report.longreprtext),
-            }
+            _results[key] = {**row, "passed": passed, "detail": "" if passed else _first_line(report.longreprtext)}
     return report
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ")
 
 
 def _first_line(text: str) -> str:

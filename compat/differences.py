@@ -99,6 +99,50 @@ DIFFERENCES: list[Difference] = [
 ]
 
 
+def _sweep_step(api_key: int, step: str, below: int | None = None, **fields: Any) -> Callable[[str, Obs], bool]:
+    """An observation of the franz-go version sweep (compat/test_go_versions.py) of one API key."""
+    return lambda k, o: (
+        k == f"go-versions-{api_key}"
+        and o.get("step") == step
+        and (below is None or o["v"] < below)
+        and all(o.get(f) == v for f, v in fields.items())
+    )
+
+
+def _keep(*fields: str, **replace: Any) -> Callable[[Obs], Obs]:
+    return lambda o: {**{f: o[f] for f in fields if f in o}, **replace}
+
+
+DIFFERENCES += [
+    Difference(
+        name="Metadata v0-3 auto-creation answer",
+        kind="explained",
+        where="franz-go version sweep: Metadata v0-3 naming an unknown topic",
+        text=(
+            "Metadata v0-3 requests always allow auto-creation (auto.create.topics.enable is on in both). "
+            "Kafka 4.x passes the unknown topic to its controller and answers that request "
+            "UNKNOWN_TOPIC_OR_PARTITION, the topic appearing a moment later; Samsa creates the topic before "
+            "answering and returns it with its partitions, saving the client a retry. The answer to that one "
+            "request is not compared; that the topic then exists, listed by the next requests, is."
+        ),
+        applies=_sweep_step(3, "described", below=4, topic="missing"),
+        normalise=_keep("step", "topic", "v", "present", answer="<topic being auto-created>"),
+    ),
+    Difference(
+        name="topic id of a validate-only CreateTopics",
+        kind="explained",
+        where="franz-go version sweep: CreateTopics v7 with validate_only",
+        text=(
+            "For a topic that validate_only checks but does not create, Kafka's controller returns a freshly "
+            "generated topic id that identifies nothing; Samsa returns the zero id. Whether an id is returned is "
+            "not compared for that step (it is for the topics actually created)."
+        ),
+        applies=_sweep_step(19, "validate-only"),
+        normalise=lambda o: {f: v for f, v in o.items() if f != "hasId"},
+    ),
+]
+
+
 def normalise(key: str, observations: list[Obs]) -> list[Obs]:
     out = []
     for o in observations:

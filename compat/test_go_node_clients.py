@@ -12,8 +12,9 @@ franz-go's default producer is idempotent with snappy compression; kafkajs has o
 (snappy, lz4 and zstd need codec plugins) and no manual partition assignment, so its "consume from
 the start" is a fresh group with fromBeginning.
 
-The Go program is built once per session into compat/target/go/ (the module cache and build cache
-make this quick on a warm machine); compat/node/node_modules comes from `npm ci` (tests/run.sh,
+The Go program is built once per session into compat/target/go/ (the `go_binary` fixture of
+compat/conftest.py; the module cache and build cache make this quick on a warm machine);
+compat/node/node_modules comes from `npm ci` (tests/run.sh,
 or the fixture below if it is missing).
 """
 
@@ -29,12 +30,10 @@ from typing import Any
 
 import pytest
 
-from compat.kafka import TARGET
+from compat.conftest import GO_DIR
 
 HERE = Path(__file__).resolve().parent
-GO_DIR = HERE / "go"
 NODE_DIR = HERE / "node"
-GO_BIN = TARGET / "go" / "samsa-compat-go"
 
 FRANZ_VERSION = re.search(r"github.com/twmb/franz-go (v\S+)", (GO_DIR / "go.mod").read_text()).group(1)
 KAFKAJS_VERSION = json.loads((NODE_DIR / "package.json").read_text())["dependencies"]["kafkajs"]
@@ -48,16 +47,6 @@ RUN_TIMEOUT = 150  # seconds per scenario run (both programs stop themselves aft
 
 
 @pytest.fixture(scope="session")
-def go_binary() -> Path:
-    """compat/go built into compat/target/go/ once per session."""
-    go = shutil.which("go")
-    assert go, "Go is not installed (tests/run.sh installs it)"
-    GO_BIN.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([go, "build", "-o", str(GO_BIN), "."], cwd=GO_DIR, check=True, timeout=900)
-    return GO_BIN
-
-
-@pytest.fixture(scope="session")
 def node_script() -> list[str]:
     node = shutil.which("node")
     assert node, "Node.js is not installed"
@@ -66,9 +55,11 @@ def node_script() -> list[str]:
     return [node, str(NODE_DIR / "scenario.js")]
 
 
-def run_program(cmd: list[str], bootstrap: str, scenario: str, prefix: str) -> list[dict[str, Any]]:
+def run_program(cmd: list[str], bootstrap: str, scenario: str, prefix: str, *args: str) -> list[dict[str, Any]]:
+    """Runs one scenario of a client program (`go_binary` or `node_script`; extra arguments after
+    the topic prefix) and returns its observations; it must exit 0 and end with {"step": "done"}."""
     proc = subprocess.run(
-        [*cmd, bootstrap, scenario, prefix],
+        [*cmd, bootstrap, scenario, prefix, *args],
         capture_output=True,
         text=True,
         check=False,

@@ -12,6 +12,10 @@
 //	                 committed offsets and group descriptions through kadm, a second member resuming
 //	admin            kadm: list offsets (start, end, after a millisecond), describe topics, create and
 //	                 delete topics with their errors, broker metadata
+//	apiversions      the broker's ApiVersions ranges (versions.go)
+//	served           whether the broker serves each given key and version (versions.go)
+//	versions         the version sweep: one API key pinned to each given version in turn
+//	                 (`versions <prefix> <key> <v1,v2,...>`, versions.go)
 //
 // Exit status 0 when the scenario ran to the end; any unexpected error is printed to stderr with
 // status 1. Broker error codes the scenario provokes on purpose are printed as observations.
@@ -364,8 +368,8 @@ func scenarioAdmin(ctx context.Context, bootstrap, prefix string) {
 }
 
 func main() {
-	if len(os.Args) != 4 {
-		fail("usage: %s <bootstrap> <scenario> <topic-prefix>", os.Args[0])
+	if len(os.Args) < 4 {
+		fail("usage: %s <bootstrap> <scenario> <topic-prefix> [scenario arguments]", os.Args[0])
 	}
 	bootstrap, scenario, prefix := os.Args[1], os.Args[2], os.Args[3]
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -377,6 +381,12 @@ func main() {
 		scenarioGroup(ctx, bootstrap, prefix)
 	case "admin":
 		scenarioAdmin(ctx, bootstrap, prefix)
+	case "apiversions":
+		scenarioApiVersions(ctx, bootstrap)
+	case "versions":
+		scenarioVersions(ctx, bootstrap, prefix, os.Args[4:])
+	case "served":
+		scenarioServed(ctx, bootstrap, os.Args[4:])
 	default:
 		fail("unknown scenario %q", scenario)
 	}
