@@ -420,6 +420,8 @@ _TIMESTAMP_TYPE = OneOf(("CreateTime", "LogAppendTime"))
 _CLEANUP = OneOf(("compact", "delete"))
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in _SECURITY_PROTOCOLS)
+_NO_TLS = ("Accepted for compatibility; Samsa has no TLS and serves only PLAINTEXT listeners "
+           "(SSL and SASL listeners are refused at start-up), so nothing reads it ")
 
 
 def _at_least(n: int) -> Range:
@@ -442,11 +444,13 @@ _DEFS: tuple[ConfigDef, ...] = (
               "placement and reported in Metadata."),
     ConfigDef("listeners", STRING, "PLAINTEXT://127.0.0.1:9092", "Comma-separated listeners "
               "NAME://host:port the broker binds; an empty host binds the default interface, "
-              "port 0 picks a free port.", read_only=False),
+              "port 0 picks a free port. Samsa serves only the PLAINTEXT security protocol: a "
+              "listener mapped to SSL or SASL_* is refused at start-up.", read_only=False),
     ConfigDef("advertised.listeners", STRING, None, "Listeners published to clients in "
               "Metadata, if different from `listeners`.", read_only=False),
     ConfigDef("listener.security.protocol.map", STRING, _DEFAULT_PROTOCOL_MAP, "Map of listener "
-              "name to security protocol, as NAME:PROTOCOL pairs separated by commas.",
+              "name to security protocol, as NAME:PROTOCOL pairs separated by commas. Listeners "
+              "in use must map to PLAINTEXT, the only protocol Samsa serves.",
               read_only=False),
     ConfigDef("inter.broker.listener.name", STRING, None, "Listener name followers use to fetch "
               "from leaders; defaults to PLAINTEXT, or the first advertised listener."),
@@ -647,16 +651,20 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("leader.imbalance.per.broker.percentage", INT, 10, "The share of a broker's "
               "preferred partitions led elsewhere above which the controller moves them back.",
               Range(0, 100)),
-    # ---- TLS (passwords are never shown) ------------------------------------------------------
-    ConfigDef("ssl.keystore.location", STRING, None, "Key store file for SSL listeners.",
+    # ---- TLS: not served (passwords are never shown) -------------------------------------------
+    ConfigDef("ssl.keystore.location", STRING, None, _NO_TLS + "(Kafka: the key store file of "
+              "SSL listeners).", read_only=False),
+    ConfigDef("ssl.keystore.password", PASSWORD, None, _NO_TLS + "(Kafka: the key store "
+              "password).", read_only=False),
+    ConfigDef("ssl.key.password", PASSWORD, None, _NO_TLS + "(Kafka: the private key "
+              "password).", read_only=False),
+    ConfigDef("ssl.truststore.location", STRING, None, _NO_TLS + "(Kafka: the trust store "
+              "file).", read_only=False),
+    ConfigDef("ssl.truststore.password", PASSWORD, None, _NO_TLS + "(Kafka: the trust store "
+              "password).", read_only=False),
+    ConfigDef("ssl.client.auth", STRING, "none", _NO_TLS + "(Kafka: whether SSL listeners "
+              "require client certificates).", OneOf(("required", "requested", "none")),
               read_only=False),
-    ConfigDef("ssl.keystore.password", PASSWORD, None, "Key store password.", read_only=False),
-    ConfigDef("ssl.key.password", PASSWORD, None, "Private key password.", read_only=False),
-    ConfigDef("ssl.truststore.location", STRING, None, "Trust store file.", read_only=False),
-    ConfigDef("ssl.truststore.password", PASSWORD, None, "Trust store password.",
-              read_only=False),
-    ConfigDef("ssl.client.auth", STRING, "none", "Whether SSL listeners require client "
-              "certificates.", OneOf(("required", "requested", "none")), read_only=False),
     # ---- topic configs, with the broker configs they default to ---------------------------------
     ConfigDef("cleanup.policy", LIST, ("delete",), "delete, compact, or both.", _CLEANUP,
               scope=T, synonyms=_syn("log.cleanup.policy")),
@@ -1008,6 +1016,18 @@ class BrokerConfig:
         return _build_log_config(LogConfig(), self.topic_defaults())
 
 
+def _refuse_unsupported_protocols(key: str, listeners: Iterable[Listener]) -> None:
+    """Samsa serves PLAINTEXT only. A listener mapped to SSL or SASL_* is refused rather than
+    served as plaintext: clients would fail with confusing handshake errors, or a user would
+    believe the traffic is encrypted or authenticated."""
+    for lst in listeners:
+        if lst.security_protocol != "PLAINTEXT":
+            raise ConfigError(
+                f"{key}: listener {lst} uses security protocol {lst.security_protocol}, but "
+                "Samsa supports only PLAINTEXT listeners (no TLS, no SASL); map the listener "
+                "to PLAINTEXT in listener.security.protocol.map or remove it", key)
+
+
 def _derived_settings(values: Mapping[str, object],
                       overrides: Mapping[str, str]) -> dict[str, Any]:
     """The BrokerConfig attributes that combine several configs or need parsing beyond type."""
@@ -1031,6 +1051,8 @@ def _derived_settings(values: Mapping[str, object],
         if any(a.host == "0.0.0.0" for a in advertised):
             raise ConfigError("advertised.listeners cannot use the nonroutable meta-address "
                               "0.0.0.0. Use a routable IP address.", "advertised.listeners")
+    for key, group in (("listeners", listeners), ("advertised.listeners", advertised)):
+        _refuse_unsupported_protocols(key, group)
     out["listeners"], out["advertised_listeners"] = listeners, advertised
 
     names = [a.name for a in advertised]

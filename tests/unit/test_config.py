@@ -21,7 +21,9 @@ from broker.config import (
     describe_broker_configs,
     describe_topic_configs,
     load_properties,
+    parse_listeners,
     parse_properties,
+    parse_security_protocol_map,
     render_value,
     topic_log_config,
     validate_topic_configs,
@@ -275,22 +277,60 @@ def test_log_dirs() -> None:
 def test_listener_parsing() -> None:
     c = cfg(listeners="PLAINTEXT://127.0.0.1:0")
     assert c.listeners == (Listener("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"),)
-    c = cfg(listeners="PLAINTEXT://:9092, SSL://[::1]:9093")
+    c = cfg(listeners="PLAINTEXT://:9092, INTERNAL://[::1]:9093",
+            listener_security_protocol_map="PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT")
     assert c.listeners == (Listener("PLAINTEXT", "", 9092, "PLAINTEXT"),
-                           Listener("SSL", "::1", 9093, "SSL"))
-    assert str(c.listeners[1]) == "SSL://[::1]:9093"
+                           Listener("INTERNAL", "::1", 9093, "PLAINTEXT"))
+    assert str(c.listeners[1]) == "INTERNAL://[::1]:9093"
     assert str(c.listeners[0]) == "PLAINTEXT://:9092"
+    protocols = parse_security_protocol_map("m", "PLAINTEXT:PLAINTEXT,SSL:SSL")
+    assert parse_listeners("listeners", "SSL://[::1]:9093", protocols) == (
+        Listener("SSL", "::1", 9093, "SSL"),)
 
 
 def test_listeners_with_protocol_map_and_advertised() -> None:
     c = cfg(listeners="internal://0.0.0.0:9092,EXTERNAL://0.0.0.0:9094",
             advertised_listeners="INTERNAL://broker1:9092,EXTERNAL://public.example:9094",
-            listener_security_protocol_map="INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL",
+            listener_security_protocol_map="INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,TLS:SASL_SSL",
             inter_broker_listener_name="internal")
     assert [lst.name for lst in c.listeners] == ["INTERNAL", "EXTERNAL"]
-    assert c.advertised_listeners[1] == Listener("EXTERNAL", "public.example", 9094, "SASL_SSL")
+    assert c.advertised_listeners[1] == Listener("EXTERNAL", "public.example", 9094, "PLAINTEXT")
     assert c.inter_broker_listener_name == "INTERNAL"
-    assert c.listener_security_protocol_map == {"INTERNAL": "PLAINTEXT", "EXTERNAL": "SASL_SSL"}
+    assert c.listener_security_protocol_map == {
+        "INTERNAL": "PLAINTEXT", "EXTERNAL": "PLAINTEXT", "TLS": "SASL_SSL"}
+
+
+@pytest.mark.parametrize(
+    ("props", "key", "listener", "protocol"),
+    [
+        ({"listeners": "SSL://127.0.0.1:9093"}, "listeners", "SSL://127.0.0.1:9093", "SSL"),
+        ({"listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094"}, "listeners",
+         "SASL_PLAINTEXT://:9094", "SASL_PLAINTEXT"),
+        ({"listeners": "EXTERNAL://:9094",
+          "listener.security.protocol.map": "EXTERNAL:SASL_SSL"}, "listeners",
+         "EXTERNAL://:9094", "SASL_SSL"),
+        ({"listeners": "PLAINTEXT://:9092", "advertised.listeners": "SSL://broker1:9093"},
+         "advertised.listeners", "SSL://broker1:9093", "SSL"),
+    ],
+)
+def test_listeners_other_than_plaintext_are_refused(
+        props: dict[str, str], key: str, listener: str, protocol: str) -> None:
+    """SSL and SASL listeners are refused rather than served as plaintext."""
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig.from_properties(props)
+    assert e.value.key == key
+    message = str(e.value)
+    assert f"listener {listener} uses security protocol {protocol}" in message
+    assert "only PLAINTEXT" in message
+
+
+def test_cli_refuses_an_ssl_listener(capsys: pytest.CaptureFixture[str]) -> None:
+    from broker.cli import main
+
+    assert main(["serve", "--override", "listeners=SSL://127.0.0.1:0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("samsa: listeners: listener SSL://127.0.0.1:0 uses security protocol "
+                          "SSL, but Samsa supports only PLAINTEXT listeners")
 
 
 @pytest.mark.parametrize(
@@ -315,7 +355,8 @@ def test_listener_errors_name_the_key(props: dict[str, str], key: str) -> None:
 
 
 def test_two_listeners_may_both_use_port_zero() -> None:
-    c = cfg(listeners="PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0")
+    c = cfg(listeners="PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+            listener_security_protocol_map="PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT")
     assert [lst.port for lst in c.listeners] == [0, 0]
 
 
