@@ -526,9 +526,9 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.flush.scheduler.interval.ms", LONG, LONG_MAX, "How often the flusher checks "
               "whether any log needs an fsync."),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", INT, 60_000, "How often the recovery "
-              "point checkpoint is written.", _at_least(0)),
+              "point checkpoint is written; 0 writes it only at shutdown.", _at_least(0)),
     ConfigDef("log.flush.start.offset.checkpoint.interval.ms", INT, 60_000, "How often the log "
-              "start offset checkpoint is written.", _at_least(0)),
+              "start offset checkpoint is written; 0 writes it only at shutdown.", _at_least(0)),
     ConfigDef("log.preallocate", BOOLEAN, False, "Preallocate segment files."),
     ConfigDef("log.cleanup.policy", LIST, ("delete",), "Default cleanup policy: delete, "
               "compact, or both.", _CLEANUP),
@@ -617,7 +617,7 @@ _DEFS: tuple[ConfigDef, ...] = (
               "per fetch response.", _at_least(0)),
     ConfigDef("replica.socket.timeout.ms", INT, 30_000, "Socket timeout of follower fetches."),
     ConfigDef("replica.high.watermark.checkpoint.interval.ms", LONG, 5000, "How often high "
-              "watermarks are checkpointed."),
+              "watermarks are checkpointed; 0 or less checkpoints them only at shutdown."),
     ConfigDef("num.replica.fetchers", INT, 1, "Fetcher tasks per source broker.",
               read_only=False),
     # ---- controller, ZooKeeper, shutdown -------------------------------------------------------

@@ -76,6 +76,11 @@ class Broker:
             producer_id_expiration_ms=self.config.producer_id_expiration_ms,
             retention_check_interval_ms=self.config.log_retention_check_interval_ms,
             flush_check_interval_ms=self.config.log_flush_scheduler_interval_ms,
+            checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
+            log_start_offset_checkpoint_interval_ms=(
+                self.config.log_flush_start_offset_checkpoint_interval_ms),
+            high_watermark_checkpoint_interval_ms=(
+                self.config.replica_high_watermark_checkpoint_interval_ms),
             cleaner_config=CleanerConfig.from_broker_config(self.config),
         )
         await asyncio.to_thread(self.log_manager.load_logs)

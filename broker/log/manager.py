@@ -64,6 +64,7 @@ class LogManager:
         retention_check_interval_ms: int = 300_000,
         flush_check_interval_ms: int = 1_000,
         checkpoint_interval_ms: int = 60_000,
+        log_start_offset_checkpoint_interval_ms: int = 60_000,
         high_watermark_checkpoint_interval_ms: int = 5_000,
         high_watermarks: Callable[[], Mapping[TopicPartition, int]] | None = None,
         cleaner_config: CleanerConfig | None = None,
@@ -76,7 +77,11 @@ class LogManager:
         self.retention_check_interval_ms = retention_check_interval_ms
         self.flush_check_interval_ms = flush_check_interval_ms
         self.checkpoint_interval_ms = checkpoint_interval_ms
+        """log.flush.offset.checkpoint.interval.ms: how often recovery points are written."""
+        self.log_start_offset_checkpoint_interval_ms = log_start_offset_checkpoint_interval_ms
+        """log.flush.start.offset.checkpoint.interval.ms: how often log start offsets are written."""
         self.high_watermark_checkpoint_interval_ms = high_watermark_checkpoint_interval_ms
+        """replica.high.watermark.checkpoint.interval.ms: how often high watermarks are written."""
         self.high_watermarks = high_watermarks
         self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
@@ -325,31 +330,36 @@ class LogManager:
             await asyncio.sleep(interval)
             self.flush_dirty_logs()
 
-    async def run_checkpoints(self, interval_ms: int | None = None) -> None:
-        """Recovery points and log start offsets every checkpoint interval, HWs more often."""
-        hw_interval = self.high_watermark_checkpoint_interval_ms
-        every = max(1, self.checkpoint_interval_ms // max(1, hw_interval))
-        tick = 0
+    @staticmethod
+    async def run_checkpoint(name: str, interval_ms: int, write: Callable[[], None]) -> None:
+        """Write one checkpoint file every `interval_ms`; a failed write is logged and retried
+        at the next interval."""
         while True:
-            await asyncio.sleep((interval_ms or hw_interval) / 1000)
-            tick += 1
+            await asyncio.sleep(interval_ms / 1000)
             try:
-                self.checkpoint_high_watermarks()
-                if tick % every == 0:
-                    self.checkpoint_recovery_points()
-                    self.checkpoint_log_start_offsets()
+                write()
             except Exception:
-                log.exception("checkpoint write failed")
+                log.exception("checkpoint write failed checkpoint=%s", name)
 
     def start(self) -> None:
-        """Launch the background tasks on the running loop."""
+        """Launch the background tasks on the running loop. Each checkpoint has its own
+        interval, as in Kafka; an interval of 0 or less writes that checkpoint only at shutdown."""
         if self._tasks:
             return
         self._tasks = [
             asyncio.create_task(self.run_retention(), name="log-retention"),
             asyncio.create_task(self.run_flush(), name="log-flush"),
-            asyncio.create_task(self.run_checkpoints(), name="log-checkpoints"),
         ]
+        for name, interval_ms, write in (
+            ("recovery-point", self.checkpoint_interval_ms, self.checkpoint_recovery_points),
+            ("log-start-offset", self.log_start_offset_checkpoint_interval_ms,
+             self.checkpoint_log_start_offsets),
+            ("high-watermark", self.high_watermark_checkpoint_interval_ms,
+             self.checkpoint_high_watermarks),
+        ):
+            if interval_ms > 0:
+                self._tasks.append(asyncio.create_task(
+                    self.run_checkpoint(name, interval_ms, write), name=f"checkpoint-{name}"))
         if self.cleaner is not None:
             self.cleaner.start()
 

@@ -303,3 +303,38 @@ def test_first_retention_pass_comes_soon_after_startup(tmp_path, monkeypatch):
     asyncio.run(run())
     assert log.log_start_offset >= 4
     manager.close()
+
+
+def test_manager_writes_each_checkpoint_at_its_own_interval(tmp_path):
+    """log.flush.offset.checkpoint.interval.ms, log.flush.start.offset.checkpoint.interval.ms and
+    replica.high.watermark.checkpoint.interval.ms each time their own file; 0 means only at
+    shutdown."""
+    tp = TopicPartition("c", 0)
+    hws = {tp: 3}
+    d = tmp_path / "d"
+
+    async def scenario() -> None:
+        manager = LogManager(
+            [d], LogConfig(), high_watermarks=lambda: hws, checkpoint_interval_ms=40,
+            log_start_offset_checkpoint_interval_ms=0,
+            high_watermark_checkpoint_interval_ms=3_600_000,
+        )
+        manager.load_logs()
+        log = manager.get_or_create_log(tp)
+        log.append_as_leader(batch(5), 0)
+        log.flush()
+        log.maybe_increment_log_start_offset(2)
+        manager.start()
+        names = sorted(t.get_name() for t in manager._tasks)
+        assert names == ["checkpoint-high-watermark", "checkpoint-recovery-point",
+                         "log-flush", "log-retention"]
+        await asyncio.sleep(0.3)
+        assert OffsetCheckpointFile(d / "recovery-point-offset-checkpoint").read() == {tp: 5}
+        assert not (d / "log-start-offset-checkpoint").exists()
+        assert not (d / "replication-offset-checkpoint").exists()
+        await manager.stop()
+        manager.close()
+        assert OffsetCheckpointFile(d / "log-start-offset-checkpoint").read() == {tp: 2}
+        assert OffsetCheckpointFile(d / "replication-offset-checkpoint").read() == {tp: 3}
+
+    asyncio.run(scenario())
