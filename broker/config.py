@@ -476,8 +476,10 @@ _DEFS: tuple[ConfigDef, ...] = (
               "keeps the OS default."),
     ConfigDef("queued.max.requests", INT, 500, "Requests read ahead per broker before the "
               "connection stops reading.", _at_least(1)),
-    ConfigDef("connections.max.idle.ms", LONG, 600_000, "Idle connections are closed after "
-              "this many milliseconds."),
+    ConfigDef("connections.max.idle.ms", LONG, 600_000, "A client connection with no request "
+              "in flight and no new request started for this many milliseconds is closed "
+              "(checked every tenth of it, at most every 30 s); a negative value keeps idle "
+              "connections open."),
     ConfigDef("fetch.max.bytes", INT, 57_671_680, "Most bytes returned by one Fetch response.",
               _at_least(1024)),
     ConfigDef("max.incremental.fetch.session.cache.slots", INT, 1000, "Incremental fetch "

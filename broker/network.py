@@ -5,6 +5,10 @@ out in request order and pipelined requests wait in the socket buffer. A frame t
 parsed, is larger than socket.request.max.bytes, or names an unknown API key or version closes
 that one connection with a log line; every other connection keeps being served.
 
+A connection with no request in flight and no frame started for connections.max.idle.ms is
+closed by the broker's idle sweep (`Broker._close_idle_connections`); what the sweep needs costs
+a request two attribute assignments (`idle_since`), no timer per read.
+
 Responses are written as bytes chunks and zero-copy file regions: a region (FileRecords) goes
 from the segment file to the socket with os.sendfile (asyncio's loop.sendfile), so fetched record
 bytes never pass through Python.
@@ -51,6 +55,9 @@ class Connection:
         self.address = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.zero_copy = writer.get_extra_info("sslcontext") is None
         self.client_id: str | None = None
+        self.idle_since: float | None = time.monotonic()
+        """time.monotonic() when the connection last became idle: accepted, or a response
+        written; None from a frame's first 4 bytes read until its response is written."""
 
     async def serve(self) -> None:
         max_size = self.broker.config.socket_request_max_bytes
@@ -60,6 +67,7 @@ class Connection:
                     prefix = await self.reader.readexactly(4)
                 except asyncio.IncompleteReadError:
                     return
+                self.idle_since = None
                 size = frames.read_size(prefix)
                 if size < 0 or size > max_size:
                     log.warning(
@@ -75,6 +83,7 @@ class Connection:
                     log.warning("connection closed reason=truncated_frame client=%s", self.address)
                     return
                 await self._handle(payload)
+                self.idle_since = time.monotonic()
         except ConnectionClosed:
             return
         except (ConnectionError, OSError) as e:
@@ -85,6 +94,18 @@ class Connection:
             log.exception("connection closed reason=internal_error client=%s", self.address)
         finally:
             self.writer.close()
+
+    def log_idle_close(self, idle_ms: float, max_idle_ms: int) -> None:
+        """The log line of a connection the idle sweep closes."""
+        log.info(
+            "connection closed reason=idle client=%s client_id=%s listener=%s idle_ms=%.0f "
+            "connections_max_idle_ms=%d",
+            self.address,
+            self.client_id,
+            self.listener,
+            idle_ms,
+            max_idle_ms,
+        )
 
     def _close(self, reason: str, correlation_id: int = -1, **fields: Any) -> ConnectionClosed:
         extra = " ".join(f"{k}={v}" for k, v in fields.items())

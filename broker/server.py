@@ -22,6 +22,7 @@ from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.network import Connection
 from broker.producer_ids import ProducerIdManager
+from broker.tasks import cancel_and_wait
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.replication.fetcher_manager import FetcherSettings, ReplicaFetcherManager
 from broker.replication.isr import IsrManager
@@ -41,7 +42,8 @@ class Broker:
         self.broker_id = BrokerId(config.broker_id)
         self.servers: list[asyncio.Server] = []
         self.bound: list[tuple[Listener, int]] = []
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: dict[asyncio.Task[None], Connection] = {}
+        self._idle_sweep: asyncio.Task[None] | None = None
         self.log_manager: LogManager | None = None
         self.controller: Controller = None  # type: ignore[assignment]  # set in start()
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
@@ -109,6 +111,11 @@ class Broker:
         self.log_manager.start()
         for server in self.servers:
             await server.start_serving()
+        if self.config.connections_max_idle_ms >= 0:
+            self._idle_sweep = asyncio.create_task(
+                self._close_idle_connections(self.config.connections_max_idle_ms),
+                name="idle-connections",
+            )
         log.info(
             "broker started broker_id=%d listeners=%s startup_ms=%.0f",
             self.broker_id,
@@ -133,6 +140,9 @@ class Broker:
                 log.exception("controlled shutdown failed broker_id=%d", self.broker_id)
         for server in self.servers:
             server.close()
+        if self._idle_sweep is not None:
+            await cancel_and_wait([self._idle_sweep])
+            self._idle_sweep = None
         for task in list(self._connections):
             task.cancel()
         if self._connections:
@@ -161,9 +171,30 @@ class Broker:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        task = asyncio.get_running_loop().create_task(Connection(self, listener, reader, writer).serve())
-        self._connections.add(task)
-        task.add_done_callback(self._connections.discard)
+        connection = Connection(self, listener, reader, writer)
+        task = asyncio.get_running_loop().create_task(connection.serve())
+        self._connections[task] = connection
+        task.add_done_callback(self._forget_connection)
+
+    def _forget_connection(self, task: asyncio.Task[None]) -> None:
+        self._connections.pop(task, None)
+
+    async def _close_idle_connections(self, max_idle_ms: int) -> None:
+        """connections.max.idle.ms: close each connection that has had no request in flight
+        and no frame started for that long, with one log line (Kafka's clients close theirs
+        after 9 minutes, before the broker's 10). The sweep runs every tenth of the limit
+        (between 10 ms and 30 s), so a connection goes at most that much later."""
+        period_s = min(max(max_idle_ms / 10, 10), 30_000) / 1000
+        while True:
+            await asyncio.sleep(period_s)
+            now = time.monotonic()
+            deadline = now - max_idle_ms / 1000
+            for task, connection in list(self._connections.items()):
+                since = connection.idle_since
+                if since is not None and since <= deadline:
+                    connection.idle_since = None
+                    connection.log_idle_close((now - since) * 1000, max_idle_ms)
+                    task.cancel()
 
     # -- endpoints -----------------------------------------------------------------------------
 

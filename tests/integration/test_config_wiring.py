@@ -4,15 +4,20 @@ loop thread, so its objects can be inspected while raw clients talk to it)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from broker.config import BrokerConfig
 from broker.server import Broker
+from tests.integration.test_protocol import create_topic, fetch_request
+from tests.support.raw_client import RawClient
 
 StartBroker = Callable[..., Broker]
 
@@ -60,3 +65,56 @@ def test_checkpoint_intervals_reach_the_log_manager(start_broker: StartBroker) -
     assert manager.checkpoint_interval_ms == 1234
     assert manager.log_start_offset_checkpoint_interval_ms == 2345
     assert manager.high_watermark_checkpoint_interval_ms == 345
+
+
+def _api_versions(client: RawClient, client_id: str) -> None:
+    response = client.request(
+        ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+        client_id=client_id)
+    assert response.error_code == 0
+
+
+def test_idle_connections_are_closed_after_connections_max_idle_ms(
+        start_broker: StartBroker, caplog: pytest.LogCaptureFixture) -> None:
+    broker = start_broker(connections_max_idle_ms="300")
+    port = broker.bound_port("PLAINTEXT")
+    with caplog.at_level(logging.INFO, logger="samsa.network"), \
+            RawClient(port) as idle, RawClient(port) as busy, RawClient(port) as silent:
+        _api_versions(idle, "idle-client")
+        idle_from = time.monotonic()
+        # a connection that keeps sending requests stays open however long it lives
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            _api_versions(busy, "busy-client")
+            time.sleep(0.1)
+        assert idle.closed_by_peer(timeout=5)
+        assert time.monotonic() - idle_from >= 0.3
+        assert silent.closed_by_peer(timeout=5)  # connected, never sent a byte
+        _api_versions(busy, "busy-client")
+    closes = [r.getMessage() for r in caplog.records if "reason=idle" in r.getMessage()]
+    assert any("client_id=idle-client" in m and "listener=PLAINTEXT" in m
+               and "connections_max_idle_ms=300" in m for m in closes), closes
+    assert any("client_id=None" in m for m in closes), closes
+    assert not any("busy-client" in m for m in closes), closes
+
+
+def test_a_connection_with_a_request_in_flight_is_not_idle(start_broker: StartBroker) -> None:
+    """A fetch long-polling for longer than connections.max.idle.ms is answered, not cut off."""
+    broker = start_broker(connections_max_idle_ms="200")
+    with RawClient(broker.bound_port("PLAINTEXT")) as client:
+        create_topic(client, "quiet")
+        started = time.monotonic()
+        response = client.request(fetch_request([("quiet", 0, 0)], max_wait_ms=1000))
+        assert time.monotonic() - started >= 0.9
+        assert response.error_code == 0
+        assert client.closed_by_peer(timeout=5)
+
+
+def test_negative_connections_max_idle_ms_keeps_idle_connections(
+        start_broker: StartBroker) -> None:
+    broker = start_broker(connections_max_idle_ms="-1")
+    with RawClient(broker.bound_port("PLAINTEXT")) as client:
+        _api_versions(client, "kept")
+        assert not client.closed_by_peer(timeout=0.5)
+        _api_versions(client, "kept")
+
