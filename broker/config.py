@@ -480,7 +480,8 @@ _DEFS: tuple[ConfigDef, ...] = (
               "in flight and no new request started for this many milliseconds is closed "
               "(checked every tenth of it, at most every 30 s); a negative value keeps idle "
               "connections open."),
-    ConfigDef("fetch.max.bytes", INT, 57_671_680, "Most bytes returned by one Fetch response.",
+    ConfigDef("fetch.max.bytes", INT, 57_671_680, "Most bytes returned by one Fetch response: "
+              "caps the request's max_bytes (the first batch still goes out whole).",
               _at_least(1024)),
     ConfigDef("max.incremental.fetch.session.cache.slots", INT, 1000, "Incremental fetch "
               "sessions kept per broker.", _at_least(0)),

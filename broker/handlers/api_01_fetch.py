@@ -7,6 +7,8 @@
 # region of a segment that network.py hands to os.sendfile. A fetch that starts inside a batch
 # returns the whole batch. If fewer than min_bytes are available the request long-polls in the
 # fetch purgatory until an append brings enough or max_wait_ms passes (no timer polling).
+# The response budget is the request's max_bytes capped by the broker's fetch.max.bytes, and
+# min_bytes is capped by that budget, as in Kafka (the first batch still goes out whole).
 # Fetch sessions (KIP-227): served sessionless. A full fetch asking for a new session (epoch 0) is
 # answered with session id 0, which clients take as "no session"; a request naming a session id
 # gets FETCH_SESSION_ID_NOT_FOUND; an incremental epoch without a session INVALID_FETCH_SESSION_EPOCH.
@@ -88,12 +90,13 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         for topic in request.topics
         for p in topic.partitions
     ]
+    max_bytes = min(request.max_bytes, ctx.broker.config.fetch_max_bytes)
     results = await ctx.broker.replica_manager.fetch_messages(
         wanted,
         isolation,
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
-        min_bytes=request.min_bytes,
-        max_bytes=request.max_bytes,
+        min_bytes=min(request.min_bytes, max_bytes),
+        max_bytes=max_bytes,
         replica_id=request.replica_id if is_follower else -1,
     )
     responses: list[FetchableTopicResponse] = []

@@ -16,7 +16,8 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from broker.config import BrokerConfig
 from broker.server import Broker
-from tests.integration.test_protocol import create_topic, fetch_request
+from protocol.records import BatchHeader, iter_batch_headers
+from tests.integration.test_protocol import batch, create_topic, fetch_request, produce
 from tests.support.raw_client import RawClient
 
 StartBroker = Callable[..., Broker]
@@ -118,3 +119,30 @@ def test_negative_connections_max_idle_ms_keeps_idle_connections(
         assert not client.closed_by_peer(timeout=0.5)
         _api_versions(client, "kept")
 
+
+def test_fetch_max_bytes_caps_the_fetch_response(start_broker: StartBroker) -> None:
+    """fetch.max.bytes caps the request's max_bytes: beyond the first batch (which always goes
+    out whole), a response holds no more than fetch.max.bytes (the tail may be a partial batch,
+    as in Kafka; clients drop it)."""
+    one = len(batch([b"x" * 600]))
+    assert 1024 < 2 * one
+    broker = start_broker(fetch_max_bytes="1024")
+    with RawClient(broker.bound_port("PLAINTEXT")) as client:
+        create_topic(client, "capped")
+        for _ in range(3):
+            assert produce(client, "capped", batch([b"x" * 600])).error_code == 0
+        response = client.request(fetch_request([("capped", 0, 0)]))  # asks for 16 MiB
+        ((t,),) = [response.responses]
+        (p,) = t.partitions
+        assert len(p.records) == 1024
+        assert BatchHeader.parse(p.records, 0).size == one
+    broker = start_broker(fetch_max_bytes="4096")
+    with RawClient(broker.bound_port("PLAINTEXT")) as client:
+        create_topic(client, "capped")
+        for _ in range(3):
+            assert produce(client, "capped", batch([b"x" * 600])).error_code == 0
+        response = client.request(fetch_request([("capped", 0, 0)]))
+        ((t,),) = [response.responses]
+        (p,) = t.partitions
+        assert len(p.records) == 3 * one
+        assert len(list(iter_batch_headers(p.records))) == 3
