@@ -438,8 +438,9 @@ _DEFS: tuple[ConfigDef, ...] = (
               "If node.id is also set the two must agree."),
     ConfigDef("node.id", INT, 0, "The node id; a synonym of broker.id kept for KRaft-style "
               "configuration files."),
-    ConfigDef("cluster.id", STRING, None, "The cluster id to use; when unset Samsa generates one "
-              "and keeps it in the data directory."),
+    ConfigDef("cluster.id", STRING, None, "The cluster id to use; when unset Samsa generates one. "
+              "It is kept in meta.properties (single node) or /cluster/id (ZooKeeper); a broker "
+              "whose stored cluster id differs from a set cluster.id refuses to start."),
     ConfigDef("broker.rack", STRING, None, "The broker's rack, used for rack-aware replica "
               "placement and reported in Metadata."),
     ConfigDef("listeners", STRING, "PLAINTEXT://127.0.0.1:9092", "Comma-separated listeners "

@@ -129,7 +129,7 @@ class Broker:
             from controller.zookeeper import ZkSettings, ZooKeeperController
 
             return ZooKeeperController(ZkSettings.from_config(self.config), self.registration())
-        return EmbeddedController(data_dir, self.registration())
+        return EmbeddedController(data_dir, self.registration(), self.config.cluster_id)
 
     async def stop(self) -> None:
         shutdown = getattr(self.controller, "controlled_shutdown", None)

@@ -50,17 +50,30 @@ def _atomic_write(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def load_or_create_cluster_id(data_dir: Path, broker_id: BrokerId) -> str:
-    """Read cluster.id from meta.properties, creating the file with a new id on first start."""
+def load_or_create_cluster_id(data_dir: Path, broker_id: BrokerId, configured: str | None = None) -> str:
+    """Read cluster.id from meta.properties, creating the file on first start with the
+    configured id (the broker config cluster.id) or a new one. A configured id that differs
+    from the one in the file raises RuntimeError: the data belongs to another cluster."""
     path = data_dir / META_PROPERTIES
     if path.exists():
         for line in path.read_text().splitlines():
             if line.startswith("cluster.id="):
-                return line.split("=", 1)[1].strip()
-    cluster_id = _new_cluster_id()
+                found = line.split("=", 1)[1].strip()
+                check_cluster_id(configured, found, str(path))
+                return found
+    cluster_id = configured or _new_cluster_id()
     data_dir.mkdir(parents=True, exist_ok=True)
     _atomic_write(path, f"version=1\ncluster.id={cluster_id}\nnode.id={broker_id}\n".encode())
     return cluster_id
+
+
+def check_cluster_id(configured: str | None, found: str, where: str) -> None:
+    """Refuse to start when cluster.id is set and the stored cluster id differs."""
+    if configured and configured != found:
+        raise RuntimeError(
+            f"cluster.id is {configured} but {where} holds cluster id {found}: this data belongs "
+            "to another cluster; unset cluster.id or set it to the stored id"
+        )
 
 
 def _new_cluster_id() -> str:
@@ -73,11 +86,13 @@ def _new_cluster_id() -> str:
 class EmbeddedController:
     """Single-node controller. This broker is the controller, the only broker and every leader."""
 
-    def __init__(self, data_dir: Path, registration: BrokerRegistration) -> None:
+    def __init__(
+        self, data_dir: Path, registration: BrokerRegistration, cluster_id: str | None = None
+    ) -> None:
         self._data_dir = data_dir
         self._registration = registration
         self._listeners: list[ImageListener] = []
-        cluster_id = load_or_create_cluster_id(data_dir, registration.broker_id)
+        cluster_id = load_or_create_cluster_id(data_dir, registration.broker_id, cluster_id)
         topics, self._next_producer_id = self._load()
         self._image = ClusterImage(
             cluster_id=cluster_id,

@@ -55,7 +55,7 @@ from kazoo.protocol.states import KazooState
 
 from controller import zk_layout as L
 from controller.election import majority_suspects, plan_partition, preferred_leader_moves
-from controller.embedded import _new_cluster_id
+from controller.embedded import _new_cluster_id, check_cluster_id
 from controller.failure_detector import FailureDetector
 from controller.interface import ImageListener
 from controller.model import (
@@ -97,6 +97,8 @@ class ZkSettings:
     leader_imbalance_percentage: int = 10
     heartbeat_advertised_host: str = ""
     """what peers send heartbeats to: the inter-broker listener's advertised host"""
+    cluster_id: str | None = None
+    """cluster.id: the id /cluster/id is created with, and must hold if it exists"""
 
     @classmethod
     def from_config(cls, config: Any) -> ZkSettings:
@@ -124,6 +126,7 @@ class ZkSettings:
             auto_leader_rebalance=config.auto_leader_rebalance_enable,
             leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
             leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
+            cluster_id=config.cluster_id,
         )
 
 
@@ -293,13 +296,15 @@ class ZooKeeperController(ZkAdmin):
         except NodeExistsError:
             pass
         try:
-            await self._zk.create(L.CLUSTER_ID, b'{"version":"1","id":"%s"}' % _new_cluster_id().encode())
+            new_id = self.settings.cluster_id or _new_cluster_id()
+            await self._zk.create(L.CLUSTER_ID, b'{"version":"1","id":"%s"}' % new_id.encode())
         except NodeExistsError:
             pass
         import json
 
         data, _ = await self._zk.get(L.CLUSTER_ID)
         self._cluster_id = json.loads(data)["id"]
+        check_cluster_id(self.settings.cluster_id, self._cluster_id, f"ZooKeeper {L.CLUSTER_ID}")
 
     async def _new_session_setup(self) -> None:
         """Register, re-create this broker's suspicions, re-read everything, try to be controller."""

@@ -16,7 +16,9 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from broker.config import BrokerConfig
 from broker.server import Broker
+from controller.embedded import load_or_create_cluster_id
 from protocol.records import BatchHeader, iter_batch_headers
+from protocol.types import BrokerId
 from tests.integration.test_protocol import batch, create_topic, fetch_request, produce
 from tests.support.raw_client import RawClient
 
@@ -146,3 +148,16 @@ def test_fetch_max_bytes_caps_the_fetch_response(start_broker: StartBroker) -> N
         (p,) = t.partitions
         assert len(p.records) == 3 * one
         assert len(list(iter_batch_headers(p.records))) == 3
+
+
+def test_cluster_id_is_used_and_checked(start_broker: StartBroker, tmp_path: Path) -> None:
+    broker = start_broker(cluster_id="samsa-wiring-test")
+    assert broker.controller.image.cluster_id == "samsa-wiring-test"
+    meta = tmp_path / "data0" / "meta.properties"
+    assert "cluster.id=samsa-wiring-test\n" in meta.read_text()
+    assert load_or_create_cluster_id(tmp_path / "data0", BrokerId(0)) == "samsa-wiring-test"
+    assert load_or_create_cluster_id(
+        tmp_path / "data0", BrokerId(0), "samsa-wiring-test") == "samsa-wiring-test"
+    with pytest.raises(RuntimeError, match="cluster.id is other but .*meta.properties holds "
+                                           "cluster id samsa-wiring-test"):
+        load_or_create_cluster_id(tmp_path / "data0", BrokerId(0), "other")
