@@ -16,6 +16,11 @@ nothing about a config is written down twice.
 - `describe_topic_configs` / `describe_broker_configs` produce what DescribeConfigs v1-v4 return:
   value, source, synonyms (in Kafka's order), type, documentation.
 
+Every config in the table has an effect or says it has none: its value reaches the code that
+obeys it, or its documentation starts with "Accepted for compatibility; " and says what Samsa does
+instead (tests/unit/test_config_effect.py checks this). Listeners must use PLAINTEXT: an SSL or
+SASL listener is refused with a ConfigError.
+
 Defaults follow Apache Kafka 4.x, except where Samsa deliberately differs for a drop-in dev
 broker: `broker.id`/`node.id` default to 0, `listeners` to PLAINTEXT://127.0.0.1:9092 and
 `log.dir` to ./samsa-data.
@@ -420,6 +425,14 @@ _TIMESTAMP_TYPE = OneOf(("CreateTime", "LogAppendTime"))
 _CLEANUP = OneOf(("compact", "delete"))
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in _SECURITY_PROTOCOLS)
+_NO_PREALLOCATE = ("Accepted for compatibility; Samsa grows segment files as it appends and "
+                   "never preallocates them (Kafka: preallocate segment files).")
+_NO_DOWNCONVERSION = ("Accepted for compatibility; Samsa stores magic v2 batches only (older "
+                      "produce formats are up-converted) and serves Fetch v4 and later, which "
+                      "carry them as stored, so it never down-converts (Kafka: whether old fetch "
+                      "versions get down-converted messages).")
+_NO_TRANSACTIONS = ("Accepted for compatibility; Samsa has no transactions (a transactional "
+                    "InitProducerId is answered COORDINATOR_NOT_AVAILABLE) ")
 _NO_TLS = ("Accepted for compatibility; Samsa has no TLS and serves only PLAINTEXT listeners "
            "(SSL and SASL listeners are refused at start-up), so nothing reads it ")
 
@@ -471,12 +484,18 @@ _DEFS: tuple[ConfigDef, ...] = (
     # ---- network ------------------------------------------------------------------------------
     ConfigDef("socket.request.max.bytes", INT, 104_857_600, "Largest request frame accepted; "
               "bigger frames close the connection.", _at_least(1)),
-    ConfigDef("socket.send.buffer.bytes", INT, 102_400, "SO_SNDBUF for client sockets; -1 "
-              "keeps the OS default."),
-    ConfigDef("socket.receive.buffer.bytes", INT, 102_400, "SO_RCVBUF for client sockets; -1 "
-              "keeps the OS default."),
-    ConfigDef("queued.max.requests", INT, 500, "Requests read ahead per broker before the "
-              "connection stops reading.", _at_least(1)),
+    ConfigDef("socket.send.buffer.bytes", INT, 102_400, "Accepted for compatibility; the OS "
+              "sizes socket buffers: Samsa never sets SO_SNDBUF, which leaves Linux's auto-tuning "
+              "free to grow the buffer past a fixed size on the fetch path (Kafka: SO_SNDBUF of "
+              "client sockets)."),
+    ConfigDef("socket.receive.buffer.bytes", INT, 102_400, "Accepted for compatibility; the OS "
+              "sizes socket buffers: Samsa never sets SO_RCVBUF, which leaves Linux's auto-tuning "
+              "free to grow the buffer past a fixed size on the produce path (Kafka: SO_RCVBUF "
+              "of client sockets)."),
+    ConfigDef("queued.max.requests", INT, 500, "Accepted for compatibility; Samsa reads one "
+              "request per connection at a time and reads the next only after answering it, so "
+              "no request queue builds up: pipelined requests wait in the socket buffer (Kafka: "
+              "requests queued before the network threads stop reading).", _at_least(1)),
     ConfigDef("connections.max.idle.ms", LONG, 600_000, "A client connection with no request "
               "in flight and no new request started for this many milliseconds is closed "
               "(checked every tenth of it, at most every 30 s); a negative value keeps idle "
@@ -484,16 +503,22 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("fetch.max.bytes", INT, 57_671_680, "Most bytes returned by one Fetch response: "
               "caps the request's max_bytes (the first batch still goes out whole).",
               _at_least(1024)),
-    ConfigDef("max.incremental.fetch.session.cache.slots", INT, 1000, "Incremental fetch "
-              "sessions kept per broker.", _at_least(0)),
+    ConfigDef("max.incremental.fetch.session.cache.slots", INT, 1000, "Accepted for "
+              "compatibility; Samsa keeps no fetch sessions: every Fetch is answered sessionless "
+              "(session id 0), so clients send full fetch requests (Kafka: incremental fetch "
+              "sessions kept per broker).", _at_least(0)),
     ConfigDef("num.network.threads", INT, 3, "Accepted for compatibility; Samsa serves all "
               "connections on one asyncio loop.", _at_least(1), read_only=False),
     ConfigDef("num.io.threads", INT, 8, "Accepted for compatibility; Samsa handles requests on "
               "one asyncio loop.", _at_least(1), read_only=False),
-    ConfigDef("background.threads", INT, 10, "Worker threads for background work such as "
-              "compaction and recovery scans.", _at_least(1), read_only=False),
-    ConfigDef("num.recovery.threads.per.data.dir", INT, 2, "Threads per data directory used to "
-              "recover logs at startup.", _at_least(1), read_only=False),
+    ConfigDef("background.threads", INT, 10, "Accepted for compatibility; Samsa runs "
+              "background work (retention, flushes, checkpoints, offset expiry) as tasks on its "
+              "asyncio loop, and compaction on log.cleaner.threads threads (Kafka: the "
+              "background scheduler's threads).", _at_least(1), read_only=False),
+    ConfigDef("num.recovery.threads.per.data.dir", INT, 2, "Accepted for compatibility; Samsa "
+              "loads and recovers logs one at a time, in one thread off the event loop (Kafka: "
+              "threads per data directory recovering logs at start-up).", _at_least(1),
+              read_only=False),
     # ---- log: segments, retention, flush -----------------------------------------------------
     ConfigDef("message.max.bytes", INT, 1_048_588, "Largest record batch the broker accepts "
               "(default for the topic config max.message.bytes).", _at_least(0)),
@@ -533,7 +558,7 @@ _DEFS: tuple[ConfigDef, ...] = (
               "point checkpoint is written; 0 writes it only at shutdown.", _at_least(0)),
     ConfigDef("log.flush.start.offset.checkpoint.interval.ms", INT, 60_000, "How often the log "
               "start offset checkpoint is written; 0 writes it only at shutdown.", _at_least(0)),
-    ConfigDef("log.preallocate", BOOLEAN, False, "Preallocate segment files."),
+    ConfigDef("log.preallocate", BOOLEAN, False, _NO_PREALLOCATE),
     ConfigDef("log.cleanup.policy", LIST, ("delete",), "Default cleanup policy: delete, "
               "compact, or both.", _CLEANUP),
     ConfigDef("log.message.timestamp.type", STRING, "CreateTime", "Default timestamp type of "
@@ -542,8 +567,7 @@ _DEFS: tuple[ConfigDef, ...] = (
               "record timestamp may be, relative to the broker's clock.", _at_least(0)),
     ConfigDef("log.message.timestamp.after.max.ms", LONG, 3_600_000, "How far in the future a "
               "record timestamp may be, relative to the broker's clock.", _at_least(0)),
-    ConfigDef("log.message.downconversion.enable", BOOLEAN, True, "Whether old fetch versions "
-              "get down-converted messages."),
+    ConfigDef("log.message.downconversion.enable", BOOLEAN, True, _NO_DOWNCONVERSION),
     # ---- log cleaner ---------------------------------------------------------------------------
     ConfigDef("log.cleaner.enable", BOOLEAN, True, "Run the log cleaner (compaction)."),
     ConfigDef("log.cleaner.threads", INT, 1, "Cleaner threads.", _at_least(0), read_only=False),
@@ -565,8 +589,10 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.cleaner.io.buffer.load.factor", DOUBLE, 0.9, "How full the cleaner's offset "
               "map may get before a pass stops mapping more of the dirty section."),
     # ---- broker configs that are also topic configs under the same name ----------------------
-    ConfigDef("compression.type", STRING, "producer", "Final compression of stored batches; "
-              "`producer` keeps the producer's codec.", _COMPRESSION, scope=BOTH),
+    ConfigDef("compression.type", STRING, "producer", "Accepted for compatibility; Samsa "
+              "stores every batch as the producer compressed it, whatever the value (what "
+              "`producer` does): batches are opaque and never recompressed (Kafka: the final "
+              "compression of stored batches).", _COMPRESSION, scope=BOTH),
     ConfigDef("min.insync.replicas", INT, 1, "Minimum ISR size for acks=all produce requests.",
               _at_least(1), scope=BOTH),
     ConfigDef("unclean.leader.election.enable", BOOLEAN, False, "Allow replicas outside the ISR "
@@ -600,14 +626,15 @@ _DEFS: tuple[ConfigDef, ...] = (
               "after this long.", _at_least(1), read_only=False),
     ConfigDef("transaction.max.timeout.ms", INT, 900_000, "Largest transaction timeout a "
               "producer may ask for.", _at_least(1)),
-    ConfigDef("transactional.id.expiration.ms", INT, 604_800_000, "Idle transactional ids "
-              "expire after this long.", _at_least(1)),
-    ConfigDef("transaction.state.log.num.partitions", INT, 50, "Partitions of "
-              "__transaction_state.", _at_least(1)),
-    ConfigDef("transaction.state.log.replication.factor", SHORT, 3, "Replication factor of "
-              "__transaction_state.", _at_least(1)),
-    ConfigDef("transaction.state.log.min.isr", INT, 2, "min.insync.replicas of "
-              "__transaction_state.", _at_least(1)),
+    ConfigDef("transactional.id.expiration.ms", INT, 604_800_000, _NO_TRANSACTIONS + "so no "
+              "transactional id is kept to expire (Kafka: idle transactional ids expire after "
+              "this long).", _at_least(1)),
+    ConfigDef("transaction.state.log.num.partitions", INT, 50, _NO_TRANSACTIONS + "and no "
+              "__transaction_state topic (Kafka: its partition count).", _at_least(1)),
+    ConfigDef("transaction.state.log.replication.factor", SHORT, 3, _NO_TRANSACTIONS + "and no "
+              "__transaction_state topic (Kafka: its replication factor).", _at_least(1)),
+    ConfigDef("transaction.state.log.min.isr", INT, 2, _NO_TRANSACTIONS + "and no "
+              "__transaction_state topic (Kafka: its min.insync.replicas).", _at_least(1)),
     # ---- replication ----------------------------------------------------------------------------
     ConfigDef("replica.lag.time.max.ms", LONG, 30_000, "A follower that has not caught up for "
               "this long leaves the ISR."),
@@ -630,8 +657,10 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("zookeeper.session.timeout.ms", INT, 18_000, "ZooKeeper session timeout."),
     ConfigDef("zookeeper.connection.timeout.ms", INT, None, "How long to wait for a ZooKeeper "
               "connection; defaults to zookeeper.session.timeout.ms."),
-    ConfigDef("controller.socket.timeout.ms", INT, 30_000, "Socket timeout of controller to "
-              "broker requests."),
+    ConfigDef("controller.socket.timeout.ms", INT, 30_000, "Accepted for compatibility; "
+              "Samsa's controller sends no requests to brokers: they follow partition state "
+              "through ZooKeeper watches, or the embedded controller on a single node (Kafka: "
+              "socket timeout of controller-to-broker requests)."),
     ConfigDef("controlled.shutdown.enable", BOOLEAN, True, "Move leadership away before "
               "shutting down."),
     ConfigDef("controlled.shutdown.max.retries", INT, 3, "Attempts of a controlled shutdown."),
@@ -717,10 +746,9 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("message.timestamp.after.max.ms", LONG, 3_600_000, "How far in the future a "
               "record timestamp may be.", _at_least(0), scope=T,
               synonyms=_syn("log.message.timestamp.after.max.ms")),
-    ConfigDef("message.downconversion.enable", BOOLEAN, True, "Whether old fetch versions get "
-              "down-converted messages.", scope=T,
+    ConfigDef("message.downconversion.enable", BOOLEAN, True, _NO_DOWNCONVERSION, scope=T,
               synonyms=_syn("log.message.downconversion.enable")),
-    ConfigDef("preallocate", BOOLEAN, False, "Preallocate segment files.", scope=T,
+    ConfigDef("preallocate", BOOLEAN, False, _NO_PREALLOCATE, scope=T,
               synonyms=_syn("log.preallocate")),
 )
 
