@@ -172,7 +172,7 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any
     monkeypatch.setattr(
         server_module,
         "EmbeddedController",
-        lambda data_dir, registration: shared.attach(registration),
+        lambda data_dir, registration, cluster_id=None: shared.attach(registration),
     )
 
     async def start(
