@@ -36,9 +36,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import crc32c as _crc32c
-
 from protocol.compression import CompressionType, codec_of, compress, decompress
+from protocol.crc import crc32c
 from protocol.errors import CorruptRecordError
 from protocol.types import LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence
 from protocol.varint import INT32_MAX, read_varint, read_varlong, write_varint
@@ -157,7 +156,7 @@ class BatchHeader:
 
 def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
     """CRC-32C over attributes..end of the batch at `pos` of total `size` bytes."""
-    return _crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size])
+    return crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size])
 
 
 def verify_crc(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bool:

@@ -36,10 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import crc32c as _crc32c
-
 from broker.log.checkpoints import atomic_write
 from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, INT_MAX
+from protocol.crc import crc32c
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
 
@@ -317,7 +316,7 @@ class ProducerStateManager:
             },
             separators=(",", ":"),
         ).encode()
-        header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, _SNAPSHOT_VERSION, _crc32c.crc32c(payload))
+        header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, _SNAPSHOT_VERSION, crc32c(payload))
         path = self.snapshot_path(self.map_end_offset)
         atomic_write(path, header + payload)
         return path
@@ -368,7 +367,7 @@ def _read_snapshot(path: Path) -> list[ProducerStateEntry]:
     payload = data[_SNAPSHOT_HEADER.size :]
     if magic != _SNAPSHOT_MAGIC or version != _SNAPSHOT_VERSION:
         raise ValueError(f"bad snapshot magic/version {magic!r}/{version}")
-    if _crc32c.crc32c(payload) != crc:
+    if crc32c(payload) != crc:
         raise ValueError("snapshot checksum mismatch")
     body = json.loads(payload)
     return [ProducerStateEntry.from_json(e) for e in body["producers"]]
