@@ -36,6 +36,7 @@ from compat.bench.targets import (
     KafkaTarget,
     SamsaTarget,
     Target,
+    compile_sources,
     create_topic,
     rss_bytes,
     start_target,
@@ -329,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         * ((8 + len(params.partitions)) * single + 3 * cluster)
     )
     run.progress(f"params: {asdict(params)}")
+    compile_sources(ROOT)
 
     def save() -> dict[str, object]:
         data = {

@@ -6,7 +6,8 @@ Each TREE is a checkout of Samsa (default: this one); to compare a change with i
 worktree of the parent (`git worktree add /tmp/base HEAD~1`) and pass both. The trees run in
 turn, `--repeat` times each, alternating, so that load on the machine falls on all of them alike.
 Each run starts `python -m broker serve` (this venv's interpreter, the tree as working directory,
-a fresh data directory) and at once a librdkafka producer that retries every 10-50 ms until its
+a fresh data directory; each tree byte-compiled first, as an installed broker is) and at once a
+librdkafka producer that retries every 10-50 ms until its
 record to an auto-created topic is acknowledged (`loads.first_ack`, as in `python -m
 compat.bench`). Printed per tree, median (min-max): wall seconds to the first ack, wall seconds to
 the listening line, and the broker's CPU seconds (user + system from /proc/<pid>/stat) at the
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 from compat.bench import loads
+from compat.bench.targets import compile_sources
 from compat.kafka import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args(argv)
     runs: dict[Path, list[tuple[float, float, float]]] = {t: [] for t in args.trees}
+    for tree in args.trees:
+        compile_sources(tree)
     for i in range(args.repeat):
         for tree in args.trees:
             runs[tree].append(one_start(tree))
