@@ -45,11 +45,23 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     return config
 
 
+class StartupFailed(Exception):
+    """The broker could not start (a port in use, ZooKeeper unreachable, data of another cluster)."""
+
+
 async def serve(config: BrokerConfig) -> None:
     from broker.server import Broker
 
     broker = Broker(config)
-    await broker.start()
+    try:
+        await broker.start()
+    except (OSError, RuntimeError) as e:
+        log.error("broker start failed error=%s", e)
+        try:
+            await broker.stop()  # whatever did start: listeners, logs, the ZooKeeper session
+        except Exception:
+            log.exception("stopping the partly started broker failed")
+        raise StartupFailed(str(e)) from e
     for address in broker.advertised_addresses():
         print(f"samsa listening on {address}", flush=True)
     loop = asyncio.get_running_loop()
@@ -91,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(serve(config))
         except KeyboardInterrupt:
             pass
+        except StartupFailed as e:
+            print(f"samsa: cannot start: {e}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -5,6 +5,7 @@ a .venv that also has the test extras, as the README's test command leaves it)."
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,23 @@ def test_samsa_serve_starts_a_broker_without_importing_hypothesis(tmp_path: Path
     assert "kio" in imported and "broker.cli" in imported
     # kio's `import hypothesis.strategies` is still attempted (and listed), but fails at once
     assert "hypothesis" not in imported
+
+
+def test_a_broker_that_cannot_start_says_why_in_one_line(tmp_path: Path) -> None:
+    """A port already in use ends `samsa serve` with exit code 1 and one `samsa: cannot start:`
+    line (plus the log line), not a traceback."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "broker", "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+             "--override", f"log.dirs={tmp_path / 'data'}"],  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("samsa: cannot start: ") and "address already in use" in last.lower(), last
