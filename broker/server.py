@@ -51,6 +51,8 @@ class Broker:
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
         self._stopped = asyncio.Event()
+        self.serving = False
+        """start() completed; stop() also cleans up after a start that failed part way."""
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -111,6 +113,7 @@ class Broker:
         self.log_manager.start()
         for server in self.servers:
             await server.start_serving()
+        self.serving = True
         if self.config.connections_max_idle_ms >= 0:
             self._idle_sweep = asyncio.create_task(
                 self._close_idle_connections(self.config.connections_max_idle_ms),
@@ -133,7 +136,7 @@ class Broker:
 
     async def stop(self) -> None:
         shutdown = getattr(self.controller, "controlled_shutdown", None)
-        if shutdown is not None and self.config.controlled_shutdown_enable:
+        if shutdown is not None and self.config.controlled_shutdown_enable and self.serving:
             try:
                 await shutdown()  # move leadership away while still serving
             except Exception:
