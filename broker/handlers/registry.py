@@ -125,6 +125,8 @@ def declared() -> dict[int, ApiDeclaration]:
             raise RuntimeError(f"{path}: expected API_KEY = {name and int(name.group(1))} and @registry.api(API_KEY, min, max")
         key, low, high = (int(g) for g in found.groups())
         result[key] = ApiDeclaration(key, low, high, f"{__package__}.{path.stem}")
+    if not result:  # e.g. an install without the .py sources: refuse rather than advertise nothing
+        raise RuntimeError(f"no handler sources (api_*.py) in {Path(__file__).parent}")
     return result
 
 
