@@ -68,6 +68,8 @@ def cluster(tmp_path: Path) -> Iterator[SamsaCluster]:
         "replica.lag.time.max.ms": str(LAG_MS),
         "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
         "group.initial.rebalance.delay.ms": "0",
+        # preferred leaders move back every few seconds, between and during the faults
+        "leader.imbalance.check.interval.seconds": "3",
     }
     with SamsaCluster(tmp_path, brokers=3, overrides=overrides) as c:
         yield c
