@@ -589,10 +589,12 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.cleaner.io.buffer.load.factor", DOUBLE, 0.9, "How full the cleaner's offset "
               "map may get before a pass stops mapping more of the dirty section."),
     # ---- broker configs that are also topic configs under the same name ----------------------
-    ConfigDef("compression.type", STRING, "producer", "Accepted for compatibility; Samsa "
-              "stores every batch as the producer compressed it, whatever the value (what "
-              "`producer` does): batches are opaque and never recompressed (Kafka: the final "
-              "compression of stored batches).", _COMPRESSION, scope=BOTH),
+    ConfigDef("compression.type", STRING, "producer", "The codec batches are stored in: "
+              "`producer` keeps each batch as the producer compressed it (byte for byte); "
+              "`uncompressed`, `gzip`, `snappy`, `lz4` or `zstd` makes the leader rewrite a "
+              "produced batch in another codec with that one (same records, producer id, epoch "
+              "and sequence); a batch already in it is stored as produced.", _COMPRESSION,
+              scope=BOTH),
     ConfigDef("min.insync.replicas", INT, 1, "Minimum ISR size for acks=all produce requests.",
               _at_least(1), scope=BOTH),
     ConfigDef("unclean.leader.election.enable", BOOLEAN, False, "Allow replicas outside the ISR "

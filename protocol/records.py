@@ -5,8 +5,10 @@ A batch is opaque to the broker on the hot path: `BatchHeader.parse` reads the 6
 partitionLeaderEpoch (both outside the CRC) without touching the record bytes.
 
 Where a feature needs the records themselves (compaction, keys on compacted topics, legacy
-conversion, tests), `decode_records` decompresses and parses them, `build_batch` writes a batch
-and `set_log_append_time` stamps LogAppendTime the way Kafka's DefaultRecordBatch does.
+conversion, a topic compression.type other than `producer`, tests), `decode_records`
+decompresses and parses them, `build_batch` writes a batch, `recompress_batch` rewrites one with
+another codec (through those two) and `set_log_append_time` stamps LogAppendTime the way Kafka's
+DefaultRecordBatch does.
 
 Layout (big-endian), offsets from the start of the batch:
 
@@ -425,3 +427,57 @@ def set_log_append_time(
     crc = compute_crc(buf, pos, header.size)
     _CRC.pack_into(buf, pos + CRC_OFFSET, crc)
     return dataclasses.replace(header, attributes=attributes, max_timestamp=timestamp_ms, crc=crc)
+
+
+def recompress_batch(
+    buf: Buffer,
+    pos: int,
+    header: BatchHeader,
+    compression: CompressionType,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    log_append_time: int | None = None,
+) -> bytes:
+    """The batch at `pos` rewritten with codec `compression` (Kafka's LogValidator when the
+    topic's compression.type differs from the producer's codec), through `decode_records` and
+    `build_batch`.
+
+    Everything else is kept: the records (offset deltas, timestamps, keys, values, headers),
+    baseTimestamp and maxTimestamp, producer id, epoch and base sequence, lastOffsetDelta and
+    the transactional and control bits; baseOffset and partitionLeaderEpoch are the ones given,
+    the CRC is new. With `log_append_time` the batch becomes a LogAppendTime batch the way
+    Kafka's MemoryRecordsBuilder writes one: every record's timestamp, baseTimestamp and
+    maxTimestamp are that time.
+    """
+    records = [
+        NewRecord(
+            r.key,
+            r.value,
+            r.headers,
+            r.timestamp if log_append_time is None else log_append_time,
+            r.offset - header.base_offset,
+        )
+        for r in decode_records(buf, pos, header)
+    ]
+    if log_append_time is None:
+        timestamp_type = header.timestamp_type
+        base_timestamp, max_timestamp = header.base_timestamp, header.max_timestamp
+    else:
+        timestamp_type = TimestampType.LOG_APPEND_TIME
+        base_timestamp = max_timestamp = log_append_time
+    return build_batch(
+        records,
+        base_offset=base_offset,
+        compression=compression,
+        timestamp_type=timestamp_type,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+        is_transactional=header.is_transactional,
+        is_control=header.is_control,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        last_offset_delta=header.last_offset_delta,
+    )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from protocol.compression import CompressionType
+
 LONG_MAX = (1 << 63) - 1
 """Java's Long.MAX_VALUE, Kafka's "never" for millisecond and count settings."""
 INT_MAX = (1 << 31) - 1
@@ -72,6 +74,11 @@ class LogConfig:
         return self.message_timestamp_type == "LogAppendTime"
 
     @property
+    def target_compression(self) -> CompressionType | None:
+        """The codec compression.type stores batches in; None for `producer` (as produced)."""
+        return _TARGET_COMPRESSION.get(self.compression_type)
+
+    @property
     def max_offset_index_entries(self) -> int:
         """How many 8-byte entries fit in segment.index.bytes."""
         return max(1, self.segment_index_bytes // 8)
@@ -80,6 +87,15 @@ class LogConfig:
     def max_time_index_entries(self) -> int:
         """How many 12-byte entries fit in segment.index.bytes."""
         return max(1, self.segment_index_bytes // 12)
+
+
+_TARGET_COMPRESSION = {
+    "uncompressed": CompressionType.NONE,
+    "gzip": CompressionType.GZIP,
+    "snappy": CompressionType.SNAPPY,
+    "lz4": CompressionType.LZ4,
+    "zstd": CompressionType.ZSTD,
+}
 
 
 def _policies(value: str) -> set[str]:

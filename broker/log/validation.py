@@ -3,8 +3,12 @@
 A produced batch is opaque here: the header and CRC are checked, offsets are assigned by patching
 the 16-byte prefix (baseOffset, batchLength, partitionLeaderEpoch) which the CRC does not cover,
 and the body is written straight from the request buffer. Only LogAppendTime topics rewrite a
-batch (maxTimestamp, the timestamp-type bit and the CRC), and only compacted topics look inside
-records (to reject null keys). Magic v0/v1 message sets must be up-converted before they get here.
+batch in place (maxTimestamp, the timestamp-type bit and the CRC), and only compacted topics look
+inside records (to reject null keys). A topic whose compression.type names a codec (anything but
+`producer`) has each batch in another codec rebuilt with that codec (`recompress_batch`: same
+records, producer fields and flags, new CRC), as Kafka's LogValidator does; a batch already in
+that codec takes the opaque path. Followers never recompress: they store the leader's bytes.
+Magic v0/v1 message sets must be up-converted before they get here.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from protocol.records import (
     BatchHeader,
     batch_has_null_key,
     magic_of,
+    recompress_batch,
     set_log_append_time,
     verify_crc,
 )
@@ -35,8 +40,10 @@ class ValidBatch:
     """One batch ready to write: the buffers to writev and the facts indexes and state need."""
 
     header: BatchHeader
-    """The header as received (offsets not yet assigned)."""
+    """The header as received (offsets not yet assigned), or of the rebuilt batch when it was
+    recompressed (same producer fields and record count, its own size)."""
     buffers: list[bytes | bytearray | memoryview]
+    """The bytes to write, `header.size` of them."""
     base_offset: int
     last_offset: int
     max_timestamp: int
@@ -131,15 +138,32 @@ def validate_leader_append(
         )
     result = ValidRecords()
     offset = next_offset
+    target = config.target_compression
     for pos, header in parse_batches(buf, allow_partial_tail=False):
         _check_batch(buf, pos, header, config, now_ms)
         base = offset
         last = base + header.last_offset_delta
-        if config.log_append_time:
+        buffers: list[bytes | bytearray | memoryview]
+        if target is not None and header.compression is not target:
+            rebuilt = recompress_batch(
+                buf, pos, header, target, base_offset=base, partition_leader_epoch=leader_epoch,
+                log_append_time=now_ms if config.log_append_time else None,
+            )  # fmt: skip
+            header = BatchHeader.parse(rebuilt)
+            if header.size > config.max_message_bytes:
+                raise KafkaError(
+                    ErrorCode.message_too_large,
+                    f"record batch of {header.size} bytes recompressed with compression.type "
+                    f"{config.compression_type} exceeds max.message.bytes {config.max_message_bytes}",
+                )
+            buffers = [rebuilt]
+            max_ts = header.max_timestamp
+            offset_of_max = base if config.log_append_time else last
+        elif config.log_append_time:
             copy = bytearray(buf[pos : pos + header.size])
             set_log_append_time(copy, 0, header, now_ms)
             _PREFIX.pack_into(copy, 0, base, header.batch_length, leader_epoch)
-            buffers: list[bytes | bytearray | memoryview] = [copy]
+            buffers = [copy]
             max_ts, offset_of_max = now_ms, base
         else:
             prefix = _PREFIX.pack(base, header.batch_length, leader_epoch)
