@@ -3,13 +3,10 @@ loop thread, so its objects can be inspected while raw clients talk to it)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
@@ -20,6 +17,7 @@ from controller.embedded import load_or_create_cluster_id
 from protocol.records import BatchHeader, iter_batch_headers
 from protocol.types import BrokerId
 from tests.integration.test_protocol import batch, create_topic, fetch_request, produce
+from tests.support.loop_thread import LoopThread
 from tests.support.raw_client import RawClient
 
 StartBroker = Callable[..., Broker]
@@ -29,13 +27,9 @@ StartBroker = Callable[..., Broker]
 def start_broker(tmp_path: Path) -> Iterator[StartBroker]:
     """`start_broker(**props)` starts a broker with these server.properties (underscores in the
     keyword names become dots) on a loop thread; it is stopped at the end of the test."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
+    loop = LoopThread()
     started: list[Broker] = []
-
-    def run(coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, loop).result(30)
+    run = loop.run
 
     def start(**props: str) -> Broker:
         config, unknown = BrokerConfig.from_properties({
@@ -54,9 +48,7 @@ def start_broker(tmp_path: Path) -> Iterator[StartBroker]:
     finally:
         for broker in started:
             run(broker.stop())
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+        loop.stop()
 
 
 def test_checkpoint_intervals_reach_the_log_manager(start_broker: StartBroker) -> None:

@@ -4,12 +4,9 @@ Stable group holds for topics it no longer subscribes to."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
@@ -23,6 +20,7 @@ from broker.coordinator.group import GroupState
 from broker.server import Broker
 from broker.testing import SamsaProcess
 from protocol.errors import ErrorCode
+from tests.support.loop_thread import LoopThread
 from tests.support.raw_client import RawClient
 
 GROUP = "retained"
@@ -87,12 +85,8 @@ def test_stable_group_expires_offsets_of_topics_it_no_longer_subscribes_to(tmp_p
         {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"), "num.partitions": "1"}
     )
     broker = Broker(config)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-
-    def run(coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, loop).result(30)
+    loop = LoopThread()
+    run = loop.run
 
     run(broker.start())
     bootstrap = f"127.0.0.1:{broker.bound_port('PLAINTEXT')}"
@@ -128,5 +122,4 @@ def test_stable_group_expires_offsets_of_topics_it_no_longer_subscribes_to(tmp_p
         if consumer is not None:
             consumer.close()
         run(broker.stop())
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+        loop.stop()

@@ -11,15 +11,13 @@ the stopped broker, restarted, rejoins as follower and catches up.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import time
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer as CKConsumer
@@ -34,23 +32,9 @@ from controller.model import NewTopic, PartitionRegistration, TopicRegistration
 from protocol.errors import KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, LeaderEpoch
+from tests.support.loop_thread import LoopThread
 
-T = TypeVar("T")
 TOPIC = "events"
-
-
-class LoopThread:
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
 
 
 async def _create_topics(
