@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 from compat.bench import loads
-from compat.bench.targets import SamsaTarget, create_topic
+from compat.bench.targets import SamsaTarget, cpu_seconds, create_topic
 
 
 def py_spy() -> str:
@@ -56,12 +55,6 @@ def summarize(folded: Path, top: int) -> dict[str, list[tuple[str, float]]]:
         "self": pct(self_c),
         "inclusive": pct(incl_c),
     }
-
-
-def cpu_seconds(pid: int) -> float:
-    """user + system CPU time of a process so far (/proc/<pid>/stat), robust to a busy machine."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:

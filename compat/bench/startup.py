@@ -17,7 +17,6 @@ first ack, which the machine's load distorts far less than wall time.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -27,15 +26,10 @@ import time
 from pathlib import Path
 
 from compat.bench import loads
-from compat.bench.targets import compile_sources
+from compat.bench.targets import compile_sources, cpu_seconds
 from compat.kafka import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def one_start(tree: Path) -> tuple[float, float, float]:

@@ -14,6 +14,7 @@ module changed since its .pyc was last written.
 from __future__ import annotations
 
 import compileall
+import os
 import shutil
 import subprocess
 import tempfile
@@ -65,6 +66,12 @@ class Target(Protocol):
     def pids(self) -> list[int]: ...
 
     def close(self) -> None: ...
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU time of a process so far (/proc/<pid>/stat), robust to a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_bytes(pid: int) -> int:
