@@ -9,7 +9,8 @@ Format (Kafka's `CheckpointFile`):
 
 The leader-epoch checkpoint uses the same framing with `epoch start_offset` lines. A write goes to
 `<name>.tmp`, is fsynced, renamed over the old file and the directory is fsynced, so a crash leaves
-either the old or the new file, never a torn one.
+either the old or the new file, never a torn one; a write that fails (a full disk) removes its
+`.tmp` and raises OSError, leaving the old file.
 """
 
 from __future__ import annotations
@@ -39,14 +40,21 @@ def atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:  # a full disk must not leave a partial .tmp behind
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     fsync_dir(path.parent)
 
 

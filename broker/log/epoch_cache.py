@@ -4,6 +4,10 @@ Entries are (epoch, start_offset) with both strictly increasing. The leader assi
 it appends the first batch of a new epoch; followers do the same from the partitionLeaderEpoch of
 the batches they copy. The file is Kafka's `leader-epoch-checkpoint` (see checkpoints.py) and is
 rewritten whenever the entries change. OffsetsForLeaderEpoch answers from `end_offset_for`.
+
+A rewrite that fails (a full disk) keeps the entries in memory, logs once and leaves the cache
+`dirty`; `persist()` (called by every log flush before the recovery point may move) writes it or
+raises, so the recovery point never passes an epoch the file does not know.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ class LeaderEpochFileCache:
         self._persist = persist
         self._epochs: list[int] = []
         self._offsets: list[int] = []
+        self.dirty = False
+        """The entries changed and the file could not be rewritten yet."""
         try:
             entries = self._file.read()
         except CheckpointError as exc:
@@ -126,5 +132,22 @@ class LeaderEpochFileCache:
         self._flush()
 
     def _flush(self) -> None:
-        if self._persist:
+        if not self._persist:
+            return
+        try:
             self._file.write(self.entries())
+        except OSError as exc:
+            if not self.dirty:
+                log.warning(
+                    "leader epoch checkpoint write failed, kept in memory path=%s error=%s",
+                    self._file.path, exc,
+                )  # fmt: skip
+            self.dirty = True
+        else:
+            self.dirty = False
+
+    def persist(self) -> None:
+        """Write the file if an earlier rewrite failed; raises OSError if it still cannot."""
+        if self.dirty and self._persist:
+            self._file.write(self.entries())
+            self.dirty = False

@@ -9,8 +9,15 @@ before the batch sought, and the reader scans headers forward from there.
 "the largest timestamp seen so far in this segment is `timestamp`, first reached in the batch ending
 at `offset`". Timestamps strictly increase between entries.
 
-Both are appended to their file as entries are made (unbuffered writes, so a kill -9 loses
-nothing the kernel has; fsync happens on `flush`). A file that fails its sanity check on load
+The entries live in memory; the file is written when the segment is flushed (`flush`: the entries
+added since the last flush are written at their place and the file is fsynced), truncated with the
+segment, and read back on load. No descriptor is held between flushes, so thousands of idle
+segments cost no file descriptors. An entry not yet flushed is lost by a crash, which is harmless:
+every segment holding offsets at or after the recovery point (the only ones with unflushed
+entries) has its indexes rebuilt by recovery after an unclean shutdown.
+
+On load a file must pass Kafka's sanity checks and a little more: size a multiple of the entry
+size, every entry increasing, the last position inside the segment's log. A file that fails
 raises `IndexCorruptError` and the segment rebuilds it by scanning its log.
 """
 
@@ -32,7 +39,12 @@ class IndexCorruptError(Exception):
 
 
 class _IndexFile:
-    """The file side of an index: an append-only file descriptor plus rename/delete/truncate."""
+    """The file side of an index: entries persisted by `flush`, plus rename/delete/truncate.
+
+    `_persisted` counts the entries known to be in the file; entries past it are written by the
+    next flush. A failed write leaves `_persisted` where it was, so the next flush writes the same
+    entries again at the same place.
+    """
 
     entry_size = 0
 
@@ -40,12 +52,13 @@ class _IndexFile:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max_entries
-        self._fd: int | None = None
+        self._persisted = 0
+        self._file_dirty = True
+        """The file may differ from the persisted entries: not written yet (a new index) or holding
+        bytes past them (an index being rebuilt, a truncation that failed)."""
 
-    def _open(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        return self._fd
+    def __len__(self) -> int:
+        raise NotImplementedError
 
     def _read_file(self) -> bytes:
         try:
@@ -58,25 +71,52 @@ class _IndexFile:
             )
         return data
 
-    def _write_entry(self, data: bytes) -> None:
-        os.write(self._open(), data)
+    def _encode(self, start: int, end: int) -> bytes:
+        raise NotImplementedError
 
-    def _truncate_file(self, entries: int) -> None:
-        os.ftruncate(self._open(), entries * self.entry_size)
+    @property
+    def has_unflushed_entries(self) -> bool:
+        return self._persisted != len(self) or self._file_dirty
 
     def flush(self) -> None:
-        """fsync the index file."""
-        if self._fd is not None:
-            os.fsync(self._fd)
+        """Write the entries added since the last flush and fsync the file; raises OSError."""
+        count = len(self)
+        if self._persisted == count and not self._file_dirty:
+            return
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            start = min(self._persisted, count)
+            data = self._encode(start, count)
+            position = start * self.entry_size
+            view = memoryview(data)
+            while view:
+                written = os.pwrite(fd, view, position)
+                view = view[written:]
+                position += written
+            os.ftruncate(fd, count * self.entry_size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._persisted = count
+        self._file_dirty = False
+
+    def _truncated(self, entries: int) -> None:
+        """The in-memory entries were cut to `entries`: cut the file too if it holds more."""
+        if self._persisted <= entries:
+            return
+        self._persisted = entries
+        try:
+            os.truncate(self.path, entries * self.entry_size)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            self._file_dirty = True  # the next flush cuts it
 
     def close(self) -> None:
-        """Close the file descriptor (the in-memory entries stay usable)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Nothing to release: no descriptor is held between flushes."""
 
     def rename_to(self, path: Path) -> None:
-        """Rename the index file (e.g. to `.deleted`); the open descriptor follows it."""
+        """Rename the index file (e.g. to `.deleted`)."""
         try:
             os.replace(self.path, path)
         except FileNotFoundError:
@@ -84,8 +124,7 @@ class _IndexFile:
         self.path = path
 
     def delete(self) -> None:
-        """Close and unlink the file."""
-        self.close()
+        """Unlink the file."""
         try:
             os.unlink(self.path)
         except FileNotFoundError:
@@ -96,6 +135,10 @@ def _big_endian(arr: array) -> array:  # type: ignore[type-arg]
     if sys.byteorder == "little":
         arr.byteswap()
     return arr
+
+
+def _strictly_increasing(values: array) -> bool:  # type: ignore[type-arg]
+    return all(a < b for a, b in zip(values, values[1:]))
 
 
 class OffsetIndex(_IndexFile):
@@ -124,19 +167,28 @@ class OffsetIndex(_IndexFile):
         """All entries as (absolute offset, position)."""
         return [(self.base_offset + o, p) for o, p in zip(self._offsets, self._positions)]
 
+    def _encode(self, start: int, end: int) -> bytes:
+        raw: array[int] = array("i")
+        for o, p in zip(self._offsets[start:end], self._positions[start:end]):
+            raw.append(o)
+            raw.append(p)
+        return _big_endian(raw).tobytes()
+
     def load(self, log_size: int) -> None:
         """Read the file and sanity-check it against the segment's log size."""
         data = self._read_file()
         raw = _big_endian(array("i", data))
         offsets, positions = raw[0::2], raw[1::2]
         if offsets:
-            if offsets[0] < 0 or offsets[-1] < offsets[0] or positions[-1] < positions[0]:
+            if offsets[0] < 0 or positions[0] < 0:
+                raise IndexCorruptError(f"{self.path} has a negative entry")
+            if not (_strictly_increasing(offsets) and _strictly_increasing(positions)):
                 raise IndexCorruptError(f"{self.path} entries are not increasing")
-            if positions[-1] >= log_size or positions[0] < 0:
+            if positions[-1] >= log_size:
                 raise IndexCorruptError(f"{self.path} points past the end of its log ({log_size})")
-            if len(offsets) > 1 and (offsets[-2] >= offsets[-1] or positions[-2] >= positions[-1]):
-                raise IndexCorruptError(f"{self.path} last entries are not increasing")
         self._offsets, self._positions = offsets, positions
+        self._persisted = len(offsets)
+        self._file_dirty = False
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry; ignored unless `offset` is past the last indexed offset."""
@@ -145,7 +197,6 @@ class OffsetIndex(_IndexFile):
             return
         self._offsets.append(relative)
         self._positions.append(position)
-        self._write_entry(_OFFSET_ENTRY.pack(relative, position))
 
     def lookup(self, target: int) -> tuple[int, int]:
         """The entry with the largest offset <= target, or (base_offset, 0) if there is none."""
@@ -160,13 +211,14 @@ class OffsetIndex(_IndexFile):
         if keep < len(self._offsets):
             del self._offsets[keep:]
             del self._positions[keep:]
-            self._truncate_file(keep)
+        self._truncated(keep)
 
     def reset(self) -> None:
-        """Remove every entry."""
+        """Remove every entry (the file is rewritten by the next flush)."""
         self._offsets = array("i")
         self._positions = array("i")
-        self._truncate_file(0)
+        self._persisted = 0
+        self._file_dirty = True
 
 
 class TimeIndex(_IndexFile):
@@ -196,17 +248,27 @@ class TimeIndex(_IndexFile):
         """All entries as (timestamp, absolute offset)."""
         return [(t, self.base_offset + o) for t, o in zip(self._timestamps, self._offsets)]
 
+    def _encode(self, start: int, end: int) -> bytes:
+        return b"".join(
+            _TIME_ENTRY.pack(t, o)
+            for t, o in zip(self._timestamps[start:end], self._offsets[start:end])
+        )
+
     def load(self, next_offset_bound: int | None = None) -> None:
-        """Read the file and sanity-check it."""
+        """Read the file and sanity-check it (`next_offset_bound`: one past the segment's last
+        offset, when known)."""
         data = self._read_file()
-        count = len(data) // self.entry_size
         timestamps: array[int] = array("q")
         offsets: array[int] = array("i")
         for ts, rel in _TIME_ENTRY.iter_unpack(data):
             timestamps.append(ts)
             offsets.append(rel)
-        if count:
-            if timestamps[-1] < timestamps[0] or offsets[-1] < offsets[0] or offsets[0] < 0:
+        if offsets:
+            if offsets[0] < 0 or timestamps[0] < 0:
+                raise IndexCorruptError(f"{self.path} has a negative entry")
+            if not _strictly_increasing(timestamps) or any(
+                a > b for a, b in zip(offsets, offsets[1:])
+            ):
                 raise IndexCorruptError(f"{self.path} entries are not increasing")
             if (
                 next_offset_bound is not None
@@ -214,6 +276,8 @@ class TimeIndex(_IndexFile):
             ):
                 raise IndexCorruptError(f"{self.path} points past the end of its log")
         self._timestamps, self._offsets = timestamps, offsets
+        self._persisted = len(offsets)
+        self._file_dirty = False
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
         """Add an entry if `timestamp` is larger than the last entry's (and there is room)."""
@@ -226,7 +290,6 @@ class TimeIndex(_IndexFile):
             return
         self._timestamps.append(timestamp)
         self._offsets.append(relative)
-        self._write_entry(_TIME_ENTRY.pack(timestamp, relative))
 
     def lookup(self, target_timestamp: int) -> tuple[int, int]:
         """The entry with the largest timestamp <= target, or (-1, base_offset) if there is none."""
@@ -241,10 +304,11 @@ class TimeIndex(_IndexFile):
         if keep < len(self._offsets):
             del self._timestamps[keep:]
             del self._offsets[keep:]
-            self._truncate_file(keep)
+        self._truncated(keep)
 
     def reset(self) -> None:
-        """Remove every entry."""
+        """Remove every entry (the file is rewritten by the next flush)."""
         self._timestamps = array("q")
         self._offsets = array("i")
-        self._truncate_file(0)
+        self._persisted = 0
+        self._file_dirty = True

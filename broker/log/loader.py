@@ -3,13 +3,18 @@
 Kafka's LogLoader, step by step:
 
 1. Remove leftovers: `*.deleted` (deletion was scheduled), `*.cleaned` (unfinished compaction),
-   `*.tmp` (unfinished checkpoint writes) and index files without a `.log`. A `.swap` segment is a
-   finished compaction output: the segments it replaces are removed and it takes their place.
+   `*.new` (a segment created to replace all others, before its rename), `*.tmp` (unfinished
+   checkpoint writes) and index files without a `.log`. A `.swap` segment is a finished compaction
+   output: the segments it replaces are removed and it takes their place.
 2. Open every `<20 digits>.log` segment. After a clean shutdown (the log dir held
-   `.kafka_cleanshutdown`) every index is trusted after a sanity check; otherwise each segment
+   `.kafka_cleanshutdown`) every index is used after a sanity check (size a multiple of the entry,
+   entries increasing, the last one inside the segment), and the last segment's tail, from its last
+   index entry to the end of the file, must be whole CRC-valid batches; otherwise each segment
    holding offsets at or after the recovery point is recovered: scanned batch by batch (header,
    size, offsets, CRC-32C), its indexes rebuilt and any torn or corrupt tail cut off together with
-   every later segment. Any segment whose index is missing or fails its check is rebuilt too.
+   every later segment. An index that fails its check is rebuilt from its log; a last segment whose
+   tail is not whole after a clean shutdown is recovered like after an unclean one, with one log
+   line.
 3. An empty directory gets one empty segment at the log start offset.
 """
 
@@ -39,6 +44,8 @@ log = logging.getLogger("samsa.log")
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+NEW_SUFFIX = ".new"
+"""A segment created to replace every other one (truncate_fully_and_start_at) before its rename."""
 PROGRESS_BYTES = 64 << 20
 PROGRESS_SECONDS = 1.0
 
@@ -64,7 +71,7 @@ def remove_leftovers(log_dir: Path) -> None:
     names = set(os.listdir(log_dir))
     for name in sorted(names):
         path = log_dir / name
-        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
+        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, NEW_SUFFIX, ".tmp")):
             log.info("removing leftover file path=%s", path)
             _unlink(path)
     names = set(os.listdir(log_dir))
@@ -143,7 +150,7 @@ def load_segments(
             to_recover.append(i)
             continue
         try:
-            segment.load_indexes(is_last=is_last)
+            segment.load_indexes(next_base_offset=upper)
         except IndexCorruptError as exc:
             log.warning(
                 "rebuilding index topic=%s partition=%d segment=%d reason=%s",
@@ -152,8 +159,22 @@ def load_segments(
                 segment.base_offset,
                 exc,
             )
+            if is_last:  # rebuilt by recovery, which also checks the tail
+                to_recover.append(i)
+                continue
             segment.rebuild_indexes()
-        if not is_last:
+            _write_indexes(segment)
+        if is_last and not segment.tail_is_whole():
+            log.warning(
+                "log tail not whole after a clean shutdown, recovering topic=%s partition=%d "
+                "segment=%d size=%d",
+                topic_partition.topic, topic_partition.partition, segment.base_offset, segment.size,
+            )  # fmt: skip
+            to_recover.append(i)
+            continue
+        if is_last:
+            segment.next_offset = segment.read_next_offset()
+        else:
             segment.next_offset = segments[i + 1].base_offset
 
     truncated = 0
@@ -165,7 +186,8 @@ def load_segments(
         if not segments:
             segments = [LogSegment(log_dir, log_start_offset, config, created_ms=now_ms)]
     log_end = segments[-1].next_offset
-    new_recovery_point = log_end if had_clean_shutdown else min(recovery_point, log_end)
+    trusted = had_clean_shutdown and not to_recover
+    new_recovery_point = log_end if trusted else min(recovery_point, log_end)
     return LoadedSegments(segments, new_recovery_point, truncated)
 
 
@@ -201,6 +223,7 @@ def _recover(
         truncated = segment.recover(
             check_crc=True, on_batch=lambda _pos, h: on_batch(h), progress=progress
         )
+        _write_indexes(segment)
         done += size_before
         if truncated > 0 or (
             i + 1 < len(segments) and segment.next_offset > segments[i + 1].base_offset
@@ -230,6 +253,15 @@ def _recover(
         time.monotonic() - started,
     )
     return 0, len(segments)
+
+
+def _write_indexes(segment: LogSegment) -> None:
+    """Write rebuilt indexes now (best effort: a failure leaves them to the next flush)."""
+    try:
+        segment.index.flush()
+        segment.time_index.flush()
+    except OSError as exc:
+        log.warning("writing rebuilt index failed log=%s error=%s", segment.log_path, exc)
 
 
 def _unlink(path: Path) -> None:

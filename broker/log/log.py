@@ -8,11 +8,20 @@ of removed segments after file.delete.delay.ms, flushing a rolled segment) goes 
 `scheduler` callable given at open: `scheduler(delay_ms, fn)`; the default runs `fn` at once.
 The high watermark is not kept here: the partition owns it and passes it to `read` as
 `max_offset` and to `delete_retention_segments`.
+
+Storage faults (a full disk, an I/O error, no file descriptor left): an operation that fails
+changes nothing it does not account for. An append whose write fails is cut back and raises
+KafkaError(KAFKA_STORAGE_ERROR) with nothing appended; the next append tries again, so writes
+resume by themselves at the right offset when space returns. Reads go on throughout. A flush that
+fails leaves the recovery point where it was; the leader-epoch checkpoint and producer snapshots,
+which the log can rebuild, are retried or skipped with one log line. The first failure of a run of
+failures is logged with the error and the run's end with the number of failures in it.
 """
 
 from __future__ import annotations
 
 import bisect
+import errno
 import logging
 import shutil
 import time
@@ -28,7 +37,7 @@ from broker.log.info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
-from broker.log.loader import CLEANED_SUFFIX, SWAP_SUFFIX, load_segments
+from broker.log.loader import CLEANED_SUFFIX, NEW_SUFFIX, SWAP_SUFFIX, load_segments
 from broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
 from broker.log.segment import DELETED_SUFFIX, AppendedBatch, LogSegment
 from broker.log.validation import (
@@ -93,6 +102,8 @@ class UnifiedLog:
         self.unflushed_messages = 0
         self.closed = False
         self._deleted_segments: list[LogSegment] = []
+        self._storage_failures = 0
+        """Storage operations failed since the last one that succeeded (0: healthy)."""
         self.lowest_truncation_offset: int | None = None
         """The lowest log end offset a truncation left since the log cleaner last looked (the
         cleaner lowers its checkpoint to it and then resets this to None)."""
@@ -320,23 +331,31 @@ class UnifiedLog:
     def _append(
         self, valid: ValidRecords, staged: dict[int, ProducerAppendInfo], now_ms: int
     ) -> None:
+        """Write, then account: nothing (offsets, producer state, epochs) moves unless every byte
+        was written; with flush.messages reached the bytes are fsynced before they count."""
         segment = self._maybe_roll(valid, now_ms)
         buffers = [buf for batch in valid.batches for buf in batch.buffers]
-        segment.append(
-            buffers,
-            [
-                AppendedBatch(b.size, b.last_offset, b.max_timestamp, b.offset_of_max_timestamp)
-                for b in valid.batches
-            ],
-        )
+        sync = self.unflushed_messages + valid.num_messages >= self._config.flush_messages
+        try:
+            segment.append(
+                buffers,
+                [
+                    AppendedBatch(b.size, b.last_offset, b.max_timestamp, b.offset_of_max_timestamp)
+                    for b in valid.batches
+                ],
+                sync=sync,
+            )
+        except OSError as exc:
+            raise self._storage_failed("append", exc) from None
+        self._storage_succeeded()
         for batch in valid.batches:
             self.leader_epoch_cache.assign(batch.leader_epoch, batch.base_offset)
         for info in staged.values():
             self.producer_state.update(info)
         self.producer_state.update_map_end_offset(self.log_end_offset)
         self.unflushed_messages += valid.num_messages
-        if self.unflushed_messages >= self._config.flush_messages:
-            self.flush()
+        if sync:
+            self._flush_quietly()
 
     def _maybe_roll(self, valid: ValidRecords, now_ms: int) -> LogSegment:
         segment = self._segments[-1]
@@ -359,8 +378,11 @@ class UnifiedLog:
             return active
         active.on_become_inactive()
         self.producer_state.update_map_end_offset(new_base)
-        self.producer_state.take_snapshot()
-        segment = LogSegment(self._dir, new_base, self._config, created_ms=now)
+        self._take_producer_snapshot()
+        try:
+            segment = LogSegment(self._dir, new_base, self._config, created_ms=now)
+        except OSError as exc:
+            raise self._storage_failed("roll", exc) from None
         segment.next_offset = new_base
         self._segments.append(segment)
         self._bases.append(new_base)
@@ -372,6 +394,18 @@ class UnifiedLog:
         )
         self._scheduler(0, lambda: self._flush_if_open(new_base))
         return segment
+
+    def _take_producer_snapshot(self) -> None:
+        """Snapshot the producer state; a failure is logged and skipped (loading replays the log
+        from the newest snapshot that exists, so a missing one costs time, not state)."""
+        try:
+            self.producer_state.take_snapshot()
+        except OSError as exc:
+            log.warning(
+                "producer state snapshot failed, the log will be replayed on load topic=%s "
+                "partition=%d error=%s",
+                self.topic_partition.topic, self.topic_partition.partition, exc,
+            )  # fmt: skip
 
     # ------------------------------------------------------------------ read
     def read(
@@ -592,7 +626,10 @@ class UnifiedLog:
         del self._bases[keep:]
         if doomed:
             self._schedule_segment_deletion(doomed)
-        self._segments[-1].truncate_to(target)
+        try:
+            self._segments[-1].truncate_to(target)
+        except OSError as exc:
+            raise self._storage_failed("truncate", exc) from None
         end = self.log_end_offset
         self._note_truncation(end)
         self._log_start_offset = min(self._log_start_offset, end)
@@ -612,13 +649,17 @@ class UnifiedLog:
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and restart the log, empty, at `new_offset`."""
         self._check_open()
+        try:  # created under a suffix first: it may share its name with a doomed segment
+            segment = LogSegment(
+                self._dir, new_offset, self._config, created_ms=_now_ms(), file_suffix=NEW_SUFFIX
+            )
+        except OSError as exc:
+            raise self._storage_failed("truncate", exc) from None
         doomed = self._segments
-        self._segments = []
-        self._bases = []
+        self._segments = [segment]
+        self._bases = [new_offset]
         self._schedule_segment_deletion(doomed)
-        segment = LogSegment(self._dir, new_offset, self._config, created_ms=_now_ms())
-        self._segments.append(segment)
-        self._bases.append(new_offset)
+        segment.change_file_suffixes(NEW_SUFFIX, "")
         self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(new_offset)
         self._log_start_offset = new_offset
@@ -678,15 +719,55 @@ class UnifiedLog:
         if offset <= self.recovery_point:
             return
         first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
-        for segment in self._segments[first:]:
-            if segment.base_offset >= offset:
-                break
-            segment.flush()
+        try:
+            self.leader_epoch_cache.persist()
+            for segment in self._segments[first:]:
+                if segment.base_offset >= offset:
+                    break
+                segment.flush()
+        except OSError as exc:
+            raise self._storage_failed("flush", exc) from None
+        self._storage_succeeded()
         self.recovery_point = offset
 
-    def _flush_if_open(self, up_to: int) -> None:
-        if not self.closed:
+    def _flush_quietly(self, up_to: int | None = None) -> None:
+        """flush(), where a failure (already logged) only leaves the recovery point behind."""
+        if self.closed:
+            return
+        try:
             self.flush(up_to)
+        except KafkaError:
+            pass
+
+    def _flush_if_open(self, up_to: int) -> None:
+        self._flush_quietly(up_to)
+
+    # --------------------------------------------------------- storage faults
+    def _storage_failed(self, operation: str, exc: OSError) -> KafkaError:
+        """Count a failed storage operation, log the first of a run, and return the error the
+        client gets."""
+        self._storage_failures += 1
+        reason = errno.errorcode.get(exc.errno, type(exc).__name__) if exc.errno else type(exc).__name__
+        if self._storage_failures == 1:
+            log.warning(
+                "log storage error topic=%s partition=%d operation=%s error=%s detail=%s "
+                "log_end_offset=%d",
+                self.topic_partition.topic, self.topic_partition.partition, operation, reason,
+                exc.strerror or exc, self.log_end_offset,
+            )  # fmt: skip
+        return KafkaError(
+            ErrorCode.kafka_storage_error,
+            f"{operation} failed on {self.topic_partition}: {reason} ({exc.strerror or exc})",
+        )
+
+    def _storage_succeeded(self) -> None:
+        if self._storage_failures:
+            log.info(
+                "log storage recovered topic=%s partition=%d failed_operations=%d log_end_offset=%d",
+                self.topic_partition.topic, self.topic_partition.partition,
+                self._storage_failures, self.log_end_offset,
+            )  # fmt: skip
+            self._storage_failures = 0
 
     def remove_expired_producers(self, now_ms: int | None = None) -> int:
         """Forget idle producers (producer.id.expiration.ms)."""
@@ -694,18 +775,30 @@ class UnifiedLog:
 
     # ------------------------------------------------------------ life cycle
     def close(self) -> None:
-        """Flush, snapshot producer state, close every segment; pending deletions happen now."""
+        """Flush, snapshot producer state, close every segment; pending deletions happen now.
+
+        Every handle is closed even when something fails; then KafkaError(KAFKA_STORAGE_ERROR)
+        says the files are not all up to date (no clean-shutdown marker may be written)."""
         if self.closed:
             return
-        self.flush()
+        failure: KafkaError | None = None
+        try:
+            self.flush()
+        except KafkaError as exc:
+            failure = exc
         self.producer_state.update_map_end_offset(self.log_end_offset)
-        self.producer_state.take_snapshot()
+        self._take_producer_snapshot()
         for segment in self._segments:
-            segment.close()
+            try:
+                segment.close()
+            except OSError as exc:
+                failure = failure or self._storage_failed("close", exc)
         for segment in list(self._deleted_segments):
             segment.delete_files()
         self._deleted_segments.clear()
         self.closed = True
+        if failure is not None:
+            raise failure
 
     def close_handles(self) -> None:
         """Close every file handle without flushing (the directory is about to be removed)."""

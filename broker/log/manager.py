@@ -38,6 +38,7 @@ from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.log import UnifiedLog
 from broker.log.partition_metadata import read_topic_id, write_topic_id
 from broker.tasks import cancel_and_wait
+from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger("samsa.log")
@@ -216,15 +217,23 @@ class LogManager:
         log_dir = min(
             self.log_dirs, key=lambda d: sum(1 for v in self._log_dir_of.values() if v == d)
         )
-        created = UnifiedLog.open(
-            log_dir / str(tp),
-            config or self.default_config,
-            tp,
-            scheduler=self.schedule,
-            producer_id_expiration_ms=self.producer_id_expiration_ms,
-        )
-        if topic_id is not None:
-            write_topic_id(created.dir, topic_id)
+        try:
+            created = UnifiedLog.open(
+                log_dir / str(tp),
+                config or self.default_config,
+                tp,
+                scheduler=self.schedule,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )
+            if topic_id is not None:
+                write_topic_id(created.dir, topic_id)
+        except OSError as exc:
+            log.warning(
+                "creating log failed partition=%s dir=%s error=%s", tp, log_dir, exc.strerror or exc
+            )
+            raise KafkaError(
+                ErrorCode.kafka_storage_error, f"cannot create the log of {tp}: {exc.strerror or exc}"
+            ) from None
         self._logs[tp] = created
         self._log_dir_of[tp] = log_dir
         log.info("created log partition=%s dir=%s", tp, log_dir)
@@ -268,6 +277,8 @@ class LogManager:
                 try:
                     the_log.flush(now_ms=now)
                     flushed += 1
+                except KafkaError:
+                    pass  # logged by the log; its recovery point stays behind
                 except Exception:
                     log.exception("flush failed partition=%s", tp)
         return flushed
@@ -338,6 +349,8 @@ class LogManager:
             await asyncio.sleep(interval_ms / 1000)
             try:
                 write()
+            except OSError as exc:
+                log.warning("checkpoint write failed checkpoint=%s error=%s", name, exc)
             except Exception:
                 log.exception("checkpoint write failed checkpoint=%s", name)
 
@@ -382,19 +395,35 @@ class LogManager:
             handle.cancel()
             run()  # pending deletions finish now
         self._timers.clear()
-        failed = False
+        failed: list[str] = []
         for tp, the_log in self._logs.items():
             try:
                 the_log.close()
+            except KafkaError:
+                failed.append(str(tp))  # the log said why
             except Exception:
-                failed = True
+                failed.append(str(tp))
                 log.exception("closing log failed partition=%s", tp)
-        self.checkpoint_recovery_points()
-        self.checkpoint_log_start_offsets()
-        self.checkpoint_high_watermarks()
+        for name, write in (
+            (RECOVERY_POINT_CHECKPOINT, self.checkpoint_recovery_points),
+            (LOG_START_OFFSET_CHECKPOINT, self.checkpoint_log_start_offsets),
+            (REPLICATION_OFFSET_CHECKPOINT, self.checkpoint_high_watermarks),
+        ):
+            try:
+                write()
+            except OSError as exc:
+                failed.append(name)
+                log.warning("checkpoint write failed checkpoint=%s error=%s", name, exc)
         if failed:
-            log.warning("not writing clean shutdown markers: a log failed to close")
+            # the next start recovers every log from its last good recovery point
+            log.warning(
+                "not writing clean shutdown markers: logs or checkpoints not up to date failed=%s",
+                ",".join(failed[:10]) + (f",... ({len(failed)} in all)" if len(failed) > 10 else ""),
+            )
             return
         for d in self.log_dirs:
-            (d / CLEAN_SHUTDOWN_FILE).touch()
+            try:
+                (d / CLEAN_SHUTDOWN_FILE).touch()
+            except OSError as exc:
+                log.warning("clean shutdown marker not written dir=%s error=%s", d, exc)
         log.info("log manager closed logs=%d", len(self._logs))

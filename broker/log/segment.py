@@ -1,13 +1,21 @@
 """`LogSegment`: one `.log` file of whole record batches plus its offset and time indexes.
 
-Files (base offset as 20 digits): `00000000000000000000.log`, `.index`, `.timeindex`. The log file
-has two handles: an O_APPEND descriptor the segment writes with `os.writev`, and a separate
-read-only file object that readers `pread`/`sendfile` from, so reads never move a write position.
-Segments are synchronous and owned by one `UnifiedLog`.
+Files (base offset as 20 digits): `00000000000000000000.log`, `.index`, `.timeindex`. `size` is
+the segment's accounted length: every byte below it belongs to a whole, indexed batch, and every
+read and index entry stays below it. A write goes with `pwritev` at `size` (never O_APPEND), and
+`size` moves only once every byte is written; a failed or short write (ENOSPC, EIO) cuts the file
+back to `size` and raises, so the log never holds bytes it does not account for, and if even the
+cut fails the next write lands at `size` over the leftover and the file is cut at roll and close.
+
+Descriptors are opened on first use: a write descriptor while the segment is active, a read-only
+file object (for `pread` and `sendfile`) once something reads it. A partition that is neither
+written nor read holds none, so thousands of partitions fit in the open-file limit. Segments are
+synchronous and owned by one `UnifiedLog`.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import random
@@ -24,7 +32,7 @@ from broker.log.info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
-from protocol.errors import CorruptRecordError
+from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import HEADER_SIZE, BatchHeader, decode_records, verify_crc
 from protocol.types import Offset
 
@@ -82,9 +90,17 @@ class LogSegment:
             base_offset,
             config.max_time_index_entries,
         )
-        self._writer = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self.reader: BinaryIO = open(self.log_path, "rb", buffering=0)  # noqa: SIM115
-        self.size = os.fstat(self._writer).st_size
+        fd = os.open(self.log_path, os.O_RDONLY | os.O_CREAT, 0o644)
+        try:
+            self.size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        self._writer: int | None = None
+        self._reader: BinaryIO | None = None
+        self._unsynced = self.size > 0
+        """Bytes or a truncation since the last fsync (a loaded segment may have unsynced bytes)."""
+        self._tail_garbage = False
+        """The file may extend past `size`: a failed write whose cut-back failed too."""
         self.next_offset = base_offset
         """One past the last offset in this segment (kept current by append/recover/truncate)."""
         self.max_timestamp_so_far = -1
@@ -98,19 +114,19 @@ class LogSegment:
         self.closed = False
 
     # --------------------------------------------------------------- load paths
-    def load_indexes(self, *, is_last: bool) -> None:
-        """Trust the index files (flushed segment); raises IndexCorruptError if they look wrong."""
+    def load_indexes(self, *, next_base_offset: int | None = None) -> None:
+        """Read the index files of a flushed segment (`next_base_offset`: the next segment's base,
+        None for the last segment); raises IndexCorruptError if they fail their sanity checks."""
         self.index.load(self.size)
-        self.time_index.load()
+        self.time_index.load(next_base_offset)
         self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = (
             self.time_index.last_entry()
         )
-        if is_last:
-            self.next_offset = self.read_next_offset()
 
     def rebuild_indexes(self) -> None:
-        """Scan the log file (headers only) and rewrite both indexes."""
-        self.recover(check_crc=False)
+        """Scan the log file (headers only) and rebuild both indexes, without cutting anything:
+        a corrupt batch ends the indexing, the bytes stay where they are."""
+        self._scan_and_index(check_crc=False)
 
     def recover(
         self,
@@ -124,6 +140,41 @@ class LogSegment:
         Returns the number of bytes truncated. `on_batch(position, header)` sees every valid batch
         (leader epoch cache, producer state); `progress(position)` is called now and then.
         """
+        valid, expected = self._scan_and_index(
+            check_crc=check_crc, on_batch=on_batch, progress=progress
+        )
+        truncated = self.size - valid
+        if truncated > 0:
+            os.truncate(self.log_path, valid)
+            self.size = valid
+            self._unsynced = True
+        self.next_offset = expected
+        return truncated
+
+    def tail_is_whole(self) -> bool:
+        """After a clean shutdown: whether the bytes from the last index entry to the end of the
+        file are whole, CRC-valid batches (the last index entry itself pointing at a batch that
+        ends exactly at its offset). False means recover this segment."""
+        entry_offset, position = self.index.lookup(Offset(1 << 62))
+        try:
+            for i, (pos, header, batch) in enumerate(self._iter_batches(position, check_crc=True)):
+                if i == 0 and len(self.index) and header.last_offset != entry_offset:
+                    return False
+                if batch is not None and not verify_crc(batch, 0, header):
+                    return False
+        except CorruptRecordError:
+            return False
+        return True
+
+    def _scan_and_index(
+        self,
+        *,
+        check_crc: bool,
+        on_batch: Callable[[int, BatchHeader], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[int, int]:
+        """Reset and rebuild both indexes from the batches, up to the first torn or corrupt one;
+        returns (end position of the last valid batch, the offset after it)."""
         self.index.reset()
         self.time_index.reset()
         self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = -1, self.base_offset
@@ -156,20 +207,32 @@ class LogSegment:
             log.warning(
                 "corrupt record batch found log=%s position=%d error=%s", self.log_path, valid, exc
             )
-        truncated = self.size - valid
-        if truncated > 0:
-            os.ftruncate(self._writer, valid)
-            self.size = valid
-        self.next_offset = expected
-        return truncated
+        return valid, expected
 
     # ------------------------------------------------------------------ append
     def append(
-        self, buffers: Sequence[bytes | bytearray | memoryview], batches: Sequence[AppendedBatch]
+        self,
+        buffers: Sequence[bytes | bytearray | memoryview],
+        batches: Sequence[AppendedBatch],
+        *,
+        sync: bool = False,
     ) -> None:
-        """Write the batches' bytes (as given in `buffers`) at the end and index them."""
+        """Write the batches' bytes (as given in `buffers`) at `size` and index them; with `sync`
+        the bytes are fsynced before they count.
+
+        Raises OSError with nothing changed: a failed or short write (or fsync) is cut back to
+        `size` before the error goes up.
+        """
         total = sum(b.size for b in batches)
-        _writev_all(self._writer, buffers, total)
+        fd = self._write_fd()
+        try:
+            _pwritev_all(fd, buffers, self.size, total)
+            if sync:
+                os.fdatasync(fd)
+        except OSError:
+            self._cut_back(fd)
+            raise
+        self._unsynced = not sync
         pos = self.size
         for batch in batches:
             self._index_batch(
@@ -198,6 +261,42 @@ class LogSegment:
             )
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += size
+
+    # ------------------------------------------------------------- descriptors
+    @property
+    def reader(self) -> BinaryIO:
+        """The read-only file object (opened on first use, kept until close)."""
+        if self._reader is None:
+            if self.closed:
+                raise ValueError(f"segment {self.log_path} is closed")
+            self._reader = open(self.log_path, "rb", buffering=0)  # noqa: SIM115
+        return self._reader
+
+    def _write_fd(self) -> int:
+        if self._writer is None:
+            if self.closed:
+                raise ValueError(f"segment {self.log_path} is closed")
+            self._writer = os.open(self.log_path, os.O_WRONLY)
+        return self._writer
+
+    def _cut_back(self, fd: int) -> None:
+        """Remove whatever a failed write left past `size` (best effort: remembered if it fails)."""
+        try:
+            os.ftruncate(fd, self.size)
+        except OSError:
+            self._tail_garbage = True
+
+    def _trim_tail(self) -> None:
+        """Cut a leftover of a failed write off the file (roll, flush and close)."""
+        if self._tail_garbage:
+            os.truncate(self.log_path, self.size)
+            self._tail_garbage = False
+            self._unsynced = True
+
+    def _close_writer(self) -> None:
+        if self._writer is not None:
+            fd, self._writer = self._writer, None
+            os.close(fd)
 
     # ------------------------------------------------------------------- reads
     def iter_headers(self, start_position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
@@ -242,14 +341,42 @@ class LogSegment:
     def translate_offset(
         self, offset: int, start_position: int = 0
     ) -> tuple[int, BatchHeader] | None:
-        """The first batch whose last offset is >= `offset`, as (position, header); None if none."""
-        _, index_pos = self.index.lookup(offset)
+        """The first batch whose last offset is >= `offset`, as (position, header); None if none.
+
+        The offset index is checked as it is used: the batch at an entry's position must end at
+        the entry's offset. An index that lies (a damaged file that passed the load checks) is
+        rebuilt from the log, with one log line, and the lookup repeated, so no read ever skips a
+        record. A batch that does not parse on the way raises CORRUPT_MESSAGE.
+        """
+        found = self._translate(offset, start_position)
+        if found is not False:
+            return found
+        log.warning(
+            "offset index does not match its log, rebuilding log=%s offset=%d", self.log_path, offset
+        )
+        self.rebuild_indexes()
+        found = self._translate(offset, start_position)
+        if found is False:
+            raise KafkaError(
+                ErrorCode.corrupt_message,
+                f"record batches of {self.log_path} do not parse before offset {offset}",
+            )
+        return found
+
+    def _translate(self, offset: int, start_position: int) -> tuple[int, BatchHeader] | None | bool:
+        """translate_offset's scan; False when the index lied or a batch did not parse."""
+        entry_offset, index_pos = self.index.lookup(offset)
+        check_entry = index_pos > 0 or entry_offset != self.base_offset
+        start = max(index_pos, start_position)
         try:
-            for pos, header in self.iter_headers(max(index_pos, start_position)):
+            for pos, header in self.iter_headers(start):
+                if check_entry and pos == index_pos and header.last_offset != entry_offset:
+                    return False
+                check_entry = False
                 if header.last_offset >= offset:
                     return pos, header
         except CorruptRecordError:
-            return None
+            return False
         return None
 
     def read_next_offset(self) -> int:
@@ -340,10 +467,16 @@ class LogSegment:
         )
 
     def on_become_inactive(self) -> None:
-        """Called when a newer segment takes over: pin the final max timestamp in the time index."""
+        """Called when a newer segment takes over: pin the final max timestamp in the time index,
+        cut a leftover of a failed write, and let the write descriptor go."""
         self.time_index.maybe_append(
             self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
         )
+        try:
+            self._trim_tail()
+        except OSError as exc:
+            log.warning("cutting a failed write off failed log=%s error=%s", self.log_path, exc)
+        self._close_writer()
 
     @property
     def largest_timestamp(self) -> int:
@@ -365,8 +498,10 @@ class LogSegment:
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         removed = self.size - position
-        os.ftruncate(self._writer, position)
+        os.truncate(self.log_path, position)
         self.size = position
+        self._tail_garbage = False
+        self._unsynced = True
         self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = (
             self.time_index.last_entry()
         )
@@ -377,8 +512,17 @@ class LogSegment:
         return removed
 
     def flush(self) -> None:
-        """fsync the log and both indexes."""
-        os.fsync(self._writer)
+        """fsync the log (if anything changed since the last fsync) and write and fsync both
+        indexes; raises OSError."""
+        self._trim_tail()
+        if self._unsynced:
+            fd = self._writer if self._writer is not None else os.open(self.log_path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                if fd != self._writer:
+                    os.close(fd)
+            self._unsynced = False
         self.index.flush()
         self.time_index.flush()
 
@@ -409,19 +553,30 @@ class LogSegment:
         self.time_index.rename_to(renamed(self.time_index.path))
 
     def close(self) -> None:
-        """Pin the final time index entry and close every handle."""
+        """Pin the final time index entry, write the indexes and close every handle; raises
+        OSError (after closing the handles) if the files could not be brought up to date."""
         if self.closed:
             return
-        self.on_become_inactive()
-        self.close_handles()
+        try:
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
+            )
+            self._trim_tail()
+            self.index.flush()
+            self.time_index.flush()
+        finally:
+            self.close_handles()
 
     def close_handles(self) -> None:
-        """Close descriptors without touching the files."""
+        """Close descriptors without touching the files (a reader holding a FileRecords keeps
+        the file object alive until it is done with it)."""
         if self.closed:
             return
         self.closed = True
-        os.close(self._writer)
-        self.reader.close()
+        self._close_writer()
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         self.index.close()
         self.time_index.close()
 
@@ -438,13 +593,18 @@ class LogSegment:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
 
 
-def _writev_all(fd: int, buffers: Sequence[bytes | bytearray | memoryview], total: int) -> None:
-    """writev every buffer, retrying short writes."""
+def _pwritev_all(
+    fd: int, buffers: Sequence[bytes | bytearray | memoryview], position: int, total: int
+) -> None:
+    """pwritev every buffer at `position`, continuing after short writes; a write that makes no
+    progress raises OSError(ENOSPC)."""
     pending = [memoryview(b) for b in buffers if len(b)]
     first = 0
     written_total = 0
     while first < len(pending):
-        written = os.writev(fd, pending[first : first + _IOV_MAX])
+        written = _pwritev(fd, pending[first : first + _IOV_MAX], position + written_total)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, f"no progress writing {total - written_total} bytes")
         written_total += written
         while written > 0 and first < len(pending):
             head = pending[first]
@@ -455,7 +615,11 @@ def _writev_all(fd: int, buffers: Sequence[bytes | bytearray | memoryview], tota
                 pending[first] = head[written:]
                 written = 0
     if written_total != total:
-        raise OSError(f"short write: {written_total} of {total} bytes")
+        raise OSError(errno.EIO, f"short write: {written_total} of {total} bytes")
+
+
+_pwritev = os.pwritev
+"""The segment's write call; tests replace it to inject ENOSPC and short writes."""
 
 
 __all__ = ["AppendedBatch", "IndexCorruptError", "LogSegment", "segment_file_name"]

@@ -27,10 +27,16 @@ def test_offset_index_lookup_truncate_and_file_format(tmp_path):
     assert index.lookup(105) == (105, 80)
     assert index.lookup(119) == (110, 200)
     assert index.lookup(10**9) == (120, 400)
+    assert not (tmp_path / "x.index").exists()  # entries reach the file with the segment's flush
+    index.flush()
     assert (tmp_path / "x.index").read_bytes() == struct.pack(">iiiiii", 5, 80, 10, 200, 20, 400)
     index.truncate_to(110)
     assert index.entries() == [(105, 80)]
     assert (tmp_path / "x.index").read_bytes() == struct.pack(">ii", 5, 80)
+    index.append(130, 500)
+    index.flush()  # only the new entry is written, at its place
+    assert (tmp_path / "x.index").read_bytes() == struct.pack(">iiii", 5, 80, 30, 500)
+    index.truncate_to(130)
     index.close()
     loaded = OffsetIndex(tmp_path / "x.index", 100, max_entries=10)
     loaded.load(log_size=1000)
@@ -47,6 +53,19 @@ def test_offset_index_rejects_bad_files(tmp_path):
     (tmp_path / "b.index").write_bytes(struct.pack(">iiii", 5, 10, 3, 20))
     with pytest.raises(IndexCorruptError):
         OffsetIndex(tmp_path / "b.index", 0, 10).load(100)
+    # a middle entry out of order (one flipped byte): first and last entries look fine
+    (tmp_path / "c.index").write_bytes(struct.pack(">iiiiii", 5, 10, 90, 20, 30, 40))
+    with pytest.raises(IndexCorruptError):
+        OffsetIndex(tmp_path / "c.index", 0, 10).load(100)
+    (tmp_path / "d.index").write_bytes(struct.pack(">iiiiii", 5, 10, 6, 95, 30, 40))
+    with pytest.raises(IndexCorruptError):
+        OffsetIndex(tmp_path / "d.index", 0, 10).load(100)
+    (tmp_path / "e.timeindex").write_bytes(struct.pack(">qiqiqi", 10, 1, 5, 2, 30, 3))
+    with pytest.raises(IndexCorruptError):
+        TimeIndex(tmp_path / "e.timeindex", 0, 10).load()
+    (tmp_path / "f.timeindex").write_bytes(struct.pack(">qiqi", 10, 1, 30, 50))
+    with pytest.raises(IndexCorruptError):
+        TimeIndex(tmp_path / "f.timeindex", 0, 10).load(next_offset_bound=20)
     with pytest.raises(IndexCorruptError):
         OffsetIndex(tmp_path / "missing.index", 0, 10).load(100)
 
@@ -62,6 +81,7 @@ def test_time_index_keeps_strictly_increasing_timestamps(tmp_path):
     assert index.lookup(999) == (-1, 0)
     assert index.lookup(1500) == (1000, 3)
     assert index.lookup(2000) == (2000, 9)
+    index.flush()
     assert (tmp_path / "x.timeindex").read_bytes() == struct.pack(">qiqi", 1000, 3, 2000, 9)
     index.maybe_append(3000, 12)
     assert index.is_full
@@ -71,6 +91,7 @@ def test_time_index_keeps_strictly_increasing_timestamps(tmp_path):
     assert index.last_entry() == (4000, 13)
     index.truncate_to(9)
     assert index.entries() == [(1000, 3)]
+    index.flush()
     index.close()
     loaded = TimeIndex(tmp_path / "x.timeindex", 0, 3)
     loaded.load()
