@@ -38,11 +38,18 @@ META_PROPERTIES = "meta.properties"
 
 def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:  # a full disk must not leave a partial .tmp behind
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -112,16 +119,26 @@ class EmbeddedController:
         topics = {name: TopicRegistration.from_json(name, t) for name, t in doc["topics"].items()}
         return topics, int(doc.get("next_producer_id", 0))
 
-    def _persist(self, image: ClusterImage) -> None:
+    def _persist(self, image: ClusterImage, next_producer_id: int) -> None:
+        """Write the metadata file; KafkaError(KAFKA_STORAGE_ERROR) if it cannot be written (a
+        full disk), with the file and the image as they were."""
         doc = {
             "topics": {name: t.to_json() for name, t in image.topics.items()},
-            "next_producer_id": self._next_producer_id,
+            "next_producer_id": next_producer_id,
         }
-        _atomic_write(self._data_dir / METADATA_FILE, json.dumps(doc, sort_keys=True).encode())
+        try:
+            _atomic_write(self._data_dir / METADATA_FILE, json.dumps(doc, sort_keys=True).encode())
+        except OSError as exc:
+            log.warning("metadata write failed path=%s error=%s", self._data_dir / METADATA_FILE, exc)
+            raise KafkaError(
+                ErrorCode.kafka_storage_error, f"cluster metadata could not be written: {exc.strerror or exc}"
+            ) from None
 
     def _publish(self, topics: Mapping[str, TopicRegistration]) -> None:
+        """Persist, then make the new image current and tell the listeners (persisted first, so
+        a failed write changes nothing)."""
         new = replace(self._image, topics=MappingProxyType(dict(topics)))
-        self._persist(new)
+        self._persist(new, self._next_producer_id)
         old, self._image = self._image, new
         for listener in self._listeners:
             listener(old, new)
@@ -178,7 +195,10 @@ class EmbeddedController:
             except KafkaError as e:
                 results[topic.name] = e
         if created and not validate_only:
-            self._publish({**self._image.topics, **created})
+            try:
+                self._publish({**self._image.topics, **created})
+            except KafkaError as e:
+                return {name: (e if error is None else error) for name, error in results.items()}
             for name, t in created.items():
                 log.info(
                     "topic created topic=%s topic_id=%s partitions=%d configs=%s",
@@ -202,7 +222,10 @@ class EmbeddedController:
                 del remaining[name]
                 results[name] = None
         if len(remaining) != len(self._image.topics):
-            self._publish(remaining)
+            try:
+                self._publish(remaining)
+            except KafkaError as e:
+                return {name: (e if error is None else error) for name, error in results.items()}
             log.info("topics deleted topics=%s", [n for n, e in results.items() if e is None])
         return results
 
@@ -247,8 +270,8 @@ class EmbeddedController:
 
     async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
         first = self._next_producer_id
-        self._next_producer_id += count
-        self._persist(self._image)
+        self._persist(self._image, first + count)
+        self._next_producer_id = first + count
         log.info("producer ids allocated broker_id=%d first=%d count=%d", broker_id, first, count)
         return first
 

@@ -307,8 +307,22 @@ class LogSegment:
     def _iter_batches(
         self, start: int, *, check_crc: bool
     ) -> Iterator[tuple[int, BatchHeader, bytes | memoryview | None]]:
-        """Scan batches; with check_crc each batch's bytes are returned too. Stops at a torn tail."""
-        fd = self.reader.fileno()
+        """Scan batches; with check_crc each batch's bytes are returned too. Stops at a torn tail.
+
+        Without an open reader (loading, recovery) the scan uses a descriptor of its own, closed
+        with the scan, so loading thousands of partitions keeps no descriptor open."""
+        if self._reader is not None:
+            yield from self._scan(self._reader.fileno(), start, check_crc)
+            return
+        fd = os.open(self.log_path, os.O_RDONLY)
+        try:
+            yield from self._scan(fd, start, check_crc)
+        finally:
+            os.close(fd)
+
+    def _scan(
+        self, fd: int, start: int, check_crc: bool
+    ) -> Iterator[tuple[int, BatchHeader, bytes | memoryview | None]]:
         end = self.size
         window = b""
         window_start = start

@@ -80,6 +80,10 @@ class ReplicaManager:
         self._log_config_for = log_config_for
         self._initial_hw = dict(initial_high_watermarks)
         self.partitions: dict[TopicPartition, Partition] = {}
+        self._image: ClusterImage | None = None
+        self._logs_not_created: set[TopicPartition] = set()
+        """Partitions of the image whose log could not be created (a full disk): they answer
+        KAFKA_STORAGE_ERROR and are tried again on the next image or request for them."""
         self.delayed_produce: Purgatory[TopicPartition] = Purgatory("produce")
         self.delayed_fetch: Purgatory[TopicPartition] = Purgatory("fetch")
         self._leadership_listeners: list[Callable[[TopicPartition, bool], None]] = []
@@ -96,6 +100,7 @@ class ReplicaManager:
 
     def on_image(self, old: ClusterImage | None, new: ClusterImage) -> None:
         """Apply a new metadata image: create, lead, follow or drop partitions. No awaits."""
+        self._image = new
         seen: set[TopicPartition] = set()
         for topic in new.topics.values():
             old_topic = None if old is None else old.topics.get(topic.name)
@@ -108,7 +113,12 @@ class ReplicaManager:
                 seen.add(tp)
                 partition = self.partitions.get(tp)
                 if partition is None:
-                    log_ = self.log_manager.get_or_create_log(tp, config, topic.topic_id)
+                    try:
+                        log_ = self.log_manager.get_or_create_log(tp, config, topic.topic_id)
+                    except KafkaError:  # logged by the log manager
+                        self._logs_not_created.add(tp)
+                        continue
+                    self._logs_not_created.discard(tp)
                     partition = Partition(
                         tp,
                         self.broker_id,
@@ -138,6 +148,7 @@ class ReplicaManager:
             for tp in [tp for tp in self.log_manager.all_logs() if tp not in seen]:
                 log.info("deleting stray log topic=%s partition=%d", tp.topic, tp.partition)
                 self.log_manager.delete_log(tp)
+        self._logs_not_created &= seen
         for tp in [tp for tp in self.partitions if tp not in seen]:
             partition = self.partitions.pop(tp)
             was_leader = partition.is_leader
@@ -161,7 +172,14 @@ class ReplicaManager:
 
     def get_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
+        if partition is None and tp in self._logs_not_created and self._image is not None:
+            self.on_image(self._image, self._image)  # try creating the log again
+            partition = self.partitions.get(tp)
         if partition is None:
+            if tp in self._logs_not_created:
+                raise KafkaError(
+                    ErrorCode.kafka_storage_error, f"The log of {tp} could not be created."
+                )
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition,
                 "This server does not host this topic-partition.",
