@@ -205,6 +205,9 @@ class Acceptor:
                 self._back_off(e)
                 return
             conn.setblocking(False)
+            # as Kafka's acceptor; asyncio sets it only on sockets made with IPPROTO_TCP, and
+            # without it a response's last small chunk after a sendfile waits ~40 ms for an ACK
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             ip = normalise_ip(str(address[0]))
             limit = quotas.ip_limit(ip)
             if quotas.per_ip[ip] >= limit:

@@ -10,8 +10,10 @@ small frames are received into one scratch buffer shared by all connections and 
 a frame larger than what has arrived gets a buffer of its own that the socket is read into
 directly, allocated in steps as its bytes arrive (up to 1 MiB at first, then doubling), so a
 declared size costs memory only once it is sent. queued.max.request.bytes (`MemoryPool`) is
-reserved when a size prefix is read and returned when the response is written. Bytes a client
-pipelines behind a request in flight are kept, up to 64 KiB, then the connection stops reading.
+reserved when a size prefix is read and returned when the response is written. While a request is
+handled, the next frame is read ahead; once it is complete the connection stops reading, so a
+client pipelining requests has at most two frames in the broker (Kafka's processor reads none
+ahead; reading one ahead overlaps receiving the next produce with appending the current one).
 
 Two deadlines are checked by the broker's sweep (`Broker._sweep_connections`), at the cost of a
 few attribute assignments per request and no timer per read: a connection with no request in
@@ -49,8 +51,6 @@ log = logging.getLogger("samsa.network")
 _COALESCE_MAX = 256 * 1024
 SCRATCH_SIZE = 256 * 1024
 """The receive buffer shared by every connection that has no large frame in progress."""
-PENDING_MAX = 64 * 1024
-"""Bytes a connection keeps that arrived behind its request in flight; then it stops reading."""
 FIRST_CHUNK = 1 << 20
 """A large frame's buffer starts at this size (or the frame's) and doubles as bytes arrive."""
 _SIZE = struct.Struct(">i")
@@ -76,24 +76,28 @@ class EndOfStream(Exception):
 class ReadState(enum.Enum):
     READING = "reading"
     WAITING_MEMORY = "waiting_memory"
-    HANDLING = "handling"
+    FULL = "full"
     CLOSED = "closed"
+
+
+Frame = tuple[bytes | memoryview, int]
+"""A request frame's payload and the bytes it reserved in the memory pool."""
 
 
 class Connection(asyncio.BufferedProtocol):
     """One client connection: request frames in, one handled at a time, responses out.
 
-    Read states:
-      READING        no request in flight: bytes are parsed as they arrive; the first byte of
-                     a frame starts its receive deadline (`frame_started`).
+    Read states (one request is handled at a time; while it is, the next frame is read ahead):
+      READING        bytes are parsed as they arrive; the first byte of a frame starts its
+                     receive deadline (`frame_started`).
       WAITING_MEMORY a size prefix was read but queued.max.request.bytes has nothing left: the
                      transport is paused and the connection waits in the pool (no deadline).
-      HANDLING       a complete frame was handed to `serve`; bytes arriving meanwhile are kept
-                     unparsed (`_pending`), and reading pauses once PENDING_MAX are kept.
-      CLOSED         the connection is gone; its reservation and buffers are released.
+      FULL           a complete frame waits behind the request in flight: the transport is
+                     paused, so at most one frame is read ahead (the rest stays in the socket).
+      CLOSED         the connection is gone; every reservation and buffer is released.
     Transitions: READING -> WAITING_MEMORY (pool empty at a size prefix) -> READING (memory
-    granted); READING -> HANDLING (frame complete); HANDLING -> READING (response written,
-    `_request_done`); any -> CLOSED (`connection_lost`).
+    granted); READING -> FULL (a frame completes while another is handled) -> READING (`serve`
+    takes it); any -> CLOSED (`connection_lost`).
     """
 
     def __init__(self, broker: Broker, listener: str, pool: MemoryPool) -> None:
@@ -107,18 +111,22 @@ class Connection(asyncio.BufferedProtocol):
         self.client_id: str | None = None
         self.idle_since: float | None = time.monotonic()
         """time.monotonic() when the connection last became idle: accepted, or a response
-        written; None from a frame's first byte until its response is written."""
+        written with no frame started; None while a request is in flight or a frame arrives."""
         self.frame_started: float | None = None
         """time.monotonic() when the frame being received started (its first byte, or the
         moment memory was granted to it); None when no frame is being received."""
         self._state = ReadState.READING
         self._pending = bytearray()
+        """Received bytes not parsed yet: a partial size prefix, or what arrived behind a frame."""
         self._body: bytearray | None = None
         self._body_size = 0
         self._body_filled = 0
         self._reserved: int | None = None
-        self._inbox: bytes | memoryview | BaseException | None = None
-        self._waiter: asyncio.Future[bytes | memoryview] | None = None
+        """Pool bytes reserved by the frame being received."""
+        self._in_flight_reserved = 0
+        self._inbox: Frame | None = None
+        self._error: BaseException | None = None
+        self._waiter: asyncio.Future[Frame] | None = None
         self._write_paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
 
@@ -134,9 +142,7 @@ class Connection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         body = self._body
         if body is None:
-            room = PENDING_MAX - len(self._pending) if self._state is not ReadState.READING \
-                else SCRATCH_SIZE
-            return _scratch_view[: max(room, 1)]
+            return _scratch_view
         if self._body_filled == len(body):  # grow: memory follows the bytes actually sent
             body.extend(bytes(min(self._body_size, 2 * len(body)) - len(body)))
         return memoryview(body)[self._body_filled :]
@@ -148,29 +154,34 @@ class Connection(asyncio.BufferedProtocol):
                 payload = memoryview(self._body).toreadonly()
                 self._body = None
                 self._deliver(payload)
-            return
-        if self._state is ReadState.READING and not self._pending:
+                if self._pending:
+                    self._parse_pending()
+        elif self._state is ReadState.READING and not self._pending:
             used = self._parse(_scratch_view[:nbytes])
             if used < nbytes:
                 self._pending += _scratch_view[used:nbytes]
         else:
             self._pending += _scratch_view[:nbytes]
-            if self._state is ReadState.READING:
-                self._parse_pending()
+            self._parse_pending()
         self._update_reading()
 
     def eof_received(self) -> bool | None:
         return None  # the transport closes; connection_lost follows
 
     def connection_lost(self, exc: Exception | None) -> None:
-        truncated = self._body is not None or (
-            self._state is ReadState.READING and len(self._pending) >= 4)
+        truncated = self._body is not None or len(self._pending) >= 4
         self._state = ReadState.CLOSED
         self._body = None
         self._pending = bytearray()
         self.frame_started = None
-        self._release()
-        self._put(EndOfStream(truncated))
+        for reserved in (self._reserved, self._in_flight_reserved,
+                         self._inbox[1] if self._inbox else 0):
+            if reserved:
+                self._pool.release(reserved)
+        self._reserved, self._in_flight_reserved = None, 0
+        if self._inbox is not None:
+            self._inbox = (self._inbox[0], 0)
+        self._fail(EndOfStream(truncated))
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_exception(ConnectionResetError("connection lost"))
 
@@ -185,43 +196,47 @@ class Connection(asyncio.BufferedProtocol):
     # -- frames --------------------------------------------------------------------------------
 
     def _parse(self, buf: memoryview) -> int:
-        """Start or finish one frame from `buf` (READING); returns the bytes consumed."""
-        available = len(buf)
-        if available == 0:
-            return 0
-        if self.frame_started is None:
-            self.frame_started = time.monotonic()
-            self.idle_since = None
-        if available < 4:
-            return 0
-        size = _SIZE.unpack_from(buf)[0]
-        if size < 0 or size > self._max_size:
-            log.warning(
-                "connection closed reason=frame_size client=%s size=%d max=%d client_id=%s",
-                self.address,
-                size,
-                self._max_size,
-                self.client_id,
-            )
-            self._put(ConnectionClosed("frame_size"))
-            self._state = ReadState.HANDLING  # nothing more is read
-            return available
-        if self._reserved is None:
-            if not self._pool.try_allocate(size):
-                self._state = ReadState.WAITING_MEMORY
-                self.frame_started = None
-                self._pool.wait(self._memory_granted)
-                return 0
-            self._reserved = size
-        if available - 4 >= size:
-            self._deliver(bytes(buf[4 : 4 + size]))
-            return 4 + size
-        body = bytearray(min(size, max(FIRST_CHUNK, available - 4)))
-        body[: available - 4] = buf[4:]
-        self._body, self._body_size, self._body_filled = body, size, available - 4
-        return available
+        """Read frames from `buf` while READING; returns the bytes consumed."""
+        pos, end = 0, len(buf)
+        while self._state is ReadState.READING and pos < end:
+            if self.frame_started is None:
+                self.frame_started = time.monotonic()
+                self.idle_since = None
+            if end - pos < 4:
+                break
+            size = _SIZE.unpack_from(buf, pos)[0]
+            if size < 0 or size > self._max_size:
+                log.warning(
+                    "connection closed reason=frame_size client=%s size=%d max=%d client_id=%s",
+                    self.address,
+                    size,
+                    self._max_size,
+                    self.client_id,
+                )
+                self._state = ReadState.FULL  # nothing more is read
+                self._fail(ConnectionClosed("frame_size"))
+                return end
+            if self._reserved is None:
+                if not self._pool.try_allocate(size):
+                    self._state = ReadState.WAITING_MEMORY
+                    self.frame_started = None
+                    self._pool.wait(self._memory_granted)
+                    break
+                self._reserved = size
+            start = pos + 4
+            if end - start >= size:
+                self._deliver(bytes(buf[start : start + size]))
+                pos = start + size
+                continue
+            body = bytearray(min(size, max(FIRST_CHUNK, end - start)))
+            body[: end - start] = buf[start:]
+            self._body, self._body_size, self._body_filled = body, size, end - start
+            return end
+        return pos
 
     def _parse_pending(self) -> None:
+        if self._state is not ReadState.READING:
+            return
         with memoryview(self._pending) as view:
             used = self._parse(view)
         if used:
@@ -236,56 +251,59 @@ class Connection(asyncio.BufferedProtocol):
         self._update_reading()
 
     def _deliver(self, payload: bytes | memoryview) -> None:
-        self._state = ReadState.HANDLING
+        frame = (payload, self._reserved or 0)
+        self._reserved = None
         self.frame_started = None
-        self._put(payload)
-
-    def _put(self, item: bytes | memoryview | BaseException) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             self._waiter = None
-            if isinstance(item, BaseException):
-                waiter.set_exception(item)
-            else:
-                waiter.set_result(item)
-        elif self._inbox is None:
-            self._inbox = item
+            waiter.set_result(frame)
+        else:
+            self._inbox = frame
+            self._state = ReadState.FULL
+
+    def _fail(self, error: BaseException) -> None:
+        """End `serve` with `error` once it has taken any frame already complete."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            self._waiter = None
+            waiter.set_exception(error)
+        elif self._error is None:
+            self._error = error
 
     async def _next_frame(self) -> bytes | memoryview:
-        item = self._inbox
-        if item is not None:
+        frame = self._inbox
+        if frame is not None:
             self._inbox = None
-            if isinstance(item, BaseException):
-                raise item
-            return item
-        if self._state is ReadState.CLOSED:
-            raise EndOfStream(truncated=False)
-        self._waiter = asyncio.get_running_loop().create_future()
-        return await self._waiter
+            if self._state is ReadState.FULL and self._error is None:
+                self._state = ReadState.READING
+                self._parse_pending()
+                self._update_reading()
+        elif self._error is not None:
+            raise self._error
+        else:
+            self._waiter = asyncio.get_running_loop().create_future()
+            frame = await self._waiter
+        payload, self._in_flight_reserved = frame
+        self.idle_since = None
+        return payload
 
     def _request_done(self) -> None:
-        """The response is written: return the frame's memory and read the next frame."""
-        self._release()
-        self.idle_since = time.monotonic()
-        if self._state is ReadState.HANDLING:
-            self._state = ReadState.READING
-            if self._pending:
-                self._parse_pending()
-            self._update_reading()
-
-    def _release(self) -> None:
-        if self._reserved is not None:
-            reserved, self._reserved = self._reserved, None
+        """The response is written: return the frame's memory."""
+        if self._in_flight_reserved:
+            reserved, self._in_flight_reserved = self._in_flight_reserved, 0
             self._pool.release(reserved)
+        if self.frame_started is None and self._inbox is None:
+            self.idle_since = time.monotonic()
 
     def _update_reading(self) -> None:
         transport = self.transport
         if transport is None or self._state is ReadState.CLOSED:
             return
-        if self._state is ReadState.WAITING_MEMORY or len(self._pending) >= PENDING_MAX:
-            transport.pause_reading()
-        elif self._state is ReadState.READING:
+        if self._state is ReadState.READING:
             transport.resume_reading()
+        else:
+            transport.pause_reading()
 
     def received_bytes(self) -> tuple[int, int]:
         """(bytes received, declared size or -1) of the frame being received."""
