@@ -1,12 +1,13 @@
 """Connections: frames in, responses out, one request at a time per connection.
 
-Like Kafka's SocketServer, a connection reads its next request only after answering the previous
-one, so responses go out in request order. A frame that cannot be parsed, is larger than
+Like Kafka's SocketServer, a connection handles one request at a time, so responses go out in
+request order. A frame that cannot be parsed, is larger than
 socket.request.max.bytes, or names an unknown API key or version closes that one connection with
 a log line; every other connection keeps being served.
 
 Reading (`Connection` is an asyncio BufferedProtocol, so bytes land where they are needed):
-small frames are received into one scratch buffer shared by all connections and copied out once;
+small frames are received into one scratch buffer shared by the broker's connections and copied
+out once;
 a frame larger than what has arrived gets a buffer of its own that the socket is read into
 directly, allocated in steps as its bytes arrive (up to 1 MiB at first, then doubling), so a
 declared size costs memory only once it is sent. queued.max.request.bytes (`MemoryPool`) is
@@ -55,10 +56,12 @@ FIRST_CHUNK = 1 << 20
 """A large frame's buffer starts at this size (or the frame's) and doubles as bytes arrive."""
 _SIZE = struct.Struct(">i")
 
-_scratch = bytearray(SCRATCH_SIZE)
-_scratch_view = memoryview(_scratch)
-"""Filled by one recv_into and parsed at once in buffer_updated, before any other connection can
-read: asyncio calls get_buffer, recv_into and buffer_updated back to back on its one thread."""
+
+def receive_buffer() -> memoryview:
+    """The scratch buffer the connections of one broker (one event loop) share. Each fill is
+    parsed at once in buffer_updated, before any other connection can read into it: asyncio calls
+    get_buffer, recv_into and buffer_updated back to back on the loop's one thread."""
+    return memoryview(bytearray(SCRATCH_SIZE))
 
 
 class ConnectionClosed(Exception):
@@ -100,10 +103,13 @@ class Connection(asyncio.BufferedProtocol):
     takes it); any -> CLOSED (`connection_lost`).
     """
 
-    def __init__(self, broker: Broker, listener: str, pool: MemoryPool) -> None:
+    def __init__(
+        self, broker: Broker, listener: str, pool: MemoryPool, scratch: memoryview
+    ) -> None:
         self.broker = broker
         self.listener = listener
         self._pool = pool
+        self._scratch = scratch
         self._max_size = broker.config.socket_request_max_bytes
         self.transport: asyncio.Transport | None = None
         self.address = "?"
@@ -142,7 +148,7 @@ class Connection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         body = self._body
         if body is None:
-            return _scratch_view
+            return self._scratch
         if self._body_filled == len(body):  # grow: memory follows the bytes actually sent
             body.extend(bytes(min(self._body_size, 2 * len(body)) - len(body)))
         return memoryview(body)[self._body_filled :]
@@ -157,11 +163,11 @@ class Connection(asyncio.BufferedProtocol):
                 if self._pending:
                     self._parse_pending()
         elif self._state is ReadState.READING and not self._pending:
-            used = self._parse(_scratch_view[:nbytes])
+            used = self._parse(self._scratch[:nbytes])
             if used < nbytes:
-                self._pending += _scratch_view[used:nbytes]
+                self._pending += self._scratch[used:nbytes]
         else:
-            self._pending += _scratch_view[:nbytes]
+            self._pending += self._scratch[:nbytes]
             self._parse_pending()
         self._update_reading()
 
@@ -169,7 +175,9 @@ class Connection(asyncio.BufferedProtocol):
         return None  # the transport closes; connection_lost follows
 
     def connection_lost(self, exc: Exception | None) -> None:
-        truncated = self._body is not None or len(self._pending) >= 4
+        # READING: what is pending is a frame begun; otherwise whole frames may wait behind one
+        truncated = self._body is not None or (
+            self._state is ReadState.READING and len(self._pending) >= 4)
         self._state = ReadState.CLOSED
         self._body = None
         self._pending = bytearray()

@@ -22,7 +22,7 @@ from broker.log.cleaner import CleanerConfig
 from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
-from broker.network import Connection
+from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
 from broker.tasks import cancel_and_wait
 from broker.coordinator.coordinator import GroupCoordinator
@@ -48,6 +48,7 @@ class Broker:
         queued = config.queued_max_request_bytes
         self.memory_pool = MemoryPool(
             max(queued, config.socket_request_max_bytes) if queued > 0 else -1)
+        self._receive_buffer = receive_buffer()
         self._connections: dict[asyncio.Task[None], Connection | None] = {}
         """Every connection task; None until its transport is set up."""
         self._sweep: asyncio.Task[None] | None = None
@@ -179,7 +180,7 @@ class Broker:
         loop = asyncio.get_running_loop()
         try:
             _, connection = await loop.connect_accepted_socket(
-                lambda: Connection(self, listener, self.memory_pool), sock)
+                lambda: Connection(self, listener, self.memory_pool, self._receive_buffer), sock)
         except OSError as e:
             sock.close()
             log.warning("connection setup failed listener=%s error=%s", listener, e)
