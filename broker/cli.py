@@ -13,21 +13,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import resource
 import signal
 import sys
 
 from broker import api_stats
 from broker.config import BrokerConfig, ConfigError, load_properties
+from broker.logs import configure_logging
 
 log = logging.getLogger("samsa.cli")
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+def raise_open_file_limit() -> None:
+    """Raise the soft limit on open files to the hard limit, as the JVM does for Kafka, and
+    say so in one line: every partition holds segment and index files open, every client a
+    socket, so a low default soft limit (often 1024) is the first to run out."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard
+    if hard == resource.RLIM_INFINITY:  # Linux refuses more than fs.nr_open; macOS OPEN_MAX
+        target = _NR_OPEN_FALLBACK
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError) as e:
+            log.warning("open file limit not raised soft=%d hard=%s error=%s", soft, _limit(hard), e)
+            return
+        log.info("open file limit raised from=%d to=%d hard=%s", soft, target, _limit(hard))
+    else:
+        log.info("open file limit soft=%s hard=%s", _limit(soft), _limit(hard))
+
+
+_NR_OPEN_FALLBACK = 1 << 20
+"""The soft limit asked for when the hard limit is unlimited (Linux's default fs.nr_open)."""
+
+
+def _limit(value: int) -> str:
+    return "unlimited" if value == resource.RLIM_INFINITY else str(value)
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
@@ -52,6 +73,7 @@ class StartupFailed(Exception):
 async def serve(config: BrokerConfig) -> None:
     from broker.server import Broker
 
+    raise_open_file_limit()
     broker = Broker(config)
     try:
         await broker.start()

@@ -480,6 +480,11 @@ _DEFS: tuple[ConfigDef, ...] = (
               _at_least(1)),
     ConfigDef("auto.create.topics.enable", BOOLEAN, True, "Create a topic when Metadata asks "
               "for one that does not exist (and the client allows it)."),
+    ConfigDef("samsa.auto.create.topics.max.per.request", INT, 100, "Most unknown topics one "
+              "Metadata request may auto-create; the others named in it are answered "
+              "UNKNOWN_TOPIC_OR_PARTITION, Kafka's answer for a topic not created yet, so the "
+              "client asks again and the next request creates the next ones (a line is logged "
+              "when the cap applies). Kafka has no such limit.", _at_least(1)),
     ConfigDef("delete.topic.enable", BOOLEAN, True, "Whether DeleteTopics is allowed."),
     # ---- network ------------------------------------------------------------------------------
     ConfigDef("socket.request.max.bytes", INT, 104_857_600, "Largest request frame accepted; "
@@ -500,6 +505,38 @@ _DEFS: tuple[ConfigDef, ...] = (
               "in flight and no new request started for this many milliseconds is closed "
               "(checked every tenth of it, at most every 30 s); a negative value keeps idle "
               "connections open."),
+    ConfigDef("max.connections", INT, INT_MAX, "Most client connections the broker holds at "
+              "once, over all listeners (listener.name.<name>.max.connections sets a listener's "
+              "own limit). At the limit the broker stops accepting, as Kafka does: new "
+              "connections wait in the listen backlog until one closes. With several listeners, "
+              "the inter-broker listener is exempt from the broker-wide limit; accepting on it "
+              "beyond the limit closes the least recently active connection of another listener.",
+              _at_least(0)),
+    ConfigDef("max.connections.per.ip", INT, INT_MAX, "Most connections from one IP address; "
+              "a new connection beyond it is accepted and closed at once (one log line per "
+              "interval, with a count). May be 0 only when max.connections.per.ip.overrides is set.",
+              _at_least(0)),
+    ConfigDef("max.connections.per.ip.overrides", STRING, "", "Per-address exceptions to "
+              "max.connections.per.ip: `host:count,...` (for example `hostName:100,127.0.0.1:200`); "
+              "host names are resolved at start-up, every address of a name counts."),
+    ConfigDef("queued.max.request.bytes", LONG, -1, "Bytes of requests being read or handled "
+              "that the broker holds at once; 0 or less is unbounded, Kafka's default and "
+              "Samsa's. A frame reserves its declared size when its size prefix is read and "
+              "returns it when its response is written; when nothing is left, connections stop "
+              "reading (TCP pushes back on the clients) until memory is returned. Samsa keeps "
+              "it unbounded because a reservation is of the declared size: a few connections "
+              "declaring 100 MB frames and sending nothing would stop every connection from "
+              "reading; Samsa backs a large frame's buffer with memory only as its bytes "
+              "arrive and closes a frame that is not complete within "
+              "samsa.request.receive.timeout.ms, so a sender holds only what it actually sent, "
+              "for a bounded time. When set, it must be at least socket.request.max.bytes."),
+    ConfigDef("samsa.request.receive.timeout.ms", LONG, 60_000, "A request frame must arrive "
+              "whole within this many milliseconds of its first byte (or of the moment "
+              "queued.max.request.bytes let it be read); otherwise the connection is closed with "
+              "one log line and its buffered bytes are released (slow senders, frames missing "
+              "their last bytes). Kafka has no such limit. The default is twice the 30 s "
+              "request.timeout.ms of Kafka's clients, after which a client no longer waits for "
+              "the answer.", _at_least(1)),
     ConfigDef("fetch.max.bytes", INT, 57_671_680, "Most bytes returned by one Fetch response: "
               "caps the request's max_bytes (the first batch still goes out whole).",
               _at_least(1024)),
@@ -913,6 +950,7 @@ class BrokerConfig:
     num_partitions: int
     default_replication_factor: int
     auto_create_topics_enable: bool
+    samsa_auto_create_topics_max_per_request: int
     delete_topic_enable: bool
     message_max_bytes: int
     socket_request_max_bytes: int
@@ -920,6 +958,12 @@ class BrokerConfig:
     socket_receive_buffer_bytes: int
     queued_max_requests: int
     connections_max_idle_ms: int
+    max_connections: int
+    max_connections_per_listener: Mapping[str, int]
+    max_connections_per_ip: int
+    max_connections_per_ip_overrides: Mapping[str, int]
+    queued_max_request_bytes: int
+    samsa_request_receive_timeout_ms: int
     fetch_max_bytes: int
     max_incremental_fetch_session_cache_slots: int
     background_threads: int
@@ -1009,12 +1053,14 @@ class BrokerConfig:
         Returns the config and the sorted keys that are not broker configs Samsa knows (not
         fatal; the caller logs them). Raises ConfigError naming the key for an invalid value.
         """
-        unknown = sorted(k for k in props if k not in BROKER_CONFIGS)
+        unknown = sorted(k for k in props
+                         if k not in BROKER_CONFIGS and not _LISTENER_MAX_CONNECTIONS.match(k))
         overrides = {k: v for k, v in props.items() if k in BROKER_CONFIGS}
         values: dict[str, object] = {}
         for name, d in BROKER_CONFIGS.items():
             values[name] = d.parse(overrides[name]) if name in overrides else d.default
         kwargs = _derived_settings(values, overrides)
+        kwargs.update(_connection_limits(values, props))
         for f in dataclasses.fields(cls):
             if f.name in ("overrides", "values") or f.name in kwargs:
                 continue
@@ -1060,6 +1106,47 @@ def _refuse_unsupported_protocols(key: str, listeners: Iterable[Listener]) -> No
                 f"{key}: listener {lst} uses security protocol {lst.security_protocol}, but "
                 "Samsa supports only PLAINTEXT listeners (no TLS, no SASL); map the listener "
                 "to PLAINTEXT in listener.security.protocol.map or remove it", key)
+
+
+_LISTENER_MAX_CONNECTIONS = re.compile(r"listener\.name\.([^.]+)\.max\.connections")
+"""Kafka's listener-prefixed max.connections: `listener.name.<lower-case name>.max.connections`."""
+
+
+def _connection_limits(values: Mapping[str, object],
+                       props: Mapping[str, str]) -> dict[str, Any]:
+    """max.connections per listener (from the listener-prefixed keys of `props`), the per-IP
+    overrides, and Kafka's checks of them and of queued.max.request.bytes."""
+    out: dict[str, Any] = {}
+    per_listener: dict[str, int] = {}
+    for key, raw in props.items():
+        m = _LISTENER_MAX_CONNECTIONS.fullmatch(key)
+        if m:
+            limit = parse_value(INT, key, raw)
+            _at_least(0).check(key, INT, limit)
+            assert isinstance(limit, int)
+            per_listener[m.group(1).upper()] = limit
+    out["max_connections_per_listener"] = MappingProxyType(per_listener)
+    ip_overrides: dict[str, int] = {}
+    raw_overrides = str(values["max.connections.per.ip.overrides"] or "")
+    for entry in filter(None, (e.strip() for e in raw_overrides.split(","))):
+        host, sep, count = entry.rpartition(":")
+        if not sep or not host.strip() or not count.strip().isdigit():
+            raise ConfigError("max.connections.per.ip.overrides contains invalid addresses : "
+                              f"{entry} (expected host:count)", "max.connections.per.ip.overrides")
+        ip_overrides[host.strip().strip("[]")] = int(count)
+    out["max_connections_per_ip_overrides"] = MappingProxyType(ip_overrides)
+    if values["max.connections.per.ip"] == 0 and not ip_overrides:
+        raise ConfigError("max.connections.per.ip can be set to zero only if "
+                          "max.connections.per.ip.overrides property is set.",
+                          "max.connections.per.ip")
+    queued = values["queued.max.request.bytes"]
+    assert isinstance(queued, int)
+    request_max = values["socket.request.max.bytes"]
+    assert isinstance(request_max, int)
+    if 0 < queued < request_max:
+        raise ConfigError("queued.max.request.bytes must be larger or equal to "
+                          "socket.request.max.bytes", "queued.max.request.bytes")
+    return out
 
 
 def _derived_settings(values: Mapping[str, object],

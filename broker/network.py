@@ -1,13 +1,26 @@
 """Connections: frames in, responses out, one request at a time per connection.
 
-Like Kafka's SocketServer, a connection is muted while its request is handled, so responses go
-out in request order and pipelined requests wait in the socket buffer. A frame that cannot be
-parsed, is larger than socket.request.max.bytes, or names an unknown API key or version closes
-that one connection with a log line; every other connection keeps being served.
+Like Kafka's SocketServer, a connection handles one request at a time, so responses go out in
+request order. A frame that cannot be parsed, is larger than
+socket.request.max.bytes, or names an unknown API key or version closes that one connection with
+a log line; every other connection keeps being served.
 
-A connection with no request in flight and no frame started for connections.max.idle.ms is
-closed by the broker's idle sweep (`Broker._close_idle_connections`); what the sweep needs costs
-a request two attribute assignments (`idle_since`), no timer per read.
+Reading (`Connection` is an asyncio BufferedProtocol, so bytes land where they are needed):
+small frames are received into one scratch buffer shared by the broker's connections and copied
+out once;
+a frame larger than what has arrived gets a buffer of its own that the socket is read into
+directly, allocated in steps as its bytes arrive (up to 1 MiB at first, then doubling), so a
+declared size costs memory only once it is sent. queued.max.request.bytes (`MemoryPool`) is
+reserved when a size prefix is read and returned when the response is written. While a request is
+handled, the next frame is read ahead; once it is complete the connection stops reading, so a
+client pipelining requests has at most two frames in the broker (Kafka's processor reads none
+ahead; reading one ahead overlaps receiving the next produce with appending the current one).
+
+Two deadlines are checked by the broker's sweep (`Broker._sweep_connections`), at the cost of a
+few attribute assignments per request and no timer per read: a connection with no request in
+flight and no frame started for connections.max.idle.ms is closed (`idle_since`); a frame not
+received whole within samsa.request.receive.timeout.ms of its first byte is closed and its
+buffer released (`frame_started`).
 
 Responses are written as bytes chunks and zero-copy file regions: a region (FileRecords) goes
 from the segment file to the socket with os.sendfile (asyncio's loop.sendfile), so fetched record
@@ -17,13 +30,16 @@ bytes never pass through Python.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
+import struct
 import time
 from typing import TYPE_CHECKING, Any
 
 from broker import api_stats
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
+from broker.memory_pool import MemoryPool
 from protocol import frames, messages
 from protocol.errors import ErrorCode, KafkaError
 
@@ -34,56 +50,289 @@ log = logging.getLogger("samsa.network")
 
 # Bytes chunks of one response up to this total are joined into one transport write.
 _COALESCE_MAX = 256 * 1024
+SCRATCH_SIZE = 256 * 1024
+"""The receive buffer shared by every connection that has no large frame in progress."""
+FIRST_CHUNK = 1 << 20
+"""A large frame's buffer starts at this size (or the frame's) and doubles as bytes arrive."""
+_SIZE = struct.Struct(">i")
+
+
+def receive_buffer() -> memoryview:
+    """The scratch buffer the connections of one broker (one event loop) share. Each fill is
+    parsed at once in buffer_updated, before any other connection can read into it: asyncio calls
+    get_buffer, recv_into and buffer_updated back to back on the loop's one thread."""
+    return memoryview(bytearray(SCRATCH_SIZE))
+
 
 class ConnectionClosed(Exception):
     """Raised to end a connection after a protocol violation (already logged)."""
 
 
-class Connection:
+class EndOfStream(Exception):
+    """The peer closed the connection, or it was lost; `truncated` when inside a frame."""
+
+    def __init__(self, truncated: bool) -> None:
+        super().__init__("end of stream")
+        self.truncated = truncated
+
+
+class ReadState(enum.Enum):
+    READING = "reading"
+    WAITING_MEMORY = "waiting_memory"
+    FULL = "full"
+    CLOSED = "closed"
+
+
+Frame = tuple[bytes | memoryview, int]
+"""A request frame's payload and the bytes it reserved in the memory pool."""
+
+
+class Connection(asyncio.BufferedProtocol):
+    """One client connection: request frames in, one handled at a time, responses out.
+
+    Read states (one request is handled at a time; while it is, the next frame is read ahead):
+      READING        bytes are parsed as they arrive; the first byte of a frame starts its
+                     receive deadline (`frame_started`).
+      WAITING_MEMORY a size prefix was read but queued.max.request.bytes has nothing left: the
+                     transport is paused and the connection waits in the pool (no deadline).
+      FULL           a complete frame waits behind the request in flight: the transport is
+                     paused, so at most one frame is read ahead (the rest stays in the socket).
+      CLOSED         the connection is gone; every reservation and buffer is released.
+    Transitions: READING -> WAITING_MEMORY (pool empty at a size prefix) -> READING (memory
+    granted); READING -> FULL (a frame completes while another is handled) -> READING (`serve`
+    takes it); any -> CLOSED (`connection_lost`).
+    """
+
     def __init__(
-        self,
-        broker: Broker,
-        listener: str,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        self, broker: Broker, listener: str, pool: MemoryPool, scratch: memoryview
     ) -> None:
         self.broker = broker
         self.listener = listener
-        self.reader = reader
-        self.writer = writer
-        peer = writer.get_extra_info("peername")
-        self.address = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self.zero_copy = writer.get_extra_info("sslcontext") is None
+        self._pool = pool
+        self._scratch = scratch
+        self._max_size = broker.config.socket_request_max_bytes
+        self.transport: asyncio.Transport | None = None
+        self.address = "?"
+        self.zero_copy = True
         self.client_id: str | None = None
         self.idle_since: float | None = time.monotonic()
         """time.monotonic() when the connection last became idle: accepted, or a response
-        written; None from a frame's first 4 bytes read until its response is written."""
+        written with no frame started; None while a request is in flight or a frame arrives."""
+        self.frame_started: float | None = None
+        """time.monotonic() when the frame being received started (its first byte, or the
+        moment memory was granted to it); None when no frame is being received."""
+        self._state = ReadState.READING
+        self._pending = bytearray()
+        """Received bytes not parsed yet: a partial size prefix, or what arrived behind a frame."""
+        self._body: bytearray | None = None
+        self._body_size = 0
+        self._body_filled = 0
+        self._reserved: int | None = None
+        """Pool bytes reserved by the frame being received."""
+        self._in_flight_reserved = 0
+        self._inbox: Frame | None = None
+        self._error: BaseException | None = None
+        self._waiter: asyncio.Future[Frame] | None = None
+        self._write_paused = False
+        self._drain_waiter: asyncio.Future[None] | None = None
+
+    # -- asyncio protocol ----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.address = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.zero_copy = transport.get_extra_info("sslcontext") is None
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        body = self._body
+        if body is None:
+            return self._scratch
+        if self._body_filled == len(body):  # grow: memory follows the bytes actually sent
+            body.extend(bytes(min(self._body_size, 2 * len(body)) - len(body)))
+        return memoryview(body)[self._body_filled :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._body is not None:
+            self._body_filled += nbytes
+            if self._body_filled == self._body_size:
+                payload = memoryview(self._body).toreadonly()
+                self._body = None
+                self._deliver(payload)
+                if self._pending:
+                    self._parse_pending()
+        elif self._state is ReadState.READING and not self._pending:
+            used = self._parse(self._scratch[:nbytes])
+            if used < nbytes:
+                self._pending += self._scratch[used:nbytes]
+        else:
+            self._pending += self._scratch[:nbytes]
+            self._parse_pending()
+        self._update_reading()
+
+    def eof_received(self) -> bool | None:
+        return None  # the transport closes; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # READING: what is pending is a frame begun; otherwise whole frames may wait behind one
+        truncated = self._body is not None or (
+            self._state is ReadState.READING and len(self._pending) >= 4)
+        self._state = ReadState.CLOSED
+        self._body = None
+        self._pending = bytearray()
+        self.frame_started = None
+        for reserved in (self._reserved, self._in_flight_reserved,
+                         self._inbox[1] if self._inbox else 0):
+            if reserved:
+                self._pool.release(reserved)
+        self._reserved, self._in_flight_reserved = None, 0
+        if self._inbox is not None:
+            self._inbox = (self._inbox[0], 0)
+        self._fail(EndOfStream(truncated))
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_exception(ConnectionResetError("connection lost"))
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+
+    # -- frames --------------------------------------------------------------------------------
+
+    def _parse(self, buf: memoryview) -> int:
+        """Read frames from `buf` while READING; returns the bytes consumed."""
+        pos, end = 0, len(buf)
+        while self._state is ReadState.READING and pos < end:
+            if self.frame_started is None:
+                self.frame_started = time.monotonic()
+                self.idle_since = None
+            if end - pos < 4:
+                break
+            size = _SIZE.unpack_from(buf, pos)[0]
+            if size < 0 or size > self._max_size:
+                log.warning(
+                    "connection closed reason=frame_size client=%s size=%d max=%d client_id=%s",
+                    self.address,
+                    size,
+                    self._max_size,
+                    self.client_id,
+                )
+                self._state = ReadState.FULL  # nothing more is read
+                self._fail(ConnectionClosed("frame_size"))
+                return end
+            if self._reserved is None:
+                if not self._pool.try_allocate(size):
+                    self._state = ReadState.WAITING_MEMORY
+                    self.frame_started = None
+                    self._pool.wait(self._memory_granted)
+                    break
+                self._reserved = size
+            start = pos + 4
+            if end - start >= size:
+                self._deliver(bytes(buf[start : start + size]))
+                pos = start + size
+                continue
+            body = bytearray(min(size, max(FIRST_CHUNK, end - start)))
+            body[: end - start] = buf[start:]
+            self._body, self._body_size, self._body_filled = body, size, end - start
+            return end
+        return pos
+
+    def _parse_pending(self) -> None:
+        if self._state is not ReadState.READING:
+            return
+        with memoryview(self._pending) as view:
+            used = self._parse(view)
+        if used:
+            del self._pending[:used]
+
+    def _memory_granted(self) -> None:
+        """The pool released memory: read the frame whose size prefix waits in `_pending`."""
+        if self._state is not ReadState.WAITING_MEMORY:
+            return  # closed meanwhile
+        self._state = ReadState.READING
+        self._parse_pending()
+        self._update_reading()
+
+    def _deliver(self, payload: bytes | memoryview) -> None:
+        frame = (payload, self._reserved or 0)
+        self._reserved = None
+        self.frame_started = None
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            self._waiter = None
+            waiter.set_result(frame)
+        else:
+            self._inbox = frame
+            self._state = ReadState.FULL
+
+    def _fail(self, error: BaseException) -> None:
+        """End `serve` with `error` once it has taken any frame already complete."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            self._waiter = None
+            waiter.set_exception(error)
+        elif self._error is None:
+            self._error = error
+
+    async def _next_frame(self) -> bytes | memoryview:
+        frame = self._inbox
+        if frame is not None:
+            self._inbox = None
+            if self._state is ReadState.FULL and self._error is None:
+                self._state = ReadState.READING
+                self._parse_pending()
+                self._update_reading()
+        elif self._error is not None:
+            raise self._error
+        else:
+            self._waiter = asyncio.get_running_loop().create_future()
+            frame = await self._waiter
+        payload, self._in_flight_reserved = frame
+        self.idle_since = None
+        return payload
+
+    def _request_done(self) -> None:
+        """The response is written: return the frame's memory."""
+        if self._in_flight_reserved:
+            reserved, self._in_flight_reserved = self._in_flight_reserved, 0
+            self._pool.release(reserved)
+        if self.frame_started is None and self._inbox is None:
+            self.idle_since = time.monotonic()
+
+    def _update_reading(self) -> None:
+        transport = self.transport
+        if transport is None or self._state is ReadState.CLOSED:
+            return
+        if self._state is ReadState.READING:
+            transport.resume_reading()
+        else:
+            transport.pause_reading()
+
+    def received_bytes(self) -> tuple[int, int]:
+        """(bytes received, declared size or -1) of the frame being received."""
+        if self._body is not None:
+            return 4 + self._body_filled, self._body_size
+        pending = len(self._pending)
+        return pending, _SIZE.unpack_from(self._pending)[0] if pending >= 4 else -1
+
+    # -- serving -------------------------------------------------------------------------------
 
     async def serve(self) -> None:
-        max_size = self.broker.config.socket_request_max_bytes
         try:
             while True:
-                try:
-                    prefix = await self.reader.readexactly(4)
-                except asyncio.IncompleteReadError:
-                    return
-                self.idle_since = None
-                size = frames.read_size(prefix)
-                if size < 0 or size > max_size:
-                    log.warning(
-                        "connection closed reason=frame_size client=%s size=%d max=%d",
-                        self.address,
-                        size,
-                        max_size,
-                    )
-                    return
-                try:
-                    payload = await self.reader.readexactly(size)
-                except asyncio.IncompleteReadError:
-                    log.warning("connection closed reason=truncated_frame client=%s", self.address)
-                    return
+                payload = await self._next_frame()
                 await self._handle(payload)
-                self.idle_since = time.monotonic()
+                del payload
+                self._request_done()
+        except EndOfStream as e:
+            if e.truncated:
+                log.warning("connection closed reason=truncated_frame client=%s client_id=%s",
+                            self.address, self.client_id)
         except ConnectionClosed:
             return
         except (ConnectionError, OSError) as e:
@@ -93,7 +342,8 @@ class Connection:
         except Exception:  # a bug: never let it escape the connection task unlogged
             log.exception("connection closed reason=internal_error client=%s", self.address)
         finally:
-            self.writer.close()
+            if self.transport is not None:
+                self.transport.close()
 
     def log_idle_close(self, idle_ms: float, max_idle_ms: int) -> None:
         """The log line of a connection the idle sweep closes."""
@@ -105,6 +355,21 @@ class Connection:
             self.listener,
             idle_ms,
             max_idle_ms,
+        )
+
+    def log_receive_timeout(self, elapsed_ms: float, timeout_ms: int) -> None:
+        """The log line of a connection the sweep closes because its frame is late."""
+        received, size = self.received_bytes()
+        log.warning(
+            "connection closed reason=receive_timeout client=%s client_id=%s listener=%s "
+            "received_bytes=%d frame_size=%d elapsed_ms=%.0f samsa_request_receive_timeout_ms=%d",
+            self.address,
+            self.client_id,
+            self.listener,
+            received,
+            size,
+            elapsed_ms,
+            timeout_ms,
         )
 
     def _close(self, reason: str, correlation_id: int = -1, **fields: Any) -> ConnectionClosed:
@@ -119,7 +384,7 @@ class Connection:
         )
         return ConnectionClosed(reason)
 
-    async def _handle(self, payload: bytes) -> None:
+    async def _handle(self, payload: bytes | memoryview) -> None:
         try:
             api_key, api_version, correlation_id = frames.parse_request_key_version(payload)
         except KafkaError:
@@ -228,11 +493,19 @@ class Connection:
                 elapsed_ms,
             )
 
+    async def _drain(self) -> None:
+        if self._state is ReadState.CLOSED:
+            raise ConnectionResetError("connection lost")
+        if self._write_paused:
+            self._drain_waiter = asyncio.get_running_loop().create_future()
+            await self._drain_waiter
+
     async def _write(self, chunks: list[Any]) -> None:
         """Write a response: consecutive bytes chunks (size prefix, header, body up to the next
         file region) go to the transport as one write, so a response without regions costs one
         send syscall, not one per chunk; each region goes out with sendfile."""
-        writer = self.writer
+        transport = self.transport
+        assert transport is not None
         loop = asyncio.get_running_loop()
         pending: list[bytes | bytearray] = []
         for chunk in chunks:
@@ -244,19 +517,23 @@ class Connection:
                 pending.append(chunk.read_bytes())
                 continue
             self._write_bytes(pending)
-            await writer.drain()
-            await loop.sendfile(writer.transport, chunk.file, chunk.position, len(chunk))
+            await self._drain()
+            await loop.sendfile(transport, chunk.file, chunk.position, len(chunk))
         self._write_bytes(pending)
-        await writer.drain()
+        await self._drain()
 
     def _write_bytes(self, pending: list[bytes | bytearray]) -> None:
         if not pending:
             return
+        if self._state is ReadState.CLOSED:
+            raise ConnectionResetError("connection lost")
+        transport = self.transport
+        assert transport is not None
         if len(pending) == 1:
-            self.writer.write(pending[0])
+            transport.write(pending[0])
         elif sum(len(c) for c in pending) <= _COALESCE_MAX:
-            self.writer.write(b"".join(pending))
+            transport.write(b"".join(pending))
         else:  # large chunks: joining would copy them; the transport buffers them as they are
             for c in pending:
-                self.writer.write(c)
+                transport.write(c)
         pending.clear()

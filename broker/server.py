@@ -15,12 +15,14 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrides
 from broker.config import BrokerConfig, Listener, topic_log_config
 from broker.handlers import registry
 from broker.log.cleaner import CleanerConfig
 from broker.log.config import LogConfig
 from broker.log.manager import LogManager
-from broker.network import Connection
+from broker.memory_pool import MemoryPool
+from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
 from broker.tasks import cancel_and_wait
 from broker.coordinator.coordinator import GroupCoordinator
@@ -40,10 +42,16 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.broker_id = BrokerId(config.broker_id)
-        self.servers: list[asyncio.Server] = []
+        self.acceptors: list[Acceptor] = []
         self.bound: list[tuple[Listener, int]] = []
-        self._connections: dict[asyncio.Task[None], Connection] = {}
-        self._idle_sweep: asyncio.Task[None] | None = None
+        self.quotas = ConnectionQuotas(config, {})
+        queued = config.queued_max_request_bytes
+        self.memory_pool = MemoryPool(
+            max(queued, config.socket_request_max_bytes) if queued > 0 else -1)
+        self._receive_buffer = receive_buffer()
+        self._connections: dict[asyncio.Task[None], Connection | None] = {}
+        """Every connection task; None until its transport is set up."""
+        self._sweep: asyncio.Task[None] | None = None
         self.log_manager: LogManager | None = None
         self.controller: Controller = None  # type: ignore[assignment]  # set in start()
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
@@ -59,18 +67,12 @@ class Broker:
     async def start(self) -> None:
         started = time.monotonic()
         registry.declared()  # fails fast on a malformed handler module; handlers import on first use
+        self.quotas = ConnectionQuotas(
+            self.config, resolve_ip_overrides(self.config.max_connections_per_ip_overrides))
         for listener in self.config.listeners:
-            server = await asyncio.start_server(
-                lambda r, w, name=listener.name: self._accept(name, r, w),
-                host=listener.host or None,
-                port=listener.port,
-                reuse_address=True,
-                limit=1 << 20,
-                start_serving=False,
-            )
-            port = server.sockets[0].getsockname()[1]
-            self.servers.append(server)
-            self.bound.append((listener, port))
+            sock = bind(listener)
+            self.acceptors.append(Acceptor(listener.name, sock, self.quotas, self._accept))
+            self.bound.append((listener, sock.getsockname()[1]))
 
         data_dir = Path(self.config.log_dirs[0])
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -111,14 +113,10 @@ class Broker:
         await self.controller.start()
         self.replica_manager.isr_manager.start()
         self.log_manager.start()
-        for server in self.servers:
-            await server.start_serving()
+        for acceptor in self.acceptors:
+            acceptor.start()
         self.serving = True
-        if self.config.connections_max_idle_ms >= 0:
-            self._idle_sweep = asyncio.create_task(
-                self._close_idle_connections(self.config.connections_max_idle_ms),
-                name="idle-connections",
-            )
+        self._sweep = asyncio.create_task(self._sweep_connections(), name="connection-sweep")
         log.info(
             "broker started broker_id=%d listeners=%s startup_ms=%.0f",
             self.broker_id,
@@ -141,11 +139,11 @@ class Broker:
                 await shutdown()  # move leadership away while still serving
             except Exception:
                 log.exception("controlled shutdown failed broker_id=%d", self.broker_id)
-        for server in self.servers:
-            server.close()
-        if self._idle_sweep is not None:
-            await cancel_and_wait([self._idle_sweep])
-            self._idle_sweep = None
+        for acceptor in self.acceptors:
+            acceptor.close()
+        if self._sweep is not None:
+            await cancel_and_wait([self._sweep])
+            self._sweep = None
         for task in list(self._connections):
             task.cancel()
         if self._connections:
@@ -170,33 +168,89 @@ class Broker:
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
 
-    def _accept(self, listener: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = Connection(self, listener, reader, writer)
-        task = asyncio.get_running_loop().create_task(connection.serve())
+    def _accept(self, listener: str, sock: socket.socket, ip: str) -> None:
+        """An accepted socket (already counted in the quotas): serve it in a task of its own."""
+        task = asyncio.get_running_loop().create_task(self._serve(listener, sock))
+        self._connections[task] = None
+        task.add_done_callback(lambda t: self._forget_connection(t, listener, ip))
+        if self.quotas.excess():
+            self._close_excess_connection(listener)
+
+    async def _serve(self, listener: str, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            _, connection = await loop.connect_accepted_socket(
+                lambda: Connection(self, listener, self.memory_pool, self._receive_buffer), sock)
+        except OSError as e:
+            sock.close()
+            log.warning("connection setup failed listener=%s error=%s", listener, e)
+            return
+        task = asyncio.current_task()
+        assert task is not None
         self._connections[task] = connection
-        task.add_done_callback(self._forget_connection)
+        await connection.serve()
 
-    def _forget_connection(self, task: asyncio.Task[None]) -> None:
+    def _forget_connection(self, task: asyncio.Task[None], listener: str, ip: str) -> None:
         self._connections.pop(task, None)
+        self.quotas.dec(listener, ip)
+        for acceptor in self.acceptors:
+            acceptor.maybe_resume()
 
-    async def _close_idle_connections(self, max_idle_ms: int) -> None:
-        """connections.max.idle.ms: close each connection that has had no request in flight
-        and no frame started for that long, with one log line (Kafka's clients close theirs
-        after 9 minutes, before the broker's 10). The sweep runs every tenth of the limit
-        (between 10 ms and 30 s), so a connection goes at most that much later."""
-        period_s = min(max(max_idle_ms / 10, 10), 30_000) / 1000
+    def _close_excess_connection(self, accepted_on: str) -> None:
+        """Kafka's answer to a connection the inter-broker listener accepted beyond
+        max.connections: close the least recently active connection of another listener."""
+        candidates = [
+            (connection.idle_since if connection.idle_since is not None else float("inf"), task)
+            for task, connection in self._connections.items()
+            if connection is not None and connection.listener != self.quotas.protected_listener
+        ]
+        if not candidates:
+            return
+        _, task = min(candidates, key=lambda c: c[0])
+        connection = self._connections[task]
+        assert connection is not None
+        log.info(
+            "connection closed reason=max_connections client=%s client_id=%s listener=%s "
+            "accepted_on=%s connections=%d max_connections=%d",
+            connection.address,
+            connection.client_id,
+            connection.listener,
+            accepted_on,
+            self.quotas.total,
+            self.quotas.max_connections,
+        )
+        task.cancel()
+
+    async def _sweep_connections(self) -> None:
+        """The connection deadlines, checked every tenth of the shortest (between 10 ms and
+        30 s), so a connection goes at most that much late.
+
+        connections.max.idle.ms: close each connection that has had no request in flight and
+        no frame started for that long, with one log line (Kafka's clients close theirs after 9
+        minutes, before the broker's 10); negative: never. samsa.request.receive.timeout.ms:
+        close each connection whose frame has not arrived whole that long after its first
+        byte, releasing what it buffered."""
+        max_idle_ms = self.config.connections_max_idle_ms
+        receive_ms = self.config.samsa_request_receive_timeout_ms
+        shortest = min(receive_ms, max_idle_ms) if max_idle_ms >= 0 else receive_ms
+        period_s = min(max(shortest / 10, 10), 30_000) / 1000
         while True:
             await asyncio.sleep(period_s)
             now = time.monotonic()
-            deadline = now - max_idle_ms / 1000
+            idle_deadline = now - max_idle_ms / 1000 if max_idle_ms >= 0 else float("-inf")
+            receive_deadline = now - receive_ms / 1000
             for task, connection in list(self._connections.items()):
+                if connection is None:
+                    continue
                 since = connection.idle_since
-                if since is not None and since <= deadline:
+                started = connection.frame_started
+                if since is not None and since <= idle_deadline:
                     connection.idle_since = None
                     connection.log_idle_close((now - since) * 1000, max_idle_ms)
+                    task.cancel()
+                elif started is not None and started <= receive_deadline:
+                    connection.frame_started = None
+                    connection.log_receive_timeout((now - started) * 1000, receive_ms)
                     task.cancel()
 
     # -- endpoints -----------------------------------------------------------------------------

@@ -4,7 +4,10 @@
 # v0: an empty topic list means all topics; v1+: null means all, empty means none. Unknown topics
 # are created when the request allows it (v4+ flag; always for v0-3) and auto.create.topics.enable
 # is on, with num.partitions and default.replication.factor; invalid names get
-# INVALID_TOPIC_EXCEPTION. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
+# INVALID_TOPIC_EXCEPTION. At most samsa.auto.create.topics.max.per.request topics are created per
+# request, in request order; the others are answered UNKNOWN_TOPIC_OR_PARTITION (what Kafka 4.x
+# answers for a topic whose creation it has passed to its controller, in every version), so the
+# client asks again, and one line is logged. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
 # name before v12 closes the connection (Kafka rejects it as an invalid request).
 # Authorized operations: no authorizer, so every operation is reported as allowed when asked
 # (topic operations v8+, cluster operations v8-10), as Kafka also for a topic named in the request
@@ -13,6 +16,7 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 
 from kio.schema.metadata.v12.request import MetadataRequest
@@ -36,6 +40,7 @@ from protocol.types import BrokerId
 
 API_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
+log = logging.getLogger("samsa.metadata")
 
 
 def brokers_for(image: ClusterImage, listener: str) -> tuple[MetadataResponseBroker, ...]:
@@ -108,7 +113,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     if all_topics:
         topics = [topic_metadata(image, t, include_ops) for _, t in sorted(image.topics.items())]
     else:
-        to_create: list[str] = []
+        to_create: dict[str, None] = {}  # in request order, each name once
         for requested in request.topics or ():
             name = requested.name
             if name is None:
@@ -124,12 +129,27 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 continue
             if topic_name_error(name):
                 topics.append(_error_topic(name, ErrorCode.invalid_topic_exception, None, include_ops))
-            elif allow_auto_create and name not in to_create:
-                to_create.append(name)
-            elif not allow_auto_create:
+            elif allow_auto_create:
+                to_create[name] = None
+            else:
                 topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
+        cap = broker.config.samsa_auto_create_topics_max_per_request
+        names = list(to_create)
+        deferred = set(names[cap:])
+        if deferred:
+            log.warning(
+                "auto-creation capped client_id=%s correlation_id=%d requested=%d creating=%d "
+                "deferred=%d samsa_auto_create_topics_max_per_request=%d",
+                ctx.client_id,
+                ctx.correlation_id,
+                len(names),
+                cap,
+                len(deferred),
+                cap,
+            )
+            to_create = dict.fromkeys(names[:cap])
         if to_create:
-            await broker.auto_create_topics(to_create)
+            await broker.auto_create_topics(list(to_create))
             image = broker.controller.image
         for requested in request.topics or ():
             name = requested.name
@@ -139,6 +159,8 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 topics.append(topic_metadata(image, image.topics[name], include_ops))
             elif name in to_create:
                 topics.append(_error_topic(name, ErrorCode.leader_not_available, None, include_ops))
+            elif name in deferred:
+                topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
 
     response = MetadataResponse(
         throttle_time=datetime.timedelta(0),

@@ -650,6 +650,6 @@ def test_fuzz_malformed_frames_while_a_client_works(broker: SamsaProcess) -> Non
 def _first_traceback(log: str) -> str:
     lines = log.splitlines()
     for i, line in enumerate(lines):
-        if line.startswith("Traceback"):
+        if line.lstrip().startswith("Traceback"):
             return "\n".join(lines[max(0, i - 2) : i + 40])
     return ""
