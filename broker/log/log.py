@@ -433,15 +433,18 @@ class UnifiedLog:
         empty = FetchDataInfo(Offset(start_offset), None, LogOffsetMetadata(Offset(start_offset)))
         if start_offset >= bound:
             return empty
-        limit_index, limit_position = self._position_of(bound)
-        i = bisect.bisect_right(self._bases, start_offset) - 1
-        while 0 <= i <= limit_index:
-            segment = self._segments[i]
-            max_position = limit_position if i == limit_index else None
-            info = segment.read(start_offset, max_bytes, max_position, min_one_message)
-            if info is not None:
-                return info
-            i += 1
+        try:
+            limit_index, limit_position = self._position_of(bound)
+            i = bisect.bisect_right(self._bases, start_offset) - 1
+            while 0 <= i <= limit_index:
+                segment = self._segments[i]
+                max_position = limit_position if i == limit_index else None
+                info = segment.read(start_offset, max_bytes, max_position, min_one_message)
+                if info is not None:
+                    return info
+                i += 1
+        except OSError as exc:  # no descriptor left to open the segment, an I/O error
+            raise self._storage_failed("read", exc) from None
         return empty
 
     def _position_of(self, offset: int) -> tuple[int, int | None]:
