@@ -1,8 +1,8 @@
 """The record batch (magic v2) as it travels on the wire and lies on disk.
 
-A batch is opaque to the broker on the hot path: `BatchHeader.parse` reads the 61-byte header,
-`verify_crc` checks CRC-32C over attributes..end, and `patch_header` rewrites baseOffset and
-partitionLeaderEpoch (both outside the CRC) without touching the record bytes.
+`BatchHeader.parse` reads the 61-byte header, `verify_crc` checks CRC-32C over attributes..end,
+and `patch_header` rewrites baseOffset and partitionLeaderEpoch (both outside the CRC) without
+touching the record bytes.
 
 Where a feature needs the records themselves (compaction, the group coordinator, tests),
 `decode_records` decompresses (bounded by `max_size` where given) and parses them; `build_batch`
