@@ -238,9 +238,7 @@ def check_records(
         batches.append(CheckedBatch(size, header))
         parts.append(data)
         size += header.size
-    if not rewritten and size == len(buf):
-        return CheckedRecords.of(buf, config, tuple(batches))
-    return CheckedRecords.of(b"".join(parts), config, tuple(batches))
+    return CheckedRecords.of(b"".join(parts) if rewritten else buf, config, tuple(batches))
 
 
 class _BoundedCompressor:
