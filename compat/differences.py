@@ -151,3 +151,76 @@ def normalise(key: str, observations: list[Obs]) -> list[Obs]:
                 o = d.normalise(o)
         out.append(o)
     return out
+
+
+def _malformed(*cases: str) -> Callable[[str, Obs], bool]:
+    """Cases of the malformed-batch scenario (compat/test_malformed_records.py)."""
+    return lambda k, o: k == "raw-produce-malformed" and o.get("case") in cases
+
+
+DIFFERENCES += [
+    Difference(
+        name="unknown compression codec ids",
+        kind="explained",
+        where="raw Produce: a batch naming codec 5, 6 or 7",
+        text=(
+            "Kafka's CompressionType.forId throws an IllegalArgumentException, which escapes as "
+            "UNKNOWN_SERVER_ERROR; Samsa answers UNSUPPORTED_COMPRESSION_TYPE, the code Kafka has for a "
+            "codec it does not take. Neither appends anything."
+        ),
+        applies=_malformed("codec id 5", "codec id 6", "codec id 7"),
+        normalise=_keep("step", "case", answer="<differs>"),
+    ),
+    Difference(
+        name="records that do not decompress",
+        kind="explained",
+        where="raw Produce: gzip, snappy, lz4 or zstd data that does not decompress",
+        text=(
+            "Kafka's decompressing stream throws a KafkaException that escapes as UNKNOWN_SERVER_ERROR; "
+            "Samsa answers INVALID_RECORD, as both answer for a malformed uncompressed records section "
+            "(and not CORRUPT_MESSAGE, which the Java producer retries: the same bytes fail again). Neither "
+            "appends anything."
+        ),
+        applies=_malformed(
+            "gzip garbage", "gzip truncated", "gzip empty", "snappy garbage", "lz4 garbage", "zstd garbage"
+        ),
+        normalise=_keep("step", "case", answer="<differs>"),
+    ),
+    Difference(
+        name="an overlong record length varint",
+        kind="explained",
+        where="raw Produce: a record length varint longer than 5 bytes",
+        text=(
+            "Kafka reads a record's length varint outside the try block that turns malformed fields into "
+            "InvalidRecordException, so its IllegalArgumentException escapes as UNKNOWN_SERVER_ERROR; Samsa "
+            "answers INVALID_RECORD as for every other malformed field. Neither appends anything."
+        ),
+        applies=_malformed("overlong length varint"),
+        normalise=_keep("step", "case", answer="<differs>"),
+    ),
+    Difference(
+        name="offset deltas other than 0, 1, 2, ...",
+        kind="explained",
+        where="raw Produce: uncompressed records with repeated or too large offset deltas",
+        text=(
+            "Kafka stores an uncompressed batch's offset deltas as the producer wrote them, so the records "
+            "of the acknowledged batch read back at wrong offsets: consumers skip the records whose offset "
+            "repeats, or see an offset past the batch's last one. Samsa refuses such a batch with "
+            "INVALID_RECORD (no client writes one; Kafka itself renumbers the records of a compressed batch)."
+        ),
+        applies=_malformed("repeated offset deltas", "offset delta past lastOffsetDelta"),
+        normalise=_keep("step", "case", answer="<differs>"),
+    ),
+    Difference(
+        name="a compressed record running past the stream",
+        kind="explained",
+        where="raw Produce: a gzip batch whose record length runs past the decompressed data",
+        text=(
+            "Kafka checks a compressed batch with an iterator that skips keys and values without reading "
+            "them, so a record whose length runs past the end of the stream is acknowledged, and every "
+            "consumer then fails on it; Samsa reads the whole record and answers INVALID_RECORD."
+        ),
+        applies=_malformed("gzip record length past the stream"),
+        normalise=_keep("step", "case", answer="<differs>"),
+    ),
+]

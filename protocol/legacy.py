@@ -12,7 +12,9 @@ the wrapper carries the absolute offset of the last one. Magic 0 has no timestam
 frames have the header checksum Kafka 0.8/0.9 computed wrongly (see
 `protocol.compression.repair_lz4_header_checksum`).
 
-Samsa stores only v2 batches: `upconvert` turns a legacy message set into one v2 batch.
+Samsa stores only v2 batches: `upconvert` turns a legacy message set into one v2 batch, one
+message at a time (no list of every message), decompressing wrappers with at most
+`max_decompressed` bytes in all, the bound produced v2 batches get.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 
 from protocol.compression import CompressionType, decompress, repair_lz4_header_checksum
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
-from protocol.records import NO_TIMESTAMP, NewRecord, TimestampType, build_batch
+from protocol.records import NO_TIMESTAMP, BatchBuilder, TimestampType
 
 __all__ = ["LegacyRecord", "decode_message_set", "upconvert"]
 
@@ -142,8 +144,9 @@ def _read_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes | None, int]:
     return bytes(buf[pos : pos + length]), pos + length
 
 
-def _inner_messages(wrapper: _Message) -> list[_Message]:
-    """Decompress and parse the message set inside a compressed wrapper message."""
+def _unwrap(wrapper: _Message, max_size: int | None) -> bytes:
+    """The decompressed message set inside a compressed wrapper message (at most `max_size`
+    bytes: DecompressedSizeError past it)."""
     codec = wrapper.codec
     if codec not in _LEGACY_CODECS:
         if codec == CompressionType.ZSTD:
@@ -157,26 +160,49 @@ def _inner_messages(wrapper: _Message) -> list[_Message]:
     data: bytes = wrapper.value
     if codec == CompressionType.LZ4 and wrapper.magic == 0:
         data = repair_lz4_header_checksum(data)
-    inner = list(_iter_messages(decompress(codec, data), strict=True))
-    if not inner:
-        raise CorruptRecordError("compressed wrapper message holds no messages")
-    for message in inner:
+    return decompress(codec, data, max_size)
+
+
+def _inner_messages(wrapper: _Message, data: bytes) -> Iterator[_Message]:
+    """The messages of a wrapper's decompressed message set, one at a time."""
+    empty = True
+    for message in _iter_messages(data, strict=True):
         if message.magic != wrapper.magic:
             raise CorruptRecordError(
                 f"inner message magic {message.magic} differs from its wrapper's {wrapper.magic}"
             )
         if message.codec != CompressionType.NONE:
             raise CorruptRecordError("compressed message inside a compressed message")
-    return inner
+        empty = False
+        yield message
+    if empty:
+        raise CorruptRecordError("compressed wrapper message holds no messages")
 
 
-def decode_message_set(buf: Buffer, *, strict: bool = True) -> list[LegacyRecord]:
+class _Budget:
+    """Decompressed bytes left to the wrappers of one message set."""
+
+    def __init__(self, max_size: int | None) -> None:
+        self.left = max_size
+
+    def unwrap(self, wrapper: _Message) -> bytes:
+        data = _unwrap(wrapper, self.left)
+        if self.left is not None:
+            self.left -= len(data)
+        return data
+
+
+def decode_message_set(
+    buf: Buffer, *, strict: bool = True, max_decompressed: int | None = None
+) -> list[LegacyRecord]:
     """Every message of a magic 0/1 message set, compressed wrappers expanded, CRCs checked.
 
     `strict` (produce input) makes a truncated trailing message an error; without it (fetch
     input) such a message is dropped. Malformed input raises CorruptRecordError; zstd in a
-    legacy message raises KafkaError(unsupported_compression_type).
+    legacy message raises KafkaError(unsupported_compression_type); wrappers decompressing to
+    more than `max_decompressed` bytes in all raise DecompressedSizeError.
     """
+    budget = _Budget(max_decompressed)
     records: list[LegacyRecord] = []
     for message in _iter_messages(buf, strict=strict):
         if message.codec == CompressionType.NONE:
@@ -187,7 +213,7 @@ def decode_message_set(buf: Buffer, *, strict: bool = True) -> list[LegacyRecord
                 )
             )  # fmt: skip
             continue
-        inner = _inner_messages(message)
+        inner = list(_inner_messages(message, budget.unwrap(message)))
         codec = CompressionType(message.codec)
         log_append_time = message.timestamp_type is TimestampType.LOG_APPEND_TIME
         offset_shift = message.offset - inner[-1].offset if message.magic == 1 else 0
@@ -209,7 +235,11 @@ def decode_message_set(buf: Buffer, *, strict: bool = True) -> list[LegacyRecord
 
 
 def upconvert(
-    buf: Buffer, *, strict: bool = True, compression: CompressionType | None = None
+    buf: Buffer,
+    *,
+    strict: bool = True,
+    compression: CompressionType | None = None,
+    max_decompressed: int | None = None,
 ) -> bytes:
     """Convert a magic 0/1 message set into one v2 record batch (b"" if it holds no message).
 
@@ -217,21 +247,27 @@ def upconvert(
     magic 0, with create-time type), keys and values are kept; the batch is compressed with
     `compression`, or by default with the codec of the last compressed wrapper (as Kafka picks
     the source codec), NONE if there was none. It is LogAppendTime only if every message was.
+    Messages are converted as they are read; wrappers may decompress to `max_decompressed`
+    bytes in all (DecompressedSizeError past it).
     """
-    records = decode_message_set(buf, strict=strict)
-    if not records:
+    budget = _Budget(max_decompressed)
+    builder = BatchBuilder()
+    source = CompressionType.NONE
+    every_log_append_time = True
+    for message in _iter_messages(buf, strict=strict):
+        log_append_time = message.timestamp_type is TimestampType.LOG_APPEND_TIME
+        every_log_append_time &= log_append_time
+        if message.codec == CompressionType.NONE:
+            builder.append(message.key, message.value, (), message.timestamp)
+            continue
+        for item in _inner_messages(message, budget.unwrap(message)):
+            builder.append(item.key, item.value, (), message.timestamp if log_append_time else item.timestamp)
+        source = CompressionType(message.codec)
+    if not builder.count:
         return b""
-    if compression is None:
-        compression = next(
-            (r.compression for r in reversed(records) if r.compression), CompressionType.NONE
-        )
-    timestamp_type = (
-        TimestampType.LOG_APPEND_TIME
-        if all(r.timestamp_type is TimestampType.LOG_APPEND_TIME for r in records)
-        else TimestampType.CREATE_TIME
-    )
-    return build_batch(
-        [NewRecord(r.key, r.value, (), r.timestamp) for r in records],
-        compression=compression,
-        timestamp_type=timestamp_type,
+    return builder.build(
+        compression=source if compression is None else compression,
+        timestamp_type=(
+            TimestampType.LOG_APPEND_TIME if every_log_append_time else TimestampType.CREATE_TIME
+        ),
     )

@@ -1,14 +1,14 @@
 """The record batch (magic v2) as it travels on the wire and lies on disk.
 
-A batch is opaque to the broker on the hot path: `BatchHeader.parse` reads the 61-byte header,
-`verify_crc` checks CRC-32C over attributes..end, and `patch_header` rewrites baseOffset and
-partitionLeaderEpoch (both outside the CRC) without touching the record bytes.
+`BatchHeader.parse` reads the 61-byte header, `verify_crc` checks CRC-32C over attributes..end,
+and `patch_header` rewrites baseOffset and partitionLeaderEpoch (both outside the CRC) without
+touching the record bytes.
 
-Where a feature needs the records themselves (compaction, keys on compacted topics, legacy
-conversion, a topic compression.type other than `producer`, tests), `decode_records`
-decompresses and parses them, `build_batch` writes a batch, `recompress_batch` rewrites one with
-another codec (through those two) and `set_log_append_time` stamps LogAppendTime the way Kafka's
-DefaultRecordBatch does.
+Where a feature needs the records themselves (compaction, the group coordinator, tests),
+`decode_records` decompresses (bounded by `max_size` where given) and parses them; `build_batch`
+and `BatchBuilder` write a batch; `set_max_timestamp` rewrites maxTimestamp and the timestamp
+type the way Kafka's DefaultRecordBatch.setMaxTimestamp does. Checking every record of a
+produced batch without decoding it is `protocol.record_check`.
 
 Layout (big-endian), offsets from the start of the batch:
 
@@ -227,13 +227,16 @@ class NewRecord:
     offset_delta: int | None = None
 
 
-def decode_records(buf: Buffer, pos: int, header: BatchHeader) -> list[Record]:
+def decode_records(
+    buf: Buffer, pos: int, header: BatchHeader, max_size: int | None = None
+) -> list[Record]:
     """Decompress and parse the records of the batch at `pos` whose header is `header`.
 
     The CRC is not checked here (see `verify_crc`). In a LogAppendTime batch every record's
     timestamp is the batch's maxTimestamp, as Kafka reads it. Anything malformed, including a
     records count that does not match the records section or a codec id outside 0-4, raises
-    CorruptRecordError.
+    CorruptRecordError; a records section that decompresses to more than `max_size` bytes
+    raises DecompressedSizeError (MESSAGE_TOO_LARGE).
     """
     end = pos + header.size
     if pos < 0 or end > len(buf):
@@ -243,7 +246,7 @@ def decode_records(buf: Buffer, pos: int, header: BatchHeader) -> list[Record]:
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec > CompressionType.ZSTD:
         raise CorruptRecordError(f"batch at {pos} names unknown compression codec {codec}")
-    data = decompress(codec, memoryview(buf)[pos + HEADER_SIZE : end])
+    data = decompress(codec, memoryview(buf)[pos + HEADER_SIZE : end], max_size)
     log_append_time = (
         header.max_timestamp if header.timestamp_type is TimestampType.LOG_APPEND_TIME else None
     )
@@ -332,6 +335,96 @@ def _as_new_record(item: NewRecord | Record | tuple[Any, ...]) -> NewRecord:
     return NewRecord(item.key, item.value, tuple(item.headers), item.timestamp)
 
 
+class BatchBuilder:
+    """Writes the records of one v2 batch as they come, then the batch (`build`).
+
+    The first record's timestamp is the baseTimestamp unless one is given; offset deltas count
+    from 0 unless a record names its own (increasing). Used by `build_batch` and by legacy
+    up-conversion, which streams messages in without holding them all."""
+
+    def __init__(self, base_timestamp: int | None = None) -> None:
+        self.body = bytearray()
+        self.count = 0
+        self.next_delta = 0
+        self.base_timestamp = base_timestamp
+        self.max_timestamp = NO_TIMESTAMP
+        self._record = bytearray()
+
+    def append(
+        self,
+        key: Buffer | None,
+        value: Buffer | None,
+        headers: Iterable[Header] = (),
+        timestamp: int | None = None,
+        offset_delta: int | None = None,
+    ) -> None:
+        timestamp = int(time.time() * 1000) if timestamp is None else timestamp
+        if self.base_timestamp is None:
+            self.base_timestamp = timestamp
+        self.max_timestamp = timestamp if self.count == 0 else max(self.max_timestamp, timestamp)
+        delta = self.next_delta if offset_delta is None else offset_delta
+        if not self.next_delta <= delta <= INT32_MAX:
+            raise ValueError(f"offset delta {delta} is not increasing or does not fit an int32")
+        self.next_delta = delta + 1
+        record = self._record
+        record.clear()
+        record.append(0)  # attributes
+        write_varint(record, timestamp - self.base_timestamp)
+        write_varint(record, delta)
+        _write_bytes(record, key)
+        _write_bytes(record, value)
+        headers = tuple(headers)
+        write_varint(record, len(headers))
+        for header_key, header_value in headers:
+            _write_bytes(record, header_key.encode("utf-8"))
+            _write_bytes(record, header_value)
+        write_varint(self.body, len(record))
+        self.body += record
+        self.count += 1
+
+    def build(
+        self,
+        *,
+        base_offset: int = 0,
+        compression: CompressionType = CompressionType.NONE,
+        timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        partition_leader_epoch: int = -1,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        max_timestamp: int | None = None,
+        last_offset_delta: int | None = None,
+    ) -> bytes:
+        """The batch, CRC included; maxTimestamp defaults to the largest record timestamp and
+        lastOffsetDelta to the last record's (it may be given larger: a compacted batch keeps
+        its last offset)."""
+        if last_offset_delta is None:
+            last_offset_delta = max(self.next_delta - 1, 0)
+        elif last_offset_delta < self.next_delta - 1:
+            raise ValueError(f"last offset delta {last_offset_delta} < last record's {self.next_delta - 1}")
+        section = self.body if compression == CompressionType.NONE else compress(compression, self.body)
+        attributes = int(codec_of(compression))
+        if timestamp_type == TimestampType.LOG_APPEND_TIME:
+            attributes |= ATTR_TIMESTAMP_TYPE
+        if is_transactional:
+            attributes |= ATTR_TRANSACTIONAL
+        if is_control:
+            attributes |= ATTR_CONTROL
+        out = bytearray(HEADER_SIZE + len(section))
+        _HEADER.pack_into(
+            out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, CURRENT_MAGIC, 0,
+            attributes, last_offset_delta,
+            NO_TIMESTAMP if self.base_timestamp is None else self.base_timestamp,
+            self.max_timestamp if max_timestamp is None else max_timestamp,
+            producer_id, producer_epoch, base_sequence, self.count,
+        )  # fmt: skip
+        out[HEADER_SIZE:] = section
+        _CRC.pack_into(out, CRC_OFFSET, compute_crc(out, 0, len(out)))
+        return bytes(out)
+
+
 def build_batch(
     records: Iterable[NewRecord | Record | tuple[Any, ...]],
     *,
@@ -355,129 +448,59 @@ def build_batch(
     maxTimestamp to the largest (both -1 for an empty batch); lastOffsetDelta defaults to the
     last record's offset delta and may be given larger (a compacted batch keeps its last offset).
     """
-    items = [_as_new_record(item) for item in records]
+    builder = BatchBuilder(base_timestamp)
     now = int(time.time() * 1000)
-    timestamps = [now if item.timestamp is None else item.timestamp for item in items]
-    if base_timestamp is None:
-        base_timestamp = timestamps[0] if timestamps else NO_TIMESTAMP
-    if max_timestamp is None:
-        max_timestamp = max(timestamps, default=NO_TIMESTAMP)
+    for item in records:
+        record = _as_new_record(item)
+        builder.append(
+            record.key,
+            record.value,
+            record.headers,
+            now if record.timestamp is None else record.timestamp,
+            record.offset_delta,
+        )
+    return builder.build(
+        base_offset=base_offset,
+        compression=compression,
+        timestamp_type=timestamp_type,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+        is_transactional=is_transactional,
+        is_control=is_control,
+        max_timestamp=max_timestamp,
+        last_offset_delta=last_offset_delta,
+    )
 
-    body = bytearray()
-    record = bytearray()
-    next_delta = 0
-    for item, timestamp in zip(items, timestamps):
-        delta = next_delta if item.offset_delta is None else item.offset_delta
-        if not next_delta <= delta <= INT32_MAX:
-            raise ValueError(f"offset delta {delta} is not increasing or does not fit an int32")
-        next_delta = delta + 1
-        record.clear()
-        record.append(0)  # attributes
-        write_varint(record, timestamp - base_timestamp)
-        write_varint(record, delta)
-        _write_bytes(record, item.key)
-        _write_bytes(record, item.value)
-        write_varint(record, len(item.headers))
-        for header_key, header_value in item.headers:
-            _write_bytes(record, header_key.encode("utf-8"))
-            _write_bytes(record, header_value)
-        write_varint(body, len(record))
-        body += record
-    if last_offset_delta is None:
-        last_offset_delta = max(next_delta - 1, 0)
-    elif last_offset_delta < next_delta - 1:
-        raise ValueError(f"last offset delta {last_offset_delta} < last record's {next_delta - 1}")
 
-    section = body if compression == CompressionType.NONE else compress(compression, body)
-    attributes = int(codec_of(compression))
-    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+def set_max_timestamp(
+    buf: bytearray | memoryview,
+    pos: int,
+    header: BatchHeader,
+    timestamp_type: TimestampType,
+    max_timestamp: int,
+) -> BatchHeader:
+    """Kafka's DefaultRecordBatch.setMaxTimestamp: write the timestamp-type attribute bit (other
+    attributes kept) and maxTimestamp of the batch at `pos`, recompute the CRC, and return the
+    updated header; nothing is written when the batch already has both. baseTimestamp and the
+    records are left as they are (in a LogAppendTime batch every record reads as maxTimestamp)."""
+    if pos < 0 or pos + header.size > len(buf):
+        raise CorruptRecordError(f"record batch at {pos} truncated: needs {header.size} bytes")
+    attributes = header.attributes & ~ATTR_TIMESTAMP_TYPE
+    if timestamp_type is TimestampType.LOG_APPEND_TIME:
         attributes |= ATTR_TIMESTAMP_TYPE
-    if is_transactional:
-        attributes |= ATTR_TRANSACTIONAL
-    if is_control:
-        attributes |= ATTR_CONTROL
-    out = bytearray(HEADER_SIZE + len(section))
-    _HEADER.pack_into(
-        out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, CURRENT_MAGIC, 0,
-        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
-        producer_epoch, base_sequence, len(items),
-    )  # fmt: skip
-    out[HEADER_SIZE:] = section
-    _CRC.pack_into(out, CRC_OFFSET, compute_crc(out, 0, len(out)))
-    return bytes(out)
+    if attributes == header.attributes and header.max_timestamp == max_timestamp:
+        return header
+    _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+    _TIMESTAMP.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    crc = compute_crc(buf, pos, header.size)
+    _CRC.pack_into(buf, pos + CRC_OFFSET, crc)
+    return dataclasses.replace(header, attributes=attributes, max_timestamp=max_timestamp, crc=crc)
 
 
 def set_log_append_time(
     buf: bytearray | memoryview, pos: int, header: BatchHeader, timestamp_ms: int
 ) -> BatchHeader:
-    """Stamp the batch at `pos` with LogAppendTime `timestamp_ms`; returns the updated header.
-
-    Like Kafka's DefaultRecordBatch.setMaxTimestamp: sets the timestamp-type attribute bit
-    (other attributes kept) and maxTimestamp, leaves baseTimestamp and the records as they are
-    (readers give every record of a LogAppendTime batch the maxTimestamp), and recomputes the
-    CRC; nothing is written when the batch already carries that type and timestamp.
-    """
-    if pos < 0 or pos + header.size > len(buf):
-        raise CorruptRecordError(f"record batch at {pos} truncated: needs {header.size} bytes")
-    attributes = header.attributes | ATTR_TIMESTAMP_TYPE
-    if attributes == header.attributes and header.max_timestamp == timestamp_ms:
-        return header
-    _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
-    _TIMESTAMP.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
-    crc = compute_crc(buf, pos, header.size)
-    _CRC.pack_into(buf, pos + CRC_OFFSET, crc)
-    return dataclasses.replace(header, attributes=attributes, max_timestamp=timestamp_ms, crc=crc)
-
-
-def recompress_batch(
-    buf: Buffer,
-    pos: int,
-    header: BatchHeader,
-    compression: CompressionType,
-    *,
-    base_offset: int,
-    partition_leader_epoch: int,
-    log_append_time: int | None = None,
-) -> bytes:
-    """The batch at `pos` rewritten with codec `compression` (Kafka's LogValidator when the
-    topic's compression.type differs from the producer's codec), through `decode_records` and
-    `build_batch`.
-
-    Everything else is kept: the records (offset deltas, timestamps, keys, values, headers),
-    baseTimestamp and maxTimestamp, producer id, epoch and base sequence, lastOffsetDelta and
-    the transactional and control bits; baseOffset and partitionLeaderEpoch are the ones given,
-    the CRC is new. With `log_append_time` the batch becomes a LogAppendTime batch the way
-    Kafka's MemoryRecordsBuilder writes one: every record's timestamp, baseTimestamp and
-    maxTimestamp are that time.
-    """
-    records = [
-        NewRecord(
-            r.key,
-            r.value,
-            r.headers,
-            r.timestamp if log_append_time is None else log_append_time,
-            r.offset - header.base_offset,
-        )
-        for r in decode_records(buf, pos, header)
-    ]
-    if log_append_time is None:
-        timestamp_type = header.timestamp_type
-        base_timestamp, max_timestamp = header.base_timestamp, header.max_timestamp
-    else:
-        timestamp_type = TimestampType.LOG_APPEND_TIME
-        base_timestamp = max_timestamp = log_append_time
-    return build_batch(
-        records,
-        base_offset=base_offset,
-        compression=compression,
-        timestamp_type=timestamp_type,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        partition_leader_epoch=partition_leader_epoch,
-        is_transactional=header.is_transactional,
-        is_control=header.is_control,
-        base_timestamp=base_timestamp,
-        max_timestamp=max_timestamp,
-        last_offset_delta=header.last_offset_delta,
-    )
+    """Stamp the batch at `pos` with LogAppendTime `timestamp_ms` (see `set_max_timestamp`)."""
+    return set_max_timestamp(buf, pos, header, TimestampType.LOG_APPEND_TIME, timestamp_ms)

@@ -1,19 +1,35 @@
 # Produce (key 0), versions 0-11.
-# Each partition's records are one opaque batch: the log checks its header and CRC-32C, assigns
-# offsets by rewriting baseOffset in place, and appends (see broker/log). v3+ must carry exactly one
-# magic v2 batch per partition (INVALID_RECORD otherwise, as Kafka); v0-2 may carry a legacy magic
-# 0/1 message set, which is converted to v2 batches before the append (librdkafka < 2.11.1 needs
-# v0 advertised to compress at all). acks 0, 1 and -1 (all: waits in the produce purgatory for the
-# high watermark; min.insync.replicas is checked before and after). With acks=0 an error closes
+# Each partition's records are checked in full before the append (broker/log/validation.py, as
+# Kafka's ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and LogValidator):
+# v3+ must carry exactly one magic v2 batch per partition (INVALID_RECORD otherwise, a trailing
+# partial batch is ignored, a batch size below 14 or a magic above 2 is CORRUPT_MESSAGE), zstd needs
+# v7+ (UNSUPPORTED_COMPRESSION_TYPE), the batch's baseOffset must be 0; then the header, CRC and
+# every record (INVALID_RECORD, INVALID_TIMESTAMP with KIP-467 record errors in v8+,
+# MESSAGE_TOO_LARGE for a batch or its decompressed records past the bound). Small batches are
+# checked on the event loop; larger or compressed ones past a small budget in a worker thread, so
+# a compression bomb or a huge batch never stalls other clients; the append itself (offsets) then
+# runs on the loop. v0-2 may carry a legacy magic 0/1 message set, up-converted to one v2 batch in
+# that worker (librdkafka < 2.11.1 needs v0 advertised to compress at all). A partition named twice
+# in one request is answered once, for its last entry, and only that entry's batch is appended (as
+# Kafka 4.x's map of partitions does). acks 0, 1 and -1 (all: waits in the produce purgatory for
+# the high watermark; min.insync.replicas is checked before and after). With acks=0 an error closes
 # the connection, as Kafka does, since there is no response to carry it.
 # Not supported: transactional produce (INVALID_TXN_STATE until transactions exist); v12-13.
 from __future__ import annotations
 
+import asyncio
 import datetime
+import functools
 import logging
+import struct
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from kio.schema.produce.v11.request import ProduceRequest
 from kio.schema.produce.v11.response import (
+    BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     ProduceResponse,
     TopicProduceResponse,
@@ -22,15 +38,31 @@ from kio.static.primitive import i32, i64
 
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
+from broker.log.config import LogConfig
+from broker.log.validation import CheckedRecords, check_records, max_decompressed_bytes
 from controller.model import INTERNAL_TOPICS
 from controller.placement import topic_name_error
 from protocol import legacy
+from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import CURRENT_MAGIC, iter_batch_headers, magic_of
+from protocol.record_check import OverBudget, RecordError, RecordValidationError
+from protocol.records import ATTR_COMPRESSION_MASK, ATTRIBUTES_OFFSET, CURRENT_MAGIC, LOG_OVERHEAD
 from protocol.topic_partition import TopicPartition
 
 API_KEY = 0
 log = logging.getLogger("samsa.produce")
+
+INLINE_RECORDS = 1000
+"""Records a request may have checked on the event loop (about a millisecond of walking, see
+docs/architecture.md "Record validation"); batches past it go to the worker thread."""
+INLINE_BYTES = 1 << 20
+"""Records bytes (decompressed) one batch may take on the loop before it goes to the worker."""
+
+_BATCH_SIZE = struct.Struct(">i")
+_BASE_OFFSET = struct.Struct(">q")
+_RECORDS_COUNT = struct.Struct(">i")
+_MIN_BATCH_SIZE = 14
+"""Kafka's LegacyRecord.RECORD_OVERHEAD_V0: a batch (or message) size below it is corrupt."""
 
 # The client sent records the broker will not take: answered with the code, as Kafka does, and
 # logged, since a client rarely shows the code to anyone.
@@ -45,6 +77,36 @@ _REJECTED_RECORDS = frozenset(
     }
 )
 
+_executor: ThreadPoolExecutor | None = None
+
+
+GIL_SWITCH_INTERVAL = 0.001
+"""Seconds a thread may keep the GIL while another waits for it, once the worker exists
+(CPython's default is 0.005). A request takes the GIL back several times (every socket call
+releases it), each time waiting up to this long while the worker walks records: an echo round
+trip on the loop next to a walking thread took up to 22 ms at 5 ms and 7 ms at 1 ms here."""
+
+
+def _worker() -> ThreadPoolExecutor:
+    """One thread for the checks that are too big for the loop: they run one at a time, so the
+    memory they take is bounded by one batch's decompression bound."""
+    global _executor
+    if _executor is None:
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL))
+        _executor = ThreadPoolExecutor(1, thread_name_prefix="samsa-record-check")
+    return _executor
+
+
+@dataclass(frozen=True, slots=True)
+class _Rejected:
+    code: ErrorCode
+    message: str | None
+    record_errors: tuple[RecordError, ...] = ()
+
+    @classmethod
+    def of(cls, error: KafkaError) -> _Rejected:
+        return cls(error.code, error.message, getattr(error, "record_errors", ()))
+
 
 def _partition_response(
     index: int,
@@ -53,6 +115,7 @@ def _partition_response(
     base_offset: int = -1,
     log_append_time: int = -1,
     log_start_offset: int = -1,
+    record_errors: tuple[RecordError, ...] = (),
 ) -> PartitionProduceResponse:
     return PartitionProduceResponse(
         index=i32(index),
@@ -64,32 +127,121 @@ def _partition_response(
             else None
         ),
         log_start_offset=i64(log_start_offset),
-        record_errors=(),
+        record_errors=tuple(
+            BatchIndexAndErrorMessage(batch_index=i32(e.batch_index), batch_index_error_message=e.message)
+            for e in record_errors
+        ),
         error_message=message,
     )
 
 
 def validate_records(records: bytes | None, api_version: int) -> bytes:
-    """Records as v2 batches ready for the log, or KafkaError (Kafka's ProduceRequest rules)."""
+    """The partition's records as Kafka's ProduceRequest.validateRecords takes them (KafkaError
+    otherwise): one magic v2 batch whose baseOffset is 0, without what follows its end; or, in
+    v0-2, a legacy message set (up-converted later, in the record check)."""
     if not records:
-        raise KafkaError(ErrorCode.invalid_record, "Produce request contains no record batch")
-    magic = magic_of(records)
-    if api_version >= 3:
-        if magic != CURRENT_MAGIC:
-            raise KafkaError(
-                ErrorCode.invalid_record,
-                f"Produce requests with version {api_version} are only allowed to contain record batches with magic version 2",
-            )
-        count = sum(1 for _ in iter_batch_headers(records))
-        if count != 1:
-            raise KafkaError(
-                ErrorCode.invalid_record,
-                f"Produce requests with version {api_version} must have exactly one record batch per partition",
-            )
+        raise KafkaError(
+            ErrorCode.invalid_record,
+            f"Produce requests with version {api_version} must have at least one record batch per partition",
+        )
+    batches = _whole_batches(records)
+    if not batches:
+        raise KafkaError(
+            ErrorCode.invalid_record,
+            f"Produce requests with version {api_version} must have at least one record batch per partition",
+        )
+    magic = records[16]
+    if api_version < 3 and magic < CURRENT_MAGIC:
         return records
-    if magic < CURRENT_MAGIC:
-        return legacy.upconvert(records, strict=True)
-    return records
+    if magic != CURRENT_MAGIC:
+        raise KafkaError(
+            ErrorCode.invalid_record,
+            f"Produce requests with version {api_version} are only allowed to contain record batches with magic version 2",
+        )
+    codec = records[ATTRIBUTES_OFFSET + 1] & ATTR_COMPRESSION_MASK
+    if api_version < 7 and codec == CompressionType.ZSTD:
+        raise KafkaError(
+            ErrorCode.unsupported_compression_type,
+            f"Produce requests with version {api_version} are not allowed to use ZStandard compression",
+        )
+    if len(batches) > 1:
+        raise KafkaError(
+            ErrorCode.invalid_record,
+            f"Produce requests with version {api_version} must have exactly one record batch per partition",
+        )
+    (base_offset,) = _BASE_OFFSET.unpack_from(records, 0)
+    if base_offset != 0:
+        raise KafkaError(
+            ErrorCode.invalid_record, f"The baseOffset of the record batch should be 0, but it is {base_offset}"
+        )
+    return records[: batches[0]]
+
+
+def _whole_batches(records: bytes) -> list[int]:
+    """End positions of the whole batches (or legacy messages) of `records`, read as Kafka's
+    ByteBufferLogInputStream reads them: a size below 14 or a magic above 2 is CORRUPT_MESSAGE,
+    a trailing part too short to hold its entry ends the list."""
+    ends: list[int] = []
+    pos = 0
+    while len(records) - pos >= LOG_OVERHEAD:
+        (size,) = _BATCH_SIZE.unpack_from(records, pos + 8)
+        if size < _MIN_BATCH_SIZE:
+            raise KafkaError(
+                ErrorCode.corrupt_message,
+                f"Record size {size} is less than the minimum record overhead ({_MIN_BATCH_SIZE})",
+            )
+        if len(records) - pos < 17:
+            break
+        magic = records[pos + 16]
+        if magic > CURRENT_MAGIC:  # a signed byte in Kafka: 128-255 are negative magics
+            signed = magic - 256 if magic > 127 else magic
+            raise KafkaError(ErrorCode.corrupt_message, f"Invalid magic found in record: {signed}")
+        if len(records) - pos < size + LOG_OVERHEAD:
+            break
+        pos += size + LOG_OVERHEAD
+        ends.append(pos)
+    return ends
+
+
+def _check(records: bytes, config: LogConfig, tp: TopicPartition, budget: int | None) -> CheckedRecords:
+    """The record check (run inline with a budget, or in the worker without): up-conversion of a
+    legacy message set first, then every batch and record."""
+    if records[16] < CURRENT_MAGIC:
+        records = legacy.upconvert(records, strict=True, max_decompressed=max_decompressed_bytes(config))
+        if not records:
+            raise KafkaError(ErrorCode.invalid_record, "Produce request contains no message")
+    return check_records(records, config, int(time.time() * 1000), partition=str(tp), budget=budget)
+
+
+async def _check_records(
+    ctx: RequestContext, entries: dict[TopicPartition, bytes], errors: dict[TopicPartition, _Rejected]
+) -> list[tuple[TopicPartition, bytes]]:
+    """Every entry's records checked against its partition's config (a partition this broker does
+    not lead is left to the append, which answers for it); rejected ones go to `errors`."""
+    checked: list[tuple[TopicPartition, bytes]] = []
+    inline_records = INLINE_RECORDS
+    loop = asyncio.get_running_loop()
+    for tp, records in entries.items():
+        partition = ctx.broker.replica_manager.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            checked.append((tp, records))
+            continue
+        config = partition.log.config
+        try:
+            result = None
+            (count,) = _RECORDS_COUNT.unpack_from(records, 57) if len(records) >= 61 else (0,)
+            if records[16] == CURRENT_MAGIC and 0 <= count <= inline_records:
+                try:
+                    result = _check(records, config, tp, INLINE_BYTES)
+                    inline_records -= count
+                except OverBudget:
+                    pass
+            if result is None:
+                result = await loop.run_in_executor(_worker(), functools.partial(_check, records, config, tp, None))
+            checked.append((tp, result))
+        except KafkaError as e:
+            errors[tp] = _Rejected.of(e)
+    return checked
 
 
 @registry.api(API_KEY, 0, 11)
@@ -97,13 +249,17 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     broker = ctx.broker
     acks = request.acks
     image = broker.controller.image
-    errors: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
-    entries: list[tuple[TopicPartition, bytes]] = []
+    errors: dict[TopicPartition, _Rejected] = {}
+    entries: dict[TopicPartition, bytes] = {}  # the last entry of each partition (as Kafka)
     order: list[TopicPartition] = []
     for topic in request.topic_data:
         for part in topic.partition_data:
             tp = TopicPartition(topic.name, part.index)
-            order.append(tp)
+            if tp in errors or tp in entries:
+                errors.pop(tp, None)
+                entries.pop(tp, None)
+            else:
+                order.append(tp)
             try:
                 if request.transactional_id is not None:
                     raise KafkaError(ErrorCode.invalid_txn_state, "Transactions are not supported by this broker")
@@ -121,17 +277,18 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                         ErrorCode.unknown_topic_or_partition,
                         "This server does not host this topic-partition.",
                     )
-                entries.append((tp, validate_records(part.records, ctx.api_version)))
+                entries[tp] = validate_records(part.records, ctx.api_version)
             except KafkaError as e:
-                errors[tp] = (e.code, e.message)
+                errors[tp] = _Rejected.of(e)
 
+    checked = await _check_records(ctx, entries, errors)
     results = await broker.replica_manager.append_records(
-        entries, acks, int(request.timeout.total_seconds() * 1000)
+        checked, acks, int(request.timeout.total_seconds() * 1000)
     )
 
     if acks == 0:
         failed = [(tp, r.error) for tp, r in results.items() if r.error != ErrorCode.none]
-        failed += [(tp, code) for tp, (code, _) in errors.items()]
+        failed += [(tp, e.code) for tp, e in errors.items()]
         if failed:
             raise CloseConnection(f"acks=0 produce failed: {[(str(tp), e.name) for tp, e in failed]}")
         return None
@@ -139,14 +296,17 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     by_topic: dict[str, list[PartitionProduceResponse]] = {}
     for tp in order:
         r = results.get(tp)
-        code, message = errors[tp] if r is None else (r.error, r.message)
-        if code in _REJECTED_RECORDS:
+        rejected = errors[tp] if r is None else _Rejected(r.error, r.message)
+        if rejected.code in _REJECTED_RECORDS:
             log.info(
-                "produce rejected client_id=%s correlation_id=%d topic=%s partition=%d error=%s message=%s",
-                ctx.client_id, ctx.correlation_id, tp.topic, tp.partition, code.name, message,
+                "produce rejected client_id=%s correlation_id=%d topic=%s partition=%d error=%s record_errors=%d message=%s",
+                ctx.client_id, ctx.correlation_id, tp.topic, tp.partition, rejected.code.name,
+                len(rejected.record_errors), rejected.message,
             )  # fmt: skip
-        if r is None or code != ErrorCode.none or r.info is None:
-            resp = _partition_response(tp.partition, code, message)
+        if r is None or r.error != ErrorCode.none or r.info is None:
+            resp = _partition_response(
+                tp.partition, rejected.code, rejected.message, record_errors=rejected.record_errors
+            )
         else:
             resp = _partition_response(
                 tp.partition,

@@ -9,6 +9,7 @@
 # fetch purgatory until an append brings enough or max_wait_ms passes (no timer polling).
 # The response budget is the request's max_bytes capped by the broker's fetch.max.bytes, and
 # min_bytes is capped by that budget, as in Kafka (the first batch still goes out whole).
+# A partition named twice is answered once, for its last entry (as Kafka's fetch session map).
 # Fetch sessions (KIP-227): served sessionless. A full fetch asking for a new session (epoch 0) is
 # answered with session id 0, which clients take as "no session"; a request naming a session id
 # gets FETCH_SESSION_ID_NOT_FOUND; an incremental epoch without a session INVALID_FETCH_SESSION_EPOCH.
@@ -79,20 +80,22 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         isolation = FetchIsolation.TXN_COMMITTED
     else:
         isolation = FetchIsolation.HIGH_WATERMARK
-    wanted = [
-        FetchRequestPartition(
-            tp=TopicPartition(topic.topic, p.partition),
-            fetch_offset=Offset(p.fetch_offset),
-            max_bytes=p.partition_max_bytes,
-            current_leader_epoch=p.current_leader_epoch,
-            log_start_offset=Offset(p.log_start_offset),
-        )
-        for topic in request.topics
-        for p in topic.partitions
-    ]
+    # A partition named twice is fetched once, with its last entry, in its first place (Kafka's
+    # fetch session keeps the partitions in a LinkedHashMap).
+    wanted: dict[TopicPartition, FetchRequestPartition] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = TopicPartition(topic.topic, p.partition)
+            wanted[tp] = FetchRequestPartition(
+                tp=tp,
+                fetch_offset=Offset(p.fetch_offset),
+                max_bytes=p.partition_max_bytes,
+                current_leader_epoch=p.current_leader_epoch,
+                log_start_offset=Offset(p.log_start_offset),
+            )
     max_bytes = min(request.max_bytes, ctx.broker.config.fetch_max_bytes)
     results = await ctx.broker.replica_manager.fetch_messages(
-        wanted,
+        list(wanted.values()),
         isolation,
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=min(request.min_bytes, max_bytes),

@@ -5,7 +5,8 @@
 # tiered storage); a timestamp gives the first offset whose timestamp is at or after it, or
 # offset -1 and timestamp -1 when there is none below the HW (KIP-79). Each answer carries the
 # leader epoch of its offset. A current leader epoch other than ours is fenced (KIP-320);
-# followers (replica_id >= 0) may read up to the log end offset.
+# followers (replica_id >= 0) may read up to the log end offset. A partition named more than once
+# gets one INVALID_REQUEST answer, after the others (as Kafka 4.x answers).
 # Not supported: v0 (old-style offset lists; no listed client needs it), v10+ (timeout field).
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kio.schema.list_offsets.v9.response import (
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
+from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
 from broker.context import RequestContext
@@ -43,17 +45,17 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
         isolation = FetchIsolation.HIGH_WATERMARK
     counts = Counter(TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions)
     duplicates = {tp for tp, n in counts.items() if n > 1}
-    topics = []
+    by_topic: dict[TopicName, list[ListOffsetsPartitionResponse]] = {}
     for topic in request.topics:
-        partitions = []
+        partitions = by_topic.setdefault(topic.name, [])
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
+            if tp in duplicates:
+                continue
             response = ListOffsetsPartitionResponse(
                 partition_index=i32(p.partition_index), error_code=ErrorCode.none
             )
             try:
-                if tp in duplicates:
-                    raise KafkaError(ErrorCode.invalid_request, f"Duplicate partition {tp} in request")
                 found = replica_manager.get_partition(tp).fetch_offset_for_timestamp(
                     p.timestamp,
                     isolation,
@@ -71,5 +73,10 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
             except KafkaError as e:
                 response = ListOffsetsPartitionResponse(partition_index=i32(p.partition_index), error_code=e.code)
             partitions.append(response)
-        topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(partitions)))
+    for tp in counts:  # each duplicated partition once, after the others, as Kafka answers it
+        if tp in duplicates:
+            by_topic[TopicName(tp.topic)].append(
+                ListOffsetsPartitionResponse(partition_index=i32(tp.partition), error_code=ErrorCode.invalid_request)
+            )
+    topics = [ListOffsetsTopicResponse(name=name, partitions=tuple(parts)) for name, parts in by_topic.items()]
     return ListOffsetsResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))

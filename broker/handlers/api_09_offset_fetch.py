@@ -59,7 +59,10 @@ def _fetch(ctx: RequestContext, group: OffsetFetchRequestGroup) -> tuple[ErrorCo
     error, offsets = coordinator(ctx).fetch_offsets(str(group.group_id), requested)
     if error != ErrorCode.none:
         return error, [(tp, None, error) for tp in requested or ()]
-    return ErrorCode.none, [(tp, value, ErrorCode.none) for tp, value in offsets.items()]
+    if requested is None:
+        return ErrorCode.none, [(tp, value, ErrorCode.none) for tp, value in offsets.items()]
+    # every partition asked for, as often as it was asked (Kafka answers duplicates each time)
+    return ErrorCode.none, [(tp, offsets.get(tp), ErrorCode.none) for tp in requested]
 
 
 def _by_topic(rows: list[Row]) -> dict[str, list[Row]]:

@@ -6,7 +6,8 @@
 # the new log start offset. Errors with Kafka's codes: an internal topic -> INVALID_TOPIC_EXCEPTION;
 # unknown partition -> UNKNOWN_TOPIC_OR_PARTITION; not the leader -> NOT_LEADER_OR_FOLLOWER; a topic
 # whose cleanup.policy lacks "delete" -> POLICY_VIOLATION; an offset below -1 or above the high
-# watermark -> OFFSET_OUT_OF_RANGE. Failed partitions report low_watermark -1.
+# watermark -> OFFSET_OUT_OF_RANGE. Failed partitions report low_watermark -1. A partition named
+# twice is answered once, for its last entry, as Kafka does.
 # Not supported: waiting for followers to move their log start offsets (Kafka's delayed
 # DeleteRecords purgatory); the low watermark is the leader's.
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kio.schema.delete_records.v2.response import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
+from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
 from broker.context import RequestContext
@@ -60,32 +62,31 @@ def delete_records_on_leader(ctx: RequestContext, tp: TopicPartition, offset: in
 
 @registry.api(API_KEY, 0, 2)
 async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
-    topics = []
+    # A partition named twice is answered once, for its last entry (Kafka keeps them in a map).
+    wanted: dict[TopicPartition, int] = {}
     for topic in request.topics:
-        partitions = []
         for p in topic.partitions:
-            tp = TopicPartition(topic.name, p.partition_index)
-            try:
-                low = delete_records_on_leader(ctx, tp, p.offset)
-                result = DeleteRecordsPartitionResult(
-                    partition_index=i32(p.partition_index), low_watermark=i64(low), error_code=ErrorCode.none
-                )
-                message = None
-            except KafkaError as e:
-                result = DeleteRecordsPartitionResult(
-                    partition_index=i32(p.partition_index), low_watermark=i64(-1), error_code=e.code
-                )
-                message = e.message
-            partitions.append(result)
-            audit(
-                ctx,
-                "delete_records",
-                topic=tp.topic,
-                partition=tp.partition,
-                offset=p.offset,
-                low_watermark=result.low_watermark,
-                result=result.error_code.name,
-                message=repr(message),
-            )
-        topics.append(DeleteRecordsTopicResult(name=topic.name, partitions=tuple(partitions)))
-    return DeleteRecordsResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))
+            wanted[TopicPartition(topic.name, p.partition_index)] = p.offset
+    by_topic: dict[TopicName, list[DeleteRecordsPartitionResult]] = {}
+    for tp, offset in wanted.items():
+        message = None
+        try:
+            low = delete_records_on_leader(ctx, tp, offset)
+            error = ErrorCode.none
+        except KafkaError as e:
+            low, error, message = -1, e.code, e.message
+        by_topic.setdefault(TopicName(tp.topic), []).append(
+            DeleteRecordsPartitionResult(partition_index=i32(tp.partition), low_watermark=i64(low), error_code=error)
+        )
+        audit(
+            ctx,
+            "delete_records",
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=offset,
+            low_watermark=low,
+            result=error.name,
+            message=repr(message),
+        )
+    topics = tuple(DeleteRecordsTopicResult(name=name, partitions=tuple(parts)) for name, parts in by_topic.items())
+    return DeleteRecordsResponse(throttle_time=datetime.timedelta(0), topics=topics)

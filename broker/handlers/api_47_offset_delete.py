@@ -23,9 +23,14 @@ from protocol.topic_partition import TopicPartition
 API_KEY = 47
 
 
-def _response(error: ErrorCode, results: dict[TopicPartition, ErrorCode]) -> OffsetDeleteResponse:
+def _response(
+    error: ErrorCode, results: dict[TopicPartition, ErrorCode], partitions: list[TopicPartition] | None = None
+) -> OffsetDeleteResponse:
+    """The answer: for each of `partitions` (as often as the request named it, as Kafka answers;
+    all of `results` when not given) its code."""
     by_topic: dict[str, list[OffsetDeleteResponsePartition]] = {}
-    for tp, code in results.items():
+    for tp in results if partitions is None else partitions:
+        code = results[tp]
         by_topic.setdefault(tp.topic, []).append(
             OffsetDeleteResponsePartition(partition_index=tp.partition, error_code=code)  # type: ignore[arg-type]
         )
@@ -44,4 +49,4 @@ def _error_response(ctx: RequestContext, request: OffsetDeleteRequest, error: Ex
 async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     partitions = [TopicPartition(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
     error, results = await coordinator(ctx).delete_offsets(str(request.group_id), partitions)
-    return _response(error, results)
+    return _response(error, results, partitions if error == ErrorCode.none else None)

@@ -61,6 +61,8 @@ from broker.log.segment import (
     LogSegment,
     segment_file_name,
 )
+from broker.log.validation import max_decompressed_bytes
+from protocol.compression import DecompressedSizeError
 from protocol.errors import CorruptRecordError
 from protocol.records import (
     ATTR_DELETE_HORIZON,
@@ -69,6 +71,7 @@ from protocol.records import (
     HEADER_SIZE,
     BatchHeader,
     NewRecord,
+    Record,
     TimestampType,
     build_batch,
     compute_crc,
@@ -258,7 +261,7 @@ def build_offset_map(plan: CleaningPlan, offset_map: OffsetMap, stats: CleanerSt
                 return
             stats.map_bytes_read += header.size
             if not header.is_control:
-                for record in decode_records(batch, 0, header):
+                for record in _decode_bounded(batch, header, plan.config) or ():
                     if record.key is not None:
                         offset_map.put(record.key, record.offset)
             offset_map.latest_offset = header.last_offset
@@ -277,6 +280,17 @@ class FilteredBatch:
     """The delete horizon of a kept batch that holds tombstones."""
 
 
+def _decode_bounded(batch: memoryview | bytes, header: BatchHeader, config: LogConfig) -> list[Record] | None:
+    """The batch's records, or None if they decompress past the bound a produced batch gets
+    (`validation.max_decompressed_bytes`; only a batch stored before that bound existed, or
+    replicated from a leader without it): such a batch is kept as it is and its keys are not
+    mapped, so nothing is removed because of it."""
+    try:
+        return decode_records(batch, 0, header, max_decompressed_bytes(config))
+    except DecompressedSizeError:
+        return None
+
+
 def filter_batch(
     batch: memoryview | bytes,
     header: BatchHeader,
@@ -285,11 +299,14 @@ def filter_batch(
     now_ms: int,
     delete_retention_ms: int,
     producer_last_offsets: dict[int, int],
+    config: LogConfig,
 ) -> FilteredBatch:
     """Apply the retention rules (module docstring) to one batch."""
     if header.is_control:
         return FilteredBatch(batch, 0, 0, 0, None)
-    records = decode_records(batch, 0, header)
+    records = _decode_bounded(batch, header, config)
+    if records is None:
+        return FilteredBatch(batch, header.records_count, header.records_count, 0, None)
     has_horizon = bool(header.attributes & ATTR_DELETE_HORIZON)
     horizon_passed = has_horizon and now_ms >= header.base_timestamp
     kept = []
@@ -438,6 +455,7 @@ def clean_log(plan: CleaningPlan) -> CleanResult:
                         now_ms=plan.now_ms,
                         delete_retention_ms=plan.config.delete_retention_ms,
                         producer_last_offsets=plan.producer_last_offsets,
+                        config=plan.config,
                     )
                     stats.records_read += result.records_read
                     stats.records_kept += result.records_kept

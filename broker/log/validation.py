@@ -1,14 +1,29 @@
 """Checking produced batches and assigning their offsets (Kafka's LogValidator, magic v2 only).
 
-A produced batch is opaque here: the header and CRC are checked, offsets are assigned by patching
-the 16-byte prefix (baseOffset, batchLength, partitionLeaderEpoch) which the CRC does not cover,
-and the body is written straight from the request buffer. Only LogAppendTime topics rewrite a
-batch in place (maxTimestamp, the timestamp-type bit and the CRC), and only compacted topics look
-inside records (to reject null keys). A topic whose compression.type names a codec (anything but
-`producer`) has each batch in another codec rebuilt with that codec (`recompress_batch`: same
-records, producer fields and flags, new CRC), as Kafka's LogValidator does; a batch already in
-that codec takes the opaque path. Followers never recompress: they store the leader's bytes.
-Magic v0/v1 message sets must be up-converted before they get here.
+Two steps, so the expensive one can run off the event loop:
+
+1. `check_records` (pure, thread-safe, no log state) checks every batch as Kafka's
+   UnifiedLog.analyzeAndValidateRecords and LogValidator do: size (`max.message.bytes`,
+   MESSAGE_TOO_LARGE), CRC-32C (CORRUPT_MESSAGE), codec id (UNSUPPORTED_COMPRESSION_TYPE for 5-7),
+   records count against lastOffsetDelta, control batches and a producer id without a sequence
+   (INVALID_RECORD), then every record (`protocol.record_check`: structure, offset deltas,
+   timestamps against message.timestamp.before/after.max.ms, keys on compacted topics, KIP-467
+   record errors), decompressing in bounded chunks with at most `max_decompressed_bytes(config)`
+   bytes (MESSAGE_TOO_LARGE past it). It returns `CheckedRecords`: the bytes to store and their
+   headers. The bytes are the producer's, except where Kafka rewrites too: a batch whose
+   maxTimestamp is not its records' largest timestamp, or that the producer marked LogAppendTime
+   on a CreateTime topic, gets the computed maxTimestamp and CreateTime (a new CRC); a topic whose
+   compression.type names a codec has each batch in another codec recompressed while it is
+   walked (same records, header fields and flags; MESSAGE_TOO_LARGE if it outgrows
+   max.message.bytes), as Kafka's LogValidator does. A batch already in that codec stays as is.
+2. `validate_leader_append` (on the loop, inside the append) assigns offsets: it patches
+   baseOffset and partitionLeaderEpoch (outside the CRC) and, on LogAppendTime topics, stamps
+   each batch (maxTimestamp and the timestamp type, new CRC). Given `CheckedRecords` checked for
+   the same config it does nothing else; given plain bytes (internal appends, tests, or a topic
+   config that changed in between) it runs step 1 first.
+
+Followers never check records nor recompress: they store the leader's bytes
+(`validate_follower_append`). Magic v0/v1 message sets must be up-converted before they get here.
 """
 
 from __future__ import annotations
@@ -17,22 +32,71 @@ import struct
 from dataclasses import dataclass, field
 
 from broker.log.config import LogConfig
+from protocol.compression import Compressor, CompressionType
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from protocol.record_check import RecordRules, check_batch_records
 from protocol.records import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_TIMESTAMP_TYPE,
+    CRC_OFFSET,
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
-    batch_has_null_key,
+    TimestampType,
+    compute_crc,
     magic_of,
-    recompress_batch,
     set_log_append_time,
+    set_max_timestamp,
     verify_crc,
 )
 
 PREFIX_SIZE = 16
 """baseOffset, batchLength and partitionLeaderEpoch: the bytes rewritten on append."""
 _PREFIX = struct.Struct(">qii")
+_LENGTH = struct.Struct(">i")
+_ATTRIBUTES = struct.Struct(">h")
 NO_TIMESTAMP = -1
+
+DECOMPRESSION_BOUND_FACTOR = 16
+"""A produced batch may decompress to at most this many times max(max.message.bytes, 1 MiB)."""
+_MIB = 1 << 20
+
+
+def max_decompressed_bytes(config: LogConfig) -> int:
+    """The most a produced batch's records may decompress to: 16 x max(max.message.bytes, 1 MiB)
+    (16 MiB by default). Compressed batches legitimately expand a lot (the Java producer fills
+    batch.size with compressed bytes, and repetitive JSON compresses 10-20x), so the bound is
+    far above what clients send; a bomb (the issue's 33 KB of zstd that expanded to 2 GB) stops
+    at it. Past it: MESSAGE_TOO_LARGE, on which the Java producer splits the batch and retries."""
+    return DECOMPRESSION_BOUND_FACTOR * max(config.max_message_bytes, _MIB)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedBatch:
+    """One batch of `CheckedRecords`: where it starts and its header (as it will be stored,
+    before offsets are assigned)."""
+
+    pos: int
+    header: BatchHeader
+
+
+class CheckedRecords(bytes):
+    """Records that passed `check_records` for `config`: the bytes to append and their batches.
+
+    A `bytes`, so it travels through the replica manager and the partition to the log like the
+    request's own records; `validate_leader_append` then only assigns offsets."""
+
+    config: LogConfig
+    batches: tuple[CheckedBatch, ...]
+
+    @classmethod
+    def of(
+        cls, data: bytes | bytearray | memoryview, config: LogConfig, batches: tuple[CheckedBatch, ...]
+    ) -> CheckedRecords:
+        checked = cls(data)
+        checked.config = config
+        checked.batches = batches
+        return checked
 
 
 @dataclass(slots=True)
@@ -40,8 +104,7 @@ class ValidBatch:
     """One batch ready to write: the buffers to writev and the facts indexes and state need."""
 
     header: BatchHeader
-    """The header as received (offsets not yet assigned), or of the rebuilt batch when it was
-    recompressed (same producer fields and record count, its own size)."""
+    """The header as stored (offsets not yet assigned)."""
     buffers: list[bytes | bytearray | memoryview]
     """The bytes to write, `header.size` of them."""
     base_offset: int
@@ -118,17 +181,21 @@ def parse_batches(
     return out
 
 
-def validate_leader_append(
+def check_records(
     records: bytes | bytearray | memoryview,
     config: LogConfig,
-    next_offset: int,
-    leader_epoch: int,
     now_ms: int,
-) -> ValidRecords:
-    """Validate a produced records blob and assign offsets from `next_offset`.
+    *,
+    partition: str | None = None,
+    budget: int | None = None,
+) -> CheckedRecords:
+    """Check every batch and record of a produced records blob (step 1 of the module docstring).
 
-    Raises KafkaError with RECORD_LIST_TOO_LARGE, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE,
-    INVALID_RECORD or INVALID_TIMESTAMP.
+    `partition` names the topic-partition in record error messages. `budget` bounds the records
+    bytes (decompressed) walked: past it, `protocol.record_check.OverBudget`, so the caller can
+    run the check again off the event loop. Raises KafkaError with RECORD_LIST_TOO_LARGE,
+    MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP or
+    UNSUPPORTED_COMPRESSION_TYPE (RecordValidationError with record errors).
     """
     buf = memoryview(records)
     if len(buf) > config.segment_bytes:
@@ -136,30 +203,108 @@ def validate_leader_append(
             ErrorCode.record_list_too_large,
             f"records of {len(buf)} bytes exceed segment.bytes {config.segment_bytes}",
         )
+    rules = RecordRules(
+        now_ms=now_ms,
+        timestamp_before_max_ms=config.message_timestamp_before_max_ms,
+        timestamp_after_max_ms=config.message_timestamp_after_max_ms,
+        log_append_time=config.log_append_time,
+        compacted=config.compact,
+        max_decompressed_bytes=max_decompressed_bytes(config),
+        partition=partition,
+    )
+    target = config.target_compression
+    parts: list[bytes | bytearray | memoryview] = []
+    batches: list[CheckedBatch] = []
+    size = 0
+    rewritten = False
+    for pos, header in parse_batches(buf, allow_partial_tail=False):
+        _check_batch(buf, pos, header, config)
+        data: bytes | bytearray | memoryview = buf[pos : pos + header.size]
+        if target is not None and header.attributes & ATTR_COMPRESSION_MASK != target:
+            compressor = _BoundedCompressor(target, config.max_message_bytes - HEADER_SIZE)
+            facts = check_batch_records(buf, pos, header, rules, budget=budget, sink=compressor.feed)
+            data = _with_section(buf, pos, header, target, compressor.finish())
+            header = BatchHeader.parse(data)
+        else:
+            facts = check_batch_records(buf, pos, header, rules, budget=budget)
+        if budget is not None:
+            budget -= facts.decompressed_bytes
+        if not config.log_append_time and (
+            header.max_timestamp != facts.max_timestamp or header.attributes & ATTR_TIMESTAMP_TYPE
+        ):
+            data = bytearray(data)
+            header = set_max_timestamp(data, 0, header, TimestampType.CREATE_TIME, facts.max_timestamp)
+        rewritten |= not isinstance(data, memoryview)
+        batches.append(CheckedBatch(size, header))
+        parts.append(data)
+        size += header.size
+    return CheckedRecords.of(b"".join(parts) if rewritten else buf, config, tuple(batches))
+
+
+class _BoundedCompressor:
+    """The recompression sink: compresses the records section as it is walked and gives up as
+    soon as the output cannot fit max.message.bytes."""
+
+    def __init__(self, codec: CompressionType, max_size: int) -> None:
+        self.compressor = Compressor(codec)
+        self.max_size = max_size
+
+    def feed(self, chunk: bytes | memoryview) -> None:
+        self.compressor.feed(chunk)
+        self._check()
+
+    def finish(self) -> bytes:
+        section = self.compressor.finish()
+        self._check(len(section))
+        return section
+
+    def _check(self, size: int | None = None) -> None:
+        size = len(self.compressor) if size is None else size
+        if size > self.max_size:
+            raise KafkaError(
+                ErrorCode.message_too_large,
+                f"record batch recompressed with {self.compressor.codec.name} exceeds "
+                f"max.message.bytes {self.max_size + HEADER_SIZE}",
+            )
+
+
+def _with_section(
+    buf: memoryview, pos: int, header: BatchHeader, codec: CompressionType, section: bytes
+) -> bytearray:
+    """The batch at `pos` with its records section replaced by `section` in `codec`: the same
+    header fields (records count, offsets, timestamps, producer fields, flags), a new length and
+    CRC."""
+    out = bytearray(HEADER_SIZE + len(section))
+    out[:HEADER_SIZE] = buf[pos : pos + HEADER_SIZE]
+    out[HEADER_SIZE:] = section
+    _LENGTH.pack_into(out, 8, len(out) - LOG_OVERHEAD)
+    _ATTRIBUTES.pack_into(out, 21, (header.attributes & ~ATTR_COMPRESSION_MASK) | codec)
+    struct.pack_into(">I", out, CRC_OFFSET, compute_crc(out, 0, len(out)))
+    return out
+
+
+def validate_leader_append(
+    records: bytes | bytearray | memoryview,
+    config: LogConfig,
+    next_offset: int,
+    leader_epoch: int,
+    now_ms: int,
+) -> ValidRecords:
+    """Assign offsets from `next_offset` to produced records (checking them first unless they
+    are CheckedRecords for this config); see the module docstring."""
+    if isinstance(records, CheckedRecords) and (records.config is config or records.config == config):
+        checked = records
+    else:
+        checked = check_records(records, config, now_ms)
+    buf = memoryview(checked)
     result = ValidRecords()
     offset = next_offset
-    target = config.target_compression
-    for pos, header in parse_batches(buf, allow_partial_tail=False):
-        _check_batch(buf, pos, header, config, now_ms)
+    for batch in checked.batches:
+        header, pos = batch.header, batch.pos
         base = offset
         last = base + header.last_offset_delta
         buffers: list[bytes | bytearray | memoryview]
-        if target is not None and header.compression is not target:
-            rebuilt = recompress_batch(
-                buf, pos, header, target, base_offset=base, partition_leader_epoch=leader_epoch,
-                log_append_time=now_ms if config.log_append_time else None,
-            )  # fmt: skip
-            header = BatchHeader.parse(rebuilt)
-            if header.size > config.max_message_bytes:
-                raise KafkaError(
-                    ErrorCode.message_too_large,
-                    f"record batch of {header.size} bytes recompressed with compression.type "
-                    f"{config.compression_type} exceeds max.message.bytes {config.max_message_bytes}",
-                )
-            buffers = [rebuilt]
-            max_ts = header.max_timestamp
-            offset_of_max = base if config.log_append_time else last
-        elif config.log_append_time:
+        if config.log_append_time:
             copy = bytearray(buf[pos : pos + header.size])
             set_log_append_time(copy, 0, header, now_ms)
             _PREFIX.pack_into(copy, 0, base, header.batch_length, leader_epoch)
@@ -213,9 +358,9 @@ def validate_follower_append(
     return result
 
 
-def _check_batch(
-    buf: memoryview, pos: int, header: BatchHeader, config: LogConfig, now_ms: int
-) -> None:
+def _check_batch(buf: memoryview, pos: int, header: BatchHeader, config: LogConfig) -> None:
+    """The batch-level checks, in Kafka's order (analyzeAndValidateRecords, then
+    LogValidator.validateBatch for a client's append)."""
     if header.size > config.max_message_bytes:
         raise KafkaError(
             ErrorCode.message_too_large,
@@ -223,6 +368,9 @@ def _check_batch(
         )
     if not verify_crc(buf, pos, header):
         raise CorruptRecordError(f"record batch at {pos} failed its CRC check")
+    codec = header.attributes & ATTR_COMPRESSION_MASK
+    if codec > CompressionType.ZSTD:
+        raise KafkaError(ErrorCode.unsupported_compression_type, f"unknown compression codec id {codec}")
     if header.records_count <= 0 or header.last_offset_delta + 1 != header.records_count:
         raise KafkaError(
             ErrorCode.invalid_record,
@@ -233,27 +381,6 @@ def _check_batch(
     if header.producer_id >= 0 and header.base_sequence < 0:
         raise KafkaError(
             ErrorCode.invalid_record, f"invalid sequence number {header.base_sequence}"
-        )
-    if not config.log_append_time:
-        _check_timestamp(header.max_timestamp, config, now_ms)
-        _check_timestamp(header.base_timestamp, config, now_ms)
-    if config.compact and batch_has_null_key(buf, pos, header):
-        raise KafkaError(
-            ErrorCode.invalid_record, "compacted topic cannot accept a record without a key"
-        )
-
-
-def _check_timestamp(ts: int, config: LogConfig, now_ms: int) -> None:
-    if ts == NO_TIMESTAMP:
-        return
-    if (
-        ts < now_ms - config.message_timestamp_before_max_ms
-        or ts > now_ms + config.message_timestamp_after_max_ms
-    ):
-        raise KafkaError(
-            ErrorCode.invalid_timestamp,
-            f"timestamp {ts} is out of range (now {now_ms}, before.max.ms "
-            f"{config.message_timestamp_before_max_ms}, after.max.ms {config.message_timestamp_after_max_ms})",
         )
 
 
