@@ -66,7 +66,6 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
-        registry.declared()  # fails fast on a malformed handler module; handlers import on first use
         self.quotas = ConnectionQuotas(
             self.config, resolve_ip_overrides(self.config.max_connections_per_ip_overrides))
         for listener in self.config.listeners:

@@ -26,7 +26,7 @@ from typing import Any, Protocol, Union, get_args, get_origin
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import (
+from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
     classify_field,

@@ -21,7 +21,7 @@ from functools import cache
 from types import UnionType
 from typing import Union, get_args, get_origin
 
-from kio.serial._introspect import (
+from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,

@@ -244,7 +244,7 @@ async def _check_records(
     return checked
 
 
-@registry.api(API_KEY, 0, 11)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     acks = request.acks

@@ -62,7 +62,7 @@ def _session_error(request: FetchRequest) -> ErrorCode:
     return ErrorCode.none
 
 
-@registry.api(API_KEY, 4, 12)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     session_error = _session_error(request)
     if session_error != ErrorCode.none:

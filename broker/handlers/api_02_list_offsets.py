@@ -34,7 +34,7 @@ DEBUGGING_REPLICA_ID = -2
 READ_COMMITTED = 1
 
 
-@registry.api(API_KEY, 1, 9)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     replica_manager = ctx.broker.replica_manager
     if request.replica_id >= 0:

@@ -99,7 +99,7 @@ def _error_topic(
     )
 
 
-@registry.api(API_KEY, 0, 12)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     image = broker.controller.image

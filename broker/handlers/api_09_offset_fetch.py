@@ -133,7 +133,7 @@ def _error_response(ctx: RequestContext, request: OffsetFetchRequest, error: Exc
     )
 
 
-@registry.api(API_KEY, 1, 9, error_response=_error_response, upgrade=_upgrade)
+@registry.api(API_KEY, error_response=_error_response, upgrade=_upgrade)
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> Any:
     if ctx.api_version < 8:
         error, rows = _fetch(ctx, request.groups[0])

@@ -49,7 +49,7 @@ def _error_response(ctx: RequestContext, request: JoinGroupRequest, error: Excep
     return _response(ctx, JoinResult(code, request.member_id))
 
 
-@registry.api(API_KEY, 0, 9, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     coord = coordinator(ctx)
     config = ctx.broker.config

@@ -51,7 +51,7 @@ def unsupported_version_body() -> bytes:
     )
 
 
-@registry.api(API_KEY, 0, 4)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     error = ErrorCode.none
     if ctx.api_version >= 3 and not (

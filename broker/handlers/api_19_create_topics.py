@@ -142,7 +142,7 @@ def _error(name: str, e: KafkaError) -> CreatableTopicResult:
     )
 
 
-@registry.api(API_KEY, 2, 7)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     controller = broker.controller

@@ -48,7 +48,7 @@ def _result(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, messa
     )
 
 
-@registry.api(API_KEY, 1, 6, upgrade=_upgrade)
+@registry.api(API_KEY, upgrade=_upgrade)
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.broker
     results: list[DeletableTopicResult] = []

@@ -60,7 +60,7 @@ def delete_records_on_leader(ctx: RequestContext, tp: TopicPartition, offset: in
     return log_.log_start_offset
 
 
-@registry.api(API_KEY, 0, 2)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     # A partition named twice is answered once, for its last entry (Kafka keeps them in a map).
     wanted: dict[TopicPartition, int] = {}

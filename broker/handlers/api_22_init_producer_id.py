@@ -30,7 +30,7 @@ def _response(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = 
     )
 
 
-@registry.api(API_KEY, 0, 5)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         timeout_ms = request.transaction_timeout.total_seconds() * 1000

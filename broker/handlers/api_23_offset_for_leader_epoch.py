@@ -29,7 +29,7 @@ API_KEY = 23
 DEBUGGING_REPLICA_ID = -2
 
 
-@registry.api(API_KEY, 2, 4)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     replica_manager = ctx.broker.replica_manager
     only_leader = request.replica_id != DEBUGGING_REPLICA_ID

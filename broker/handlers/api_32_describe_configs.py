@@ -106,7 +106,7 @@ def _result(
     )
 
 
-@registry.api(API_KEY, 1, 4)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []
     for resource in request.resources:

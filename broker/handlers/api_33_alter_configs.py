@@ -59,7 +59,7 @@ async def _alter(
         )
 
 
-@registry.api(API_KEY, 0, 2)
+@registry.api(API_KEY)
 async def handle(
     ctx: RequestContext, request: AlterConfigsRequest
 ) -> AlterConfigsResponse:

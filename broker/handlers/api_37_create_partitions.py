@@ -62,7 +62,7 @@ def check_topic(topic: CreatePartitionsTopic, image: ClusterImage) -> None:
             check_manual_assignment(a.broker_ids, image.brokers, rf)
 
 
-@registry.api(API_KEY, 0, 3)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     controller = ctx.broker.controller
     counts = Counter(t.name for t in request.topics)

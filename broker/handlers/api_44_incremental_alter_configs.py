@@ -237,7 +237,7 @@ def _describe_ops(
     ]
 
 
-@registry.api(API_KEY, 0, 1)
+@registry.api(API_KEY)
 async def handle(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:

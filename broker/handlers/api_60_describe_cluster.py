@@ -40,7 +40,7 @@ def _error(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeCluste
     )
 
 
-@registry.api(API_KEY, 0, 2)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     endpoint_type = request.endpoint_type
     if endpoint_type not in (BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS):

@@ -77,7 +77,7 @@ def _error_response(
     )
 
 
-@registry.api(API_KEY, 0, 0, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(
     ctx: RequestContext, request: DescribeTopicPartitionsRequest
 ) -> DescribeTopicPartitionsResponse:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kio.serial._introspect import (
+from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,
