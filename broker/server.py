@@ -13,7 +13,6 @@ import logging
 import socket
 import time
 from pathlib import Path
-from typing import Sequence
 
 from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrides
 from broker.config import BrokerConfig, Listener, topic_log_config
@@ -24,6 +23,8 @@ from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
 from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
+from broker.services import BrokerServices
+from broker.topic_creation import AutoTopicCreator
 from broker.tasks import cancel_and_wait
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.replication.fetcher_manager import FetcherSettings, ReplicaFetcherManager
@@ -31,8 +32,7 @@ from broker.replication.isr import IsrManager
 from broker.replication.replica_manager import ReplicaManager
 from controller.embedded import EmbeddedController
 from controller.interface import Controller
-from controller.model import BrokerRegistration, Endpoint, NewTopic, TopicRegistration
-from protocol.errors import KafkaError
+from controller.model import BrokerRegistration, Endpoint, TopicRegistration
 from protocol.types import BrokerId
 
 log = logging.getLogger("samsa.broker")
@@ -105,7 +105,16 @@ class Broker:
             self.controller.alter_partition,
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
         )
-        self.group_coordinator = GroupCoordinator(self)
+        self.group_coordinator = GroupCoordinator(self.config, self.controller, self.replica_manager)
+        self.services = BrokerServices(
+            broker_id=self.broker_id,
+            config=self.config,
+            controller=self.controller,
+            replica_manager=self.replica_manager,
+            group_coordinator=self.group_coordinator,
+            producer_ids=self.producer_ids,
+            topic_creator=AutoTopicCreator(self.controller, self.config),
+        )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.group_coordinator.start()
         self.controller.subscribe(self.replica_manager.on_image)
@@ -179,7 +188,8 @@ class Broker:
         loop = asyncio.get_running_loop()
         try:
             _, connection = await loop.connect_accepted_socket(
-                lambda: Connection(self, listener, self.memory_pool, self._receive_buffer), sock)
+                lambda: Connection(self.services, listener, self.memory_pool, self._receive_buffer,
+                                   self.config.socket_request_max_bytes), sock)
         except OSError as e:
             sock.close()
             log.warning("connection setup failed listener=%s error=%s", listener, e)
@@ -281,20 +291,3 @@ class Broker:
 
     def log_config_for(self, topic: TopicRegistration) -> LogConfig:
         return topic_log_config(self.default_log_config, topic.configs)
-
-    async def auto_create_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
-        """Create topics on first use (Metadata with auto-creation) with the broker defaults."""
-        live = len(self.controller.image.brokers)
-        topics = [
-            NewTopic(
-                name=name,
-                num_partitions=self.config.num_partitions,
-                replication_factor=min(self.config.default_replication_factor, live),
-            )
-            for name in names
-        ]
-        results = await self.controller.create_topics(topics)
-        for name, error in results.items():
-            if error is None:
-                log.info("topic auto-created topic=%s partitions=%d", name, self.config.num_partitions)
-        return results

@@ -40,7 +40,9 @@ from protocol.records import NewRecord, build_batch
 from protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import Broker
+    from broker.config import BrokerConfig
+    from broker.replication.replica_manager import ReplicaManager
+    from controller.interface import Controller
 
 log = logging.getLogger("samsa.coordinator")
 
@@ -118,10 +120,12 @@ def _append_error_for_offsets(error: ErrorCode) -> ErrorCode:
 
 
 class GroupCoordinator:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        config = broker.config
+    def __init__(
+        self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager
+    ) -> None:
         self.config = config
+        self._controller = controller
+        self._replica_manager = replica_manager
         self.membership = GroupMembership(
             MembershipConfig(config.group_initial_rebalance_delay_ms, config.group_max_size),
             self._persist_group,
@@ -156,7 +160,7 @@ class GroupCoordinator:
     # == partitions ===============================================================================
 
     def num_partitions(self) -> int:
-        topic = self.broker.controller.image.topics.get(OFFSETS_TOPIC)
+        topic = self._controller.image.topics.get(OFFSETS_TOPIC)
         if topic is not None and topic.partitions:
             return len(topic.partitions)
         return self.config.offsets_topic_num_partitions
@@ -191,7 +195,7 @@ class GroupCoordinator:
         tp = TopicPartition(OFFSETS_TOPIC, part.index)
         started = time.monotonic()
         try:
-            partition = self.broker.replica_manager.partitions.get(tp)
+            partition = self._replica_manager.partitions.get(tp)
             if partition is None:
                 return
             log_ = partition.log
@@ -293,10 +297,10 @@ class GroupCoordinator:
     # == FindCoordinator ==========================================================================
 
     async def find_coordinator(self, key: str, listener: str) -> CoordinatorNode:
-        image = self.broker.controller.image
+        image = self._controller.image
         if OFFSETS_TOPIC not in image.topics:
             await self._create_offsets_topic()
-            image = self.broker.controller.image
+            image = self._controller.image
         topic = image.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return CoordinatorNode(ErrorCode.coordinator_not_available)
@@ -319,7 +323,7 @@ class GroupCoordinator:
 
     async def _create_offsets_topic(self) -> None:
         async with self._create_lock:
-            controller = self.broker.controller
+            controller = self._controller
             if OFFSETS_TOPIC in controller.image.topics:
                 return
             live = len(controller.image.brokers)
@@ -349,7 +353,7 @@ class GroupCoordinator:
     async def _append(self, index: int, records: list[NewRecord]) -> ErrorCode:
         tp = TopicPartition(OFFSETS_TOPIC, index)
         batch = build_batch(records)
-        results = await self.broker.replica_manager.append_records(
+        results = await self._replica_manager.append_records(
             [(tp, batch)], -1, self.config.offsets_commit_timeout_ms
         )
         result = results.get(tp)
@@ -412,7 +416,7 @@ class GroupCoordinator:
         if member_id:
             self.membership.touch(group, member_id)
 
-        image = self.broker.controller.image
+        image = self._controller.image
         results: dict[TopicPartition, ErrorCode] = {}
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
         now = _now_ms()
@@ -475,7 +479,7 @@ class GroupCoordinator:
             subscribed = group.subscribed_topics()
             if subscribed is None:
                 return ErrorCode.non_empty_group, {}
-        image = self.broker.controller.image
+        image = self._controller.image
         results: dict[TopicPartition, ErrorCode] = {}
         to_delete: list[TopicPartition] = []
         for tp in partitions:

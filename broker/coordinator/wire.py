@@ -23,4 +23,4 @@ def client_host(ctx: RequestContext) -> str:
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
-    return ctx.broker.group_coordinator
+    return ctx.services.group_coordinator

@@ -222,7 +222,7 @@ async def _check_records(
     inline_records = INLINE_RECORDS
     loop = asyncio.get_running_loop()
     for tp, records in entries.items():
-        partition = ctx.broker.replica_manager.partitions.get(tp)
+        partition = ctx.services.replica_manager.partitions.get(tp)
         if partition is None or not partition.is_leader:
             checked.append((tp, records))
             continue
@@ -246,9 +246,9 @@ async def _check_records(
 
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-    broker = ctx.broker
+    services = ctx.services
     acks = request.acks
-    image = broker.controller.image
+    image = services.controller.image
     errors: dict[TopicPartition, _Rejected] = {}
     entries: dict[TopicPartition, bytes] = {}  # the last entry of each partition (as Kafka)
     order: list[TopicPartition] = []
@@ -282,7 +282,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                 errors[tp] = _Rejected.of(e)
 
     checked = await _check_records(ctx, entries, errors)
-    results = await broker.replica_manager.append_records(
+    results = await services.replica_manager.append_records(
         checked, acks, int(request.timeout.total_seconds() * 1000)
     )
 

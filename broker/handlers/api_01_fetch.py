@@ -93,8 +93,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
                 current_leader_epoch=p.current_leader_epoch,
                 log_start_offset=Offset(p.log_start_offset),
             )
-    max_bytes = min(request.max_bytes, ctx.broker.config.fetch_max_bytes)
-    results = await ctx.broker.replica_manager.fetch_messages(
+    max_bytes = min(request.max_bytes, ctx.services.config.fetch_max_bytes)
+    results = await ctx.services.replica_manager.fetch_messages(
         list(wanted.values()),
         isolation,
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),

@@ -36,7 +36,7 @@ READ_COMMITTED = 1
 
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    replica_manager = ctx.broker.replica_manager
+    replica_manager = ctx.services.replica_manager
     if request.replica_id >= 0:
         isolation = FetchIsolation.LOG_END
     elif request.isolation_level == READ_COMMITTED:

@@ -101,12 +101,12 @@ def _error_topic(
 
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
-    broker = ctx.broker
-    image = broker.controller.image
+    services = ctx.services
+    image = services.controller.image
     include_ops = request.include_topic_authorized_operations
     all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
     allow_auto_create = (ctx.api_version < 4 or request.allow_auto_topic_creation) and (
-        broker.config.auto_create_topics_enable
+        services.config.auto_create_topics_enable
     )
 
     topics: list[MetadataResponseTopic] = []
@@ -133,7 +133,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 to_create[name] = None
             else:
                 topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
-        cap = broker.config.samsa_auto_create_topics_max_per_request
+        cap = services.config.samsa_auto_create_topics_max_per_request
         names = list(to_create)
         deferred = set(names[cap:])
         if deferred:
@@ -149,8 +149,8 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             )
             to_create = dict.fromkeys(names[:cap])
         if to_create:
-            await broker.auto_create_topics(list(to_create))
-            image = broker.controller.image
+            await services.topic_creator.create(list(to_create))
+            image = services.controller.image
         for requested in request.topics or ():
             name = requested.name
             if name is None:

@@ -144,8 +144,8 @@ def _error(name: str, e: KafkaError) -> CreatableTopicResult:
 
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    broker = ctx.broker
-    controller = broker.controller
+    services = ctx.services
+    controller = services.controller
     image = controller.image
     counts = Counter(t.name for t in request.topics)
     results: dict[str, CreatableTopicResult] = {}
@@ -160,7 +160,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             continue
         try:
             planned.append(
-                plan_topic(topic, image, broker.config.num_partitions, broker.config.default_replication_factor)
+                plan_topic(topic, image, services.config.num_partitions, services.config.default_replication_factor)
             )
         except KafkaError as e:
             results[topic.name] = _error(topic.name, e)
@@ -181,7 +181,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
                 config_source=i8(c.source),
                 is_sensitive=c.is_sensitive,
             )
-            for c in describe_topic_configs(broker.config, dict(new.configs))
+            for c in describe_topic_configs(services.config, dict(new.configs))
         )
         results[new.name] = CreatableTopicResult(
             name=new.name,

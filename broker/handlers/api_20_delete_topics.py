@@ -50,17 +50,17 @@ def _result(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, messa
 
 @registry.api(API_KEY, upgrade=_upgrade)
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    broker = ctx.broker
+    services = ctx.services
     results: list[DeletableTopicResult] = []
 
-    if not broker.config.delete_topic_enable:
+    if not services.config.delete_topic_enable:
         code = ErrorCode.invalid_request if ctx.api_version < 3 else ErrorCode.topic_deletion_disabled
         for t in request.topics:
             results.append(_result(t.name, t.topic_id, code, "Topic deletion is disabled."))
             audit(ctx, "delete_topic", topic=t.name, topic_id=t.topic_id, result=code.name)
         return DeleteTopicsResponse(throttle_time=datetime.timedelta(0), responses=tuple(results))
 
-    image = broker.controller.image
+    image = services.controller.image
     names = Counter(t.name for t in request.topics if t.name is not None and t.topic_id in (None, ZERO_UUID))
     ids = Counter(t.topic_id for t in request.topics if t.name is None and t.topic_id not in (None, ZERO_UUID))
     reported: set[object] = set()
@@ -103,7 +103,7 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
         to_delete[topic.name] = topic.topic_id
 
     if to_delete:
-        outcome = await broker.controller.delete_topics(list(to_delete))
+        outcome = await services.controller.delete_topics(list(to_delete))
         for name, topic_id in to_delete.items():
             failure = outcome.get(name)
             if failure is None:

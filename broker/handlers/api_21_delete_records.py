@@ -40,7 +40,7 @@ def delete_records_on_leader(ctx: RequestContext, tp: TopicPartition, offset: in
         raise KafkaError(
             ErrorCode.invalid_topic_exception, f"Cannot delete records of internal topic {tp.topic}"
         )
-    partition = ctx.broker.replica_manager.leader_partition(tp)
+    partition = ctx.services.replica_manager.leader_partition(tp)
     log_ = partition.log
     if not log_.config.delete:
         raise KafkaError(

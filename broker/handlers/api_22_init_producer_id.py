@@ -34,8 +34,8 @@ def _response(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = 
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         timeout_ms = request.transaction_timeout.total_seconds() * 1000
-        if timeout_ms <= 0 or timeout_ms > ctx.broker.config.transaction_max_timeout_ms:
+        if timeout_ms <= 0 or timeout_ms > ctx.services.config.transaction_max_timeout_ms:
             return _response(ErrorCode.invalid_transaction_timeout)
         return _response(ErrorCode.coordinator_not_available)
-    producer_id = await ctx.broker.producer_ids.generate()
+    producer_id = await ctx.services.producer_ids.generate()
     return _response(ErrorCode.none, producer_id, 0)

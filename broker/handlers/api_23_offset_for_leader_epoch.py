@@ -31,7 +31,7 @@ DEBUGGING_REPLICA_ID = -2
 
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    replica_manager = ctx.broker.replica_manager
+    replica_manager = ctx.services.replica_manager
     only_leader = request.replica_id != DEBUGGING_REPLICA_ID
     topics = []
     for topic in request.topics:

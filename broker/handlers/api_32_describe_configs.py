@@ -47,37 +47,37 @@ from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 32
 def _entries(resource: DescribeConfigsResource, ctx: RequestContext) -> list[DescribedConfig]:
-    broker = ctx.broker
+    services = ctx.services
     kind = resource.resource_type
     name = resource.resource_name
     if kind == ResourceType.TOPIC:
         error = topic_name_error(name)
         if error:
             raise KafkaError(ErrorCode.invalid_topic_exception, error)
-        topic = broker.controller.image.topics.get(name)
+        topic = services.controller.image.topics.get(name)
         if topic is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
-        return describe_topic_configs(broker.config, topic.configs)
+        return describe_topic_configs(services.config, topic.configs)
     if kind == ResourceType.BROKER:
         if not name:
             return []  # no dynamic cluster-wide defaults
-        if broker_id_of(name) != broker.broker_id:
+        if broker_id_of(name) != services.broker_id:
             raise KafkaError(
                 ErrorCode.invalid_request,
-                f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}",
+                f"Unexpected broker id, expected {services.broker_id} or empty string, but received {name}",
             )
         return [
             DescribedConfig(c.name, c.value, True, c.source, c.is_sensitive, c.synonyms, c.config_type,
                             c.documentation)
-            for c in describe_broker_configs(broker.config)
+            for c in describe_broker_configs(services.config)
         ]
     if kind == ResourceType.BROKER_LOGGER:
         if not name:
             raise KafkaError(ErrorCode.invalid_request, "Broker id must not be empty")
-        if broker_id_of(name) != broker.broker_id:
+        if broker_id_of(name) != services.broker_id:
             raise KafkaError(
                 ErrorCode.invalid_request,
-                f"Unexpected broker id, expected {broker.broker_id} but received {name}",
+                f"Unexpected broker id, expected {services.broker_id} but received {name}",
             )
         return [
             DescribedConfig(logger, level, False, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, (),

@@ -64,7 +64,7 @@ def check_topic(topic: CreatePartitionsTopic, image: ClusterImage) -> None:
 
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     counts = Counter(t.name for t in request.topics)
     results: dict[str, CreatePartitionsTopicResult] = {}
     for topic in request.topics:

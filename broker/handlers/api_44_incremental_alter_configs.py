@@ -133,10 +133,10 @@ def alter_loggers(
     ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool
 ) -> None:
     name = resource.resource_name
-    if broker_id_of(name, what="Node id") != ctx.broker.broker_id:
+    if broker_id_of(name, what="Node id") != ctx.services.broker_id:
         raise KafkaError(
             ErrorCode.invalid_request,
-            f"Unexpected node id. Expected {ctx.broker.broker_id}, but received {name}",
+            f"Unexpected node id. Expected {ctx.services.broker_id}, but received {name}",
         )
     known = logger_levels()
     for config in resource.configs:
@@ -196,14 +196,14 @@ async def _alter(
         )
     kind = resource.resource_type
     if kind == ResourceType.TOPIC:
-        broker = ctx.broker
-        topic = broker.controller.image.topics.get(resource.resource_name)
+        services = ctx.services
+        topic = services.controller.image.topics.get(resource.resource_name)
         current = dict(topic.configs) if topic is not None else {}
         defaults = {
             name: TOPIC_CONFIGS[name].default_string
             if value is None
             else _render(name, value)
-            for name, value in broker.config.topic_defaults().items()
+            for name, value in services.config.topic_defaults().items()
         }
         configs = apply_topic_ops(current, resource.configs, defaults)
         await alter_topic_configs(ctx, resource.resource_name, configs, validate_only)

@@ -52,7 +52,7 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
             ctx, code, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
         )
     else:
-        image = ctx.broker.controller.image
+        image = ctx.services.controller.image
         brokers = []
         for broker in sorted(image.brokers.values(), key=lambda b: b.broker_id):
             ep = broker.endpoint(ctx.listener)

@@ -81,7 +81,7 @@ def _error_response(
 async def handle(
     ctx: RequestContext, request: DescribeTopicPartitionsRequest
 ) -> DescribeTopicPartitionsResponse:
-    image = ctx.broker.controller.image
+    image = ctx.services.controller.image
     names = (
         sorted({t.name for t in request.topics})
         if request.topics

@@ -55,7 +55,7 @@ class _Uses:
 
 
 def _is_config(node: ast.expr) -> bool:
-    """`config`, `self.config`, `ctx.broker.config`, `self._config`, `plan.config`, `cfg`, ..."""
+    """`config`, `self.config`, `ctx.services.config`, `self._config`, `plan.config`, `cfg`, ..."""
     name = node.id if isinstance(node, ast.Name) else \
         node.attr if isinstance(node, ast.Attribute) else ""
     return "config" in name.lower() or name == "cfg"
