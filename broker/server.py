@@ -16,20 +16,19 @@ from pathlib import Path
 
 from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrides
 from broker.config import BrokerConfig, Listener, topic_log_config
-from broker.handlers import registry
+from broker.coordinator.coordinator import GroupCoordinator
 from broker.log.cleaner import CleanerConfig
 from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
 from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
-from broker.services import BrokerServices
-from broker.topic_creation import AutoTopicCreator
-from broker.tasks import cancel_and_wait
-from broker.coordinator.coordinator import GroupCoordinator
 from broker.replication.fetcher_manager import FetcherSettings, ReplicaFetcherManager
 from broker.replication.isr import IsrManager
 from broker.replication.replica_manager import ReplicaManager
+from broker.services import BrokerServices
+from broker.tasks import cancel_and_wait
+from broker.topic_creation import AutoTopicCreator
 from controller.embedded import EmbeddedController
 from controller.interface import Controller
 from controller.model import BrokerRegistration, Endpoint, TopicRegistration

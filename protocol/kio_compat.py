@@ -19,7 +19,10 @@ that names the assumption, and is mended in this one file:
 
 from __future__ import annotations
 
+from typing import IO, Any, cast
+
 from kio.index import _name_from_key
+from kio.serial import entity_writer
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
@@ -28,18 +31,33 @@ from kio.serial._introspect import (
     get_field_tag,
     get_schema_field_type,
 )
+from kio.static.primitive import Records
 
 __all__ = [
     "EntityField",
     "EntityTupleField",
     "PrimitiveTupleField",
     "api_name",
+    "as_records",
     "classify_field",
     "get_field_tag",
     "get_schema_field_type",
+    "write_entity",
 ]
 
 
 def api_name(api_key: int) -> str:
     """kio's snake_case name of an API key, e.g. 18 -> "api_versions"."""
     return str(_name_from_key(api_key))
+
+
+def as_records(value: object) -> Records:
+    """A records field's value: bytes, or a zero-copy file region that kio's writer only measures
+    with len() and passes to the output's write() (see the module docstring)."""
+    return cast(Records, value)
+
+
+def write_entity(out: object, entity: Any) -> None:
+    """Encode `entity` into `out`, which needs only `write()` (kio's writers are typed for a
+    stream; protocol.messages.FrameBuffer is not one, and keeps zero-copy regions as they are)."""
+    entity_writer(type(entity))(cast(IO[bytes], out), entity)

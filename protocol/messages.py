@@ -25,14 +25,15 @@ from typing import Any, Protocol, Union, get_args, get_origin
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
+
 from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
     classify_field,
     get_schema_field_type,
+    write_entity,
 )
-
 from protocol.prescan import check_lengths
 
 __all__ = [
@@ -116,7 +117,7 @@ def response_class(api_key: int, api_version: int) -> type:
 
 
 def is_flexible(api_key: int, api_version: int) -> bool:
-    return bool(request_class(api_key, api_version).__flexible__)
+    return bool(getattr(request_class(api_key, api_version), "__flexible__"))
 
 
 @cache
@@ -160,7 +161,8 @@ def _null_plan(cls: type) -> tuple[tuple[str, bool, int], ...]:
 
 def check_non_nullable(entity: Any) -> None:
     """Raise NullFieldError if a non-nullable array in `entity` (or an entity in it) is None."""
-    for name, nullable, kind in _null_plan(type(entity)):
+    cls: type = type(entity)
+    for name, nullable, kind in _null_plan(cls):
         value = getattr(entity, name)
         if value is None:
             if nullable:
@@ -181,7 +183,7 @@ def decode_response(
 
 
 def encode(entity: Any, out: FrameBuffer) -> None:
-    entity_writer(type(entity))(out, entity)
+    write_entity(out, entity)
 
 
 def encode_bytes(entity: Any) -> bytes:
@@ -260,7 +262,7 @@ def convert(value: Any, target: type, **overrides: Any) -> Any:
 
     `overrides` set top-level fields of the result, for fields the source version lacks.
     """
-    source = type(value)
+    source: type = type(value)
     if source is target and not overrides:
         return value
     kwargs: dict[str, Any] = {}

@@ -199,7 +199,7 @@ def _fixed_step(size: int) -> Step:
 @cache
 def _entity_walker(cls: type) -> Step | int:
     """A step walking one `cls`, or its size if every field has a fixed size."""
-    flexible = bool(cls.__flexible__)
+    flexible = bool(getattr(cls, "__flexible__"))
     steps: list[Step] = []
     fixed = 0
 

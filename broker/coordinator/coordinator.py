@@ -21,7 +21,7 @@ import enum
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Coroutine, Iterable, Mapping
 
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk
@@ -152,8 +152,8 @@ class GroupCoordinator:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.membership.close()
 
-    def _spawn(self, coro: object) -> None:
-        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -207,7 +207,8 @@ class GroupCoordinator:
                 info = log_.read(position, LOAD_BUFFER_BYTES, end)
                 if info.records is None:
                     break
-                chunk = await asyncio.to_thread(lambda r=info.records, p=position: decode_chunk(r.read_bytes(), p))
+                records = info.records
+                chunk = await asyncio.to_thread(lambda: decode_chunk(records.read_bytes(), position))
                 if self._partitions.get(part.index) is not part:
                     return  # unloaded meanwhile
                 if chunk.next_offset <= position:
@@ -485,7 +486,7 @@ class GroupCoordinator:
         for tp in partitions:
             if image.partition(tp.topic, tp.partition) is None:
                 results[tp] = ErrorCode.unknown_topic_or_partition
-            elif tp.topic in subscribed:
+            elif subscribed is not None and tp.topic in subscribed:
                 results[tp] = ErrorCode.group_subscribed_to_topic
             else:
                 results[tp] = ErrorCode.none

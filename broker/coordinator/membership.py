@@ -26,7 +26,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Awaitable, Callable, cast
+from typing import Any, Awaitable, Callable, Coroutine, cast
 
 from broker.coordinator.group import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
@@ -113,8 +113,8 @@ class GroupMembership:
     def _loop(self) -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task = self._loop.create_task(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

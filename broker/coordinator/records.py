@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from protocol.errors import CorruptRecordError
-from protocol.types import LeaderEpoch, NO_LEADER_EPOCH, Offset
+from protocol.types import NO_LEADER_EPOCH, LeaderEpoch, Offset
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2

@@ -9,7 +9,9 @@ if TYPE_CHECKING:
     from broker.context import RequestContext
     from broker.coordinator.coordinator import GroupCoordinator
 
-NO_THROTTLE = datetime.timedelta(0)
+from protocol.types import NO_THROTTLE
+
+__all__ = ["NO_THROTTLE", "client_host", "coordinator", "millis"]
 
 
 def millis(value: datetime.timedelta) -> int:

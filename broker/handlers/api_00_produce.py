@@ -34,7 +34,7 @@ from kio.schema.produce.v11.response import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from kio.static.primitive import i32, i64
+from kio.static.primitive import TZAware, i32, i64
 
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
@@ -45,9 +45,15 @@ from controller.placement import topic_name_error
 from protocol import legacy
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
-from protocol.record_check import OverBudget, RecordError, RecordValidationError
-from protocol.records import ATTR_COMPRESSION_MASK, ATTRIBUTES_OFFSET, CURRENT_MAGIC, LOG_OVERHEAD
+from protocol.record_check import OverBudget, RecordError
+from protocol.records import (
+    ATTR_COMPRESSION_MASK,
+    ATTRIBUTES_OFFSET,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+)
 from protocol.topic_partition import TopicPartition
+from protocol.types import NO_THROTTLE, TopicName
 
 API_KEY = 0
 log = logging.getLogger("samsa.produce")
@@ -122,7 +128,7 @@ def _partition_response(
         error_code=error,
         base_offset=i64(base_offset),
         log_append_time=(
-            datetime.datetime.fromtimestamp(log_append_time / 1000, tz=datetime.timezone.utc)
+            TZAware.parse(datetime.datetime.fromtimestamp(log_append_time / 1000, tz=datetime.timezone.utc))
             if log_append_time >= 0
             else None
         ),
@@ -287,7 +293,9 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     )
 
     if acks == 0:
-        failed = [(tp, r.error) for tp, r in results.items() if r.error != ErrorCode.none]
+        failed: list[tuple[TopicPartition, ErrorCode]] = [
+            (tp, r.error) for tp, r in results.items() if r.error != ErrorCode.none
+        ]
         failed += [(tp, e.code) for tp, e in errors.items()]
         if failed:
             raise CloseConnection(f"acks=0 produce failed: {[(str(tp), e.name) for tp, e in failed]}")
@@ -318,8 +326,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
         by_topic.setdefault(tp.topic, []).append(resp)
     return ProduceResponse(
         responses=tuple(
-            TopicProduceResponse(name=name, partition_responses=tuple(parts))
+            TopicProduceResponse(name=TopicName(name), partition_responses=tuple(parts))
             for name, parts in by_topic.items()
         ),
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
     )

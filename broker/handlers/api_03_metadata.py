@@ -15,10 +15,10 @@
 # Not supported: v13 (top-level error code, KIP-1102).
 from __future__ import annotations
 
-import datetime
 import logging
 import uuid
 
+from kio.schema.metadata.v10.response import MetadataResponse as MetadataResponseV10
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.metadata.v12.response import (
     MetadataResponse,
@@ -26,17 +26,20 @@ from kio.schema.metadata.v12.response import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from kio.schema.metadata.v10.response import MetadataResponse as MetadataResponseV10
 from kio.static.primitive import i32
 
-from broker.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from broker.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+)
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
-from controller.model import ClusterImage, NewTopic, TopicRegistration
+from controller.model import ClusterImage, TopicRegistration
 from controller.placement import topic_name_error
 from protocol.errors import ErrorCode
 from protocol.messages import convert
-from protocol.types import BrokerId
+from protocol.types import NO_THROTTLE, BrokerId, TopicName
 
 API_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
@@ -74,7 +77,7 @@ def topic_metadata(
         )
     return MetadataResponseTopic(
         error_code=ErrorCode.none,
-        name=topic.name,
+        name=TopicName(topic.name),
         topic_id=topic.topic_id,
         is_internal=topic.internal,
         partitions=tuple(partitions),
@@ -89,7 +92,7 @@ def _error_topic(
 ) -> MetadataResponseTopic:
     return MetadataResponseTopic(
         error_code=error,
-        name=name,
+        name=None if name is None else TopicName(name),
         topic_id=topic_id or ZERO_UUID,
         is_internal=False,
         partitions=(),
@@ -163,7 +166,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
 
     response = MetadataResponse(
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
         brokers=brokers_for(image, ctx.listener),
         cluster_id=image.cluster_id,
         controller_id=BrokerId(image.controller_id),

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kio.schema.find_coordinator.v3.response import FindCoordinatorResponse as FindCoordinatorResponseV3
+from kio.schema.find_coordinator.v3.response import (
+    FindCoordinatorResponse as FindCoordinatorResponseV3,
+)
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.find_coordinator.v4.response import Coordinator, FindCoordinatorResponse
 from kio.schema.types import BrokerId

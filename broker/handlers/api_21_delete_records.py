@@ -12,8 +12,6 @@
 # DeleteRecords purgatory); the low watermark is the leader's.
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.delete_records.v2.request import DeleteRecordsRequest
 from kio.schema.delete_records.v2.response import (
     DeleteRecordsPartitionResult,
@@ -29,6 +27,7 @@ from broker.handlers._admin import audit
 from controller.model import INTERNAL_TOPICS
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
+from protocol.types import NO_THROTTLE
 
 API_KEY = 21
 HIGH_WATERMARK = -1
@@ -89,4 +88,4 @@ async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRe
             message=repr(message),
         )
     topics = tuple(DeleteRecordsTopicResult(name=name, partitions=tuple(parts)) for name, parts in by_topic.items())
-    return DeleteRecordsResponse(throttle_time=datetime.timedelta(0), topics=topics)
+    return DeleteRecordsResponse(throttle_time=NO_THROTTLE, topics=topics)

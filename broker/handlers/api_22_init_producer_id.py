@@ -7,8 +7,6 @@
 # transaction timeout above transaction.max.timeout.ms INVALID_TRANSACTION_TIMEOUT.
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 from kio.schema.init_producer_id.v5.response import InitProducerIdResponse
 from kio.static.primitive import i16
@@ -16,14 +14,14 @@ from kio.static.primitive import i16
 from broker.context import RequestContext
 from broker.handlers import registry
 from protocol.errors import ErrorCode
-from protocol.types import NO_PRODUCER_ID, ProducerId
+from protocol.types import NO_PRODUCER_ID, NO_THROTTLE, ProducerId
 
 API_KEY = 22
 
 
 def _response(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = -1) -> InitProducerIdResponse:
     return InitProducerIdResponse(
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
         error_code=error,
         producer_id=ProducerId(producer_id),
         producer_epoch=i16(epoch),

@@ -9,8 +9,6 @@
 # Not supported: v0-1 (removed in Kafka 4; no listed client needs them).
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
 from kio.schema.offset_for_leader_epoch.v4.response import (
     EpochEndOffset,
@@ -24,6 +22,7 @@ from broker.handlers import registry
 from broker.replication.partition import PartitionRole
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
+from protocol.types import NO_THROTTLE
 
 API_KEY = 23
 DEBUGGING_REPLICA_ID = -2
@@ -55,4 +54,4 @@ async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> O
             except KafkaError as e:
                 results.append(EpochEndOffset(error_code=e.code, partition=i32(p.partition)))
         topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(results)))
-    return OffsetForLeaderEpochResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))
+    return OffsetForLeaderEpochResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))

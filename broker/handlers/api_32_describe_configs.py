@@ -12,8 +12,6 @@
 # Not supported: v0 (kio has no schema; every listed client uses v1+).
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.describe_configs.v4.request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
@@ -44,11 +42,12 @@ from broker.handlers._admin import (
 )
 from controller.placement import topic_name_error
 from protocol.errors import ErrorCode, KafkaError
+from protocol.types import NO_THROTTLE
 
 API_KEY = 32
 def _entries(resource: DescribeConfigsResource, ctx: RequestContext) -> list[DescribedConfig]:
     services = ctx.services
-    kind = resource.resource_type
+    kind = int(resource.resource_type)
     name = resource.resource_name
     if kind == ResourceType.TOPIC:
         error = topic_name_error(name)
@@ -122,7 +121,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
                 resource_name=resource.resource_name,
                 configs=tuple(
                     _result(c, request.include_synonyms, request.include_documentation,
-                            resource.resource_type == ResourceType.BROKER_LOGGER)
+                            int(resource.resource_type) == ResourceType.BROKER_LOGGER)
                     for c in entries
                 ),
             )
@@ -145,4 +144,4 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
             result=result.error_code.name,
             message=repr(result.error_message),
         )
-    return DescribeConfigsResponse(throttle_time=datetime.timedelta(0), results=tuple(results))
+    return DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=tuple(results))

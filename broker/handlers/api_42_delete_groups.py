@@ -5,7 +5,10 @@
 from __future__ import annotations
 
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-from kio.schema.delete_groups.v2.response import DeletableGroupResult, DeleteGroupsResponse
+from kio.schema.delete_groups.v2.response import (
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+)
 
 from broker.context import RequestContext
 from broker.coordinator.wire import NO_THROTTLE, coordinator

@@ -15,7 +15,6 @@
 # for SET/APPEND/SUBTRACT and unknown operations -> INVALID_REQUEST. validate_only changes nothing.
 from __future__ import annotations
 
-import datetime
 import enum
 import logging
 from collections.abc import Mapping, Sequence
@@ -48,6 +47,7 @@ from broker.handlers._admin import (
     refuse_dynamic_broker_configs,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.types import NO_THROTTLE
 
 API_KEY = 44
 log = logging.getLogger("samsa.admin")
@@ -140,7 +140,7 @@ def alter_loggers(
         )
     known = logger_levels()
     for config in resource.configs:
-        op = config.config_operation
+        op = int(config.config_operation)
         if op in (OpType.SET, OpType.DELETE) and config.name not in known:
             raise KafkaError(
                 ErrorCode.invalid_config, f"Logger {config.name} does not exist!"
@@ -170,7 +170,7 @@ def alter_loggers(
         return
     for config in resource.configs:
         logger = python_logger(config.name)
-        if config.config_operation == OpType.SET:
+        if int(config.config_operation) == OpType.SET:
             logger.setLevel(LOG4J_TO_PYTHON[config.value or ""])
             log.warning(
                 "log level updated logger=%s level=%s", config.name, config.value
@@ -187,14 +187,14 @@ async def _alter(
     nulls = [
         c.name
         for c in resource.configs
-        if c.value is None and c.config_operation != OpType.DELETE
+        if c.value is None and int(c.config_operation) != OpType.DELETE
     ]
     if nulls:
         raise KafkaError(
             ErrorCode.invalid_request,
             f"Null value not supported for : {', '.join(nulls)}",
         )
-    kind = resource.resource_type
+    kind = int(resource.resource_type)
     if kind == ResourceType.TOPIC:
         services = ctx.services
         topic = services.controller.image.topics.get(resource.resource_name)
@@ -251,5 +251,5 @@ async def handle(
         request.validate_only,
     )
     return IncrementalAlterConfigsResponse(
-        throttle_time=datetime.timedelta(0), responses=tuple(responses)
+        throttle_time=NO_THROTTLE, responses=tuple(responses)
     )

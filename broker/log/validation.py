@@ -32,7 +32,7 @@ import struct
 from dataclasses import dataclass, field
 
 from broker.log.config import LogConfig
-from protocol.compression import Compressor, CompressionType
+from protocol.compression import CompressionType, Compressor
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.record_check import RecordRules, check_batch_records
 from protocol.records import (

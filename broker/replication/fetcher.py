@@ -44,13 +44,13 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
-from kio.static.primitive import i32, i64
+from kio.static.primitive import i32, i32Timedelta, i64
 
 from broker.replication.leader_client import LeaderClient, LeaderConnectionError
 from broker.replication.partition import PartitionRole
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
-from protocol.types import BrokerId, LeaderEpoch, Offset
+from protocol.types import BrokerId, LeaderEpoch, Offset, TopicName
 
 if TYPE_CHECKING:
     from broker.replication.fetcher_manager import ReplicaFetcherManager
@@ -342,20 +342,20 @@ class ReplicaFetcher:
         if not asked:
             return
         by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
-        for tp, (st, latest) in asked.items():
+        for tp, (st, epoch) in asked.items():
             by_topic.setdefault(tp.topic, []).append(
                 OffsetForLeaderPartition(
                     partition=i32(tp.partition),
                     current_leader_epoch=i32(st.leader_epoch),
-                    leader_epoch=i32(latest),
+                    leader_epoch=i32(epoch),
                 )
             )
         request = OffsetForLeaderEpochRequest(
-            replica_id=i32(self.settings.broker_id),
+            replica_id=BrokerId(self.settings.broker_id),
             topics=tuple(
-                OffsetForLeaderTopic(topic=t, partitions=tuple(ps))
+                OffsetForLeaderTopic(topic=TopicName(t), partitions=tuple(ps))
                 for t, ps in by_topic.items()
-            ),  # type: ignore[arg-type]
+            ),
         )
         response = await client.request(request)
         for topic in response.topics:
@@ -430,16 +430,16 @@ class ReplicaFetcher:
             return
         s = self.settings
         request = FetchRequest(
-            replica_id=i32(s.broker_id),
-            max_wait=datetime.timedelta(milliseconds=s.max_wait_ms),
+            replica_id=BrokerId(s.broker_id),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=s.max_wait_ms)),
             min_bytes=i32(s.min_bytes),
             max_bytes=i32(s.response_max_bytes),
             isolation_level=0,  # type: ignore[arg-type]
             session_id=i32(0),
             session_epoch=i32(-1),
             topics=tuple(
-                FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()
-            ),  # type: ignore[arg-type]
+                FetchTopic(topic=TopicName(t), partitions=tuple(ps)) for t, ps in by_topic.items()
+            ),
             forgotten_topics_data=(),
             rack_id="",
         )

@@ -31,11 +31,11 @@ from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, Offset
 
 if TYPE_CHECKING:
-    from broker.replication.fetcher_manager import ReplicaFetcherManager
-    from broker.replication.isr import IsrManager
     from broker.log.config import LogConfig
     from broker.log.info import LogAppendInfo
     from broker.log.manager import LogManager
+    from broker.replication.fetcher_manager import ReplicaFetcherManager
+    from broker.replication.isr import IsrManager
 
 log = logging.getLogger("samsa.replica_manager")
 

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, TextIO
 
 _LISTENING = re.compile(r"samsa listening on (\w+)://([^:]+):(\d+)")
 
@@ -55,7 +55,7 @@ class SamsaProcess:
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen[str] | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
-        self._log_file = None
+        self._log_file: TextIO | None = None
         self._reader: threading.Thread | None = None
 
     @property

@@ -6,7 +6,6 @@ response gains throttle_time_ms in v1 and log_append_time in v2. No `from __futu
 annotations` here: kio reads the field types from the annotations at run time.
 """
 
-import datetime
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -16,6 +15,8 @@ from kio.schema.response_header.v0.header import ResponseHeader
 from kio.schema.types import TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import Records, TZAware, i16, i32, i32Timedelta, i64
+
+from protocol.types import NO_THROTTLE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,7 +119,7 @@ class ProduceResponseV1:
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     responses: tuple[TopicProduceResponseV0, ...]
     throttle_time: i32Timedelta = field(
-        metadata={"kafka_type": "timedelta_i32"}, default=datetime.timedelta(0)
+        metadata={"kafka_type": "timedelta_i32"}, default=NO_THROTTLE
     )
 
 
@@ -131,7 +132,7 @@ class ProduceResponseV2:
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     responses: tuple[TopicProduceResponseV2, ...]
     throttle_time: i32Timedelta = field(
-        metadata={"kafka_type": "timedelta_i32"}, default=datetime.timedelta(0)
+        metadata={"kafka_type": "timedelta_i32"}, default=NO_THROTTLE
     )
 
 
