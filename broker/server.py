@@ -18,7 +18,7 @@ from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrid
 from broker.config import BrokerConfig, Listener, topic_log_config
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.log.cleaner import CleanerConfig
-from broker.log.config import LogConfig
+from broker.config import LogConfig
 from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
 from broker.network import Connection, receive_buffer

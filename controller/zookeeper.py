@@ -108,12 +108,13 @@ class ZkSettings:
         )
         if not advertised or advertised == "0.0.0.0":
             advertised = host if host != "0.0.0.0" else socket.getfqdn()
+        log_config = config.log_config()  # the topic defaults: unclean.leader.election.enable
         return cls(
             connect=config.zookeeper_connect,
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
             inter_broker_listener=config.inter_broker_listener_name,
-            unclean_default=config.unclean_leader_election_enable,
+            unclean_default=log_config.unclean_leader_election_enable,
             heartbeat_host=host,
             heartbeat_port=config.samsa_heartbeat_port,
             heartbeat_interval_ms=config.samsa_heartbeat_interval_ms,

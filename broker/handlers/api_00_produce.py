@@ -38,7 +38,7 @@ from kio.static.primitive import TZAware, i32, i64
 
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
-from broker.log.config import LogConfig
+from broker.config import LogConfig
 from broker.log.validation import CheckedRecords, check_records, max_decompressed_bytes
 from controller.model import INTERNAL_TOPICS
 from controller.placement import topic_name_error

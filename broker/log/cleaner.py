@@ -60,7 +60,7 @@ from broker.log.compaction import (
     SegmentSource,
     clean_log,
 )
-from broker.log.config import LONG_MAX
+from broker.config import LONG_MAX
 from broker.log.log import UnifiedLog
 from broker.tasks import cancel_and_wait
 from protocol.topic_partition import TopicPartition
@@ -97,12 +97,12 @@ class CleanerConfig:
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> CleanerConfig:
         return cls(
-            enable=bool(config.log_cleaner_enable),
-            threads=int(config.log_cleaner_threads),
-            backoff_ms=int(config.log_cleaner_backoff_ms),
-            dedupe_buffer_size=int(config.effective("log.cleaner.dedupe.buffer.size")),  # type: ignore[call-overload]
-            io_buffer_size=int(config.effective("log.cleaner.io.buffer.size")),  # type: ignore[call-overload]
-            io_buffer_load_factor=float(config.effective("log.cleaner.io.buffer.load.factor")),  # type: ignore[arg-type]
+            enable=config.log_cleaner_enable,
+            threads=config.log_cleaner_threads,
+            backoff_ms=config.log_cleaner_backoff_ms,
+            dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+            io_buffer_size=config.log_cleaner_io_buffer_size,
+            io_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
         )
 
 

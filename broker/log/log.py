@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
-from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
+from broker.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochFileCache
 from broker.log.info import (
     FetchDataInfo,

@@ -34,7 +34,7 @@ from broker.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from broker.log.cleaner import CleanerConfig, LogCleaner
-from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
+from broker.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.log import UnifiedLog
 from broker.log.partition_metadata import read_topic_id, write_topic_id
 from broker.tasks import cancel_and_wait

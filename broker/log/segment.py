@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from broker.log.config import INT_MAX, LogConfig
+from broker.config import INT_MAX, LogConfig
 from broker.log.index import IndexCorruptError, OffsetIndex, TimeIndex
 from broker.log.info import (
     FetchDataInfo,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from broker.log.config import LogConfig
+from broker.config import LogConfig
 from protocol.compression import CompressionType, Compressor
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.record_check import RecordRules, check_batch_records

@@ -31,7 +31,7 @@ from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, Offset
 
 if TYPE_CHECKING:
-    from broker.log.config import LogConfig
+    from broker.config import LogConfig
     from broker.log.info import LogAppendInfo
     from broker.log.manager import LogManager
     from broker.replication.fetcher_manager import ReplicaFetcherManager

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.log.config import LogConfig
+from broker.config import LogConfig
 from broker.log.validation import (
     CheckedRecords,
     check_records,

@@ -358,7 +358,7 @@ def test_replica_manager_follower_fetch_moves_hw_and_completes_acks(
     tmp_path: Path,
 ) -> None:
     """acks=all through the replica manager: a follower fetch at the new LEO completes it."""
-    from broker.log.config import LogConfig
+    from broker.config import LogConfig
     from broker.log.manager import LogManager
     from broker.replication.partition import FetchIsolation
     from broker.replication.replica_manager import FetchRequestPartition
