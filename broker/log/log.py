@@ -241,7 +241,7 @@ class UnifiedLog:
         *,
         now_ms: int | None = None,
     ) -> LogAppendInfo:
-        """Validate, assign offsets and append a produced records blob (see CONTRACTS.md)."""
+        """Validate, assign offsets and append a produced records blob (see broker/log/validation.py)."""
         self._check_open()
         now = _now_ms() if now_ms is None else now_ms
         if len(records) == 0:

@@ -1,7 +1,7 @@
 """Produce v0-v2 (dropped from Kafka 4.x specs, still needed by librdkafka < 2.11.1).
 
-librdkafka before 2.11.1 only compresses if the broker advertises Produce v0 (shared reference,
-client requirements §1.1), so Samsa serves v0-2. The request shape is the same in all three; the
+librdkafka before 2.11.1 only compresses if the broker advertises Produce v0 (docs/clients.md),
+so Samsa serves v0-2. The request shape is the same in all three; the
 response gains throttle_time_ms in v1 and log_append_time in v2. No `from __future__ import
 annotations` here: kio reads the field types from the annotations at run time.
 """
