@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 
 from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrides
-from broker.config import BrokerConfig, Listener, topic_log_config
+from broker.config import BrokerConfig, Listener, LogConfig, topic_log_config
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.log.cleaner import CleanerConfig
-from broker.config import LogConfig
 from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
 from broker.network import Connection, receive_buffer

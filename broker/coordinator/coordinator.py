@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Coroutine, Iterable, Mapping
 
+from broker import clock
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk
 from broker.coordinator.membership import GroupMembership, MembershipConfig
@@ -84,9 +85,6 @@ class OffsetCommitEntry:
     leader_epoch: int
     metadata: str | None
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def group_id_error(group_id: str | None) -> ErrorCode:
@@ -237,7 +235,7 @@ class GroupCoordinator:
             log.exception("loading groups failed partition=%d", part.index)
 
     def _install(self, part: OffsetsPartition, state: LoadState) -> None:
-        now = _now_ms()
+        now = clock.now_ms()
         for group_id in state.group_ids():
             value = state.groups.get(group_id)
             group = ClassicGroup.from_record(group_id, value, now) if value else ClassicGroup(group_id)
@@ -279,7 +277,7 @@ class GroupCoordinator:
             return error, None
         group = part.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
-            group = ClassicGroup(group_id, state_timestamp_ms=_now_ms())
+            group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
         return ErrorCode.none, group
 
@@ -409,7 +407,7 @@ class GroupCoordinator:
             if generation >= 0:
                 code = ErrorCode.group_id_not_found if api_version >= 9 else ErrorCode.illegal_generation
                 return {e.tp: code for e in entries}
-            group = ClassicGroup(group_id, state_timestamp_ms=_now_ms())
+            group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
         error = self._validate_offset_commit(group, member_id, instance_id, generation)
         if error != ErrorCode.none:
@@ -420,7 +418,7 @@ class GroupCoordinator:
         image = self._controller.image
         results: dict[TopicPartition, ErrorCode] = {}
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        now = _now_ms()
+        now = clock.now_ms()
         for e in entries:
             metadata = e.metadata or ""
             if image.partition(e.tp.topic, e.tp.partition) is None:
@@ -545,7 +543,7 @@ class GroupCoordinator:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.expire_offsets(_now_ms())
+                await self.expire_offsets(clock.now_ms())
             except asyncio.CancelledError:
                 raise
             except Exception:

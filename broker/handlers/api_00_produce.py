@@ -36,9 +36,9 @@ from kio.schema.produce.v11.response import (
 )
 from kio.static.primitive import TZAware, i32, i64
 
+from broker.config import LogConfig
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
-from broker.config import LogConfig
 from broker.log.validation import CheckedRecords, check_records, max_decompressed_bytes
 from controller.model import INTERNAL_TOPICS
 from controller.placement import topic_name_error

@@ -36,20 +36,20 @@ from __future__ import annotations
 
 import enum
 import logging
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from broker import clock
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
-    BrokerId,
-    LeaderEpoch,
     NO_BROKER,
     NO_LEADER_EPOCH,
+    BrokerId,
+    LeaderEpoch,
     Offset,
 )
 
@@ -115,9 +115,6 @@ class ReadResult:
     log_end_offset: Offset
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 class Partition:
     def __init__(
@@ -175,7 +172,7 @@ class Partition:
             self.leader_epoch = reg.leader_epoch
             self.leader_epoch_start_offset = self.log.log_end_offset
             self.log.leader_epoch_cache.assign(reg.leader_epoch, self.log.log_end_offset)
-            now = _now_ms()
+            now = clock.now_ms()
             self._replica_states = {
                 b: ReplicaState(last_caught_up_time_ms=now) for b in reg.replicas if b != self.local_broker_id
             }
@@ -189,7 +186,7 @@ class Partition:
                 self.log.log_end_offset,
             )
         else:  # same leadership, maybe a new replica set (reassignment): track exactly the replicas
-            now = _now_ms()
+            now = clock.now_ms()
             self._replica_states = {
                 b: self._replica_states.get(b) or ReplicaState(last_caught_up_time_ms=now)
                 for b in reg.replicas
@@ -261,7 +258,7 @@ class Partition:
                 f"The size of the current ISR {sorted(self.isr)} is insufficient to satisfy the "
                 f"min.isr requirement of {min_isr} for partition {self.tp}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch, now_ms=_now_ms())
+        info = self.log.append_as_leader(records, self.leader_epoch, now_ms=clock.now_ms())
         self.maybe_increment_high_watermark()
         return info
 

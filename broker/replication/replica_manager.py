@@ -19,10 +19,10 @@ completes waiting produces (NOT_LEADER_OR_FOLLOWER) and fetches.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
+from broker import clock
 from broker.replication.partition import FetchIsolation, Partition, ReadResult
 from broker.replication.purgatory import Purgatory
 from controller.model import ClusterImage, TopicRegistration
@@ -39,9 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("samsa.replica_manager")
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +288,7 @@ class ReplicaManager:
         self, partition: Partition, replica_id: BrokerId, fetch_offset: Offset, leader_end_offset: Offset
     ) -> None:
         """Kafka's updateFollowerFetchState: follower LEO and caught-up time, ISR expansion, HW."""
-        partition.update_follower_fetch_state(replica_id, fetch_offset, now_ms(), leader_end_offset)
+        partition.update_follower_fetch_state(replica_id, fetch_offset, clock.now_ms(), leader_end_offset)
         proposal = partition.maybe_expand_isr(replica_id)
         if proposal is not None and self.isr_manager is not None:
             self.isr_manager.submit(partition, proposal)
