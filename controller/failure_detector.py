@@ -98,6 +98,11 @@ class FailureDetector:
                 self._last_heard.setdefault(b, now)
             self._peers[b] = addr
 
+    def silent_for(self, peer: BrokerId) -> float | None:
+        """Seconds since this broker last heard `peer` (None for a broker it does not track)."""
+        heard = self._last_heard.get(peer)
+        return None if heard is None else time.monotonic() - heard
+
     # -- loops -------------------------------------------------------------------------------------
 
     async def _send_loop(self) -> None:

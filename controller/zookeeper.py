@@ -95,6 +95,8 @@ class ZkSettings:
     auto_leader_rebalance: bool = True
     leader_imbalance_check_interval_s: float = 300.0
     leader_imbalance_percentage: int = 10
+    preferred_leader_settle_s: float = 10.0
+    """a broker registered more recently is not made preferred leader (clients' reconnect backoff)"""
     heartbeat_advertised_host: str = ""
     """what peers send heartbeats to: the inter-broker listener's advertised host"""
     cluster_id: str | None = None
@@ -126,6 +128,7 @@ class ZkSettings:
             auto_leader_rebalance=config.auto_leader_rebalance_enable,
             leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
             leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
+            preferred_leader_settle_s=config.samsa_preferred_leader_settle_ms / 1000,
             cluster_id=config.cluster_id,
         )
 
@@ -164,6 +167,8 @@ class ZooKeeperController(ZkAdmin):
         self._controller_stat_version = -1
         self._controller_epoch_seen = 0
         self._brokers: dict[BrokerId, L.BrokerInfo] = {}
+        self._registered_at: dict[BrokerId, float] = {}
+        """monotonic time this broker first saw each broker's current registration"""
         self._topic_names: set[str] = set()
         self._assignments: dict[str, tuple[uuid.UUID, dict[int, tuple[BrokerId, ...]]]] = {}
         self._states: dict[tuple[str, int], L.PartitionState] = {}
@@ -171,6 +176,7 @@ class ZooKeeperController(ZkAdmin):
         self._suspicions: dict[BrokerId, set[BrokerId]] = {}
         self._shutting_down: set[BrokerId] = set()
         self._my_suspicions: set[BrokerId] = set()
+        self._suspicion_listeners: list[Callable[[], None]] = []
         self.failure_detector = FailureDetector(
             self.broker_id,
             settings.heartbeat_host,
@@ -396,13 +402,18 @@ class ZooKeeperController(ZkAdmin):
             for b in list(self._brokers):
                 if b not in ids:
                     del self._brokers[b]
+                    self._registered_at.pop(b, None)
             reads = [self._read("broker", L.broker_path(b)) for b in ids if b not in self._brokers]
         elif kind == "broker":
             b = BrokerId(int(name))
             if value is None:
                 self._brokers.pop(b, None)
+                self._registered_at.pop(b, None)
             else:
                 info = L.decode_broker(b, value, stat.czxid)
+                known = self._brokers.get(b)
+                if known is None or known.czxid != info.czxid:
+                    self._registered_at[b] = time.monotonic()
                 if b != self.broker_id:
                     info = L.apply_override(info, self.settings.inter_broker_listener, self.settings.peer_overrides.get(b))
                 self._brokers[b] = info
@@ -558,6 +569,16 @@ class ZooKeeperController(ZkAdmin):
 
     # -- suspicions -----------------------------------------------------------------------------
 
+    def suspected_peers(self) -> frozenset[BrokerId]:
+        """The brokers this broker's failure detector suspects now (the leader's own evidence for
+        taking a dead follower out of an ISR, broker/replication/isr.py)."""
+        return frozenset(self.failure_detector.suspected)
+
+    def add_suspicion_listener(self, listener: Callable[[], None]) -> None:
+        """Called (on the loop, no awaits) whenever this broker's detector suspects a peer or
+        hears it again."""
+        self._suspicion_listeners.append(listener)
+
     def _on_suspicion_change(self, peer: BrokerId, suspected: bool) -> None:
         """From the failure detector (on the loop): publish or withdraw our suspicion of `peer`."""
         if suspected:
@@ -566,6 +587,8 @@ class ZooKeeperController(ZkAdmin):
             self._my_suspicions.discard(peer)
         if self._zk is not None and self._connected:
             self._spawn(self._write_suspicion(peer, suspected))
+        for listener in self._suspicion_listeners:
+            listener()
 
     async def _write_suspicion(self, peer: BrokerId, suspected: bool) -> None:
         path = L.suspicion_path(peer, self.broker_id)
@@ -669,7 +692,9 @@ class ZooKeeperController(ZkAdmin):
             await asyncio.sleep(self.settings.leader_imbalance_check_interval_s)
             if self.state is not ControllerState.CONTROLLER or not self._connected:
                 continue
-            moves = preferred_leader_moves(self._image, self._shutting_down, self.settings.leader_imbalance_percentage)
+            moves = preferred_leader_moves(
+                self._image, self._shutting_down, self.settings.leader_imbalance_percentage, self._doubted()
+            )
             if moves:
                 log.info("preferred leader election partitions=%d controller_epoch=%d", len(moves), self.epoch)
                 results = await asyncio.gather(
@@ -678,6 +703,22 @@ class ZooKeeperController(ZkAdmin):
                 )
                 for error in (r for r in results if isinstance(r, Exception)):
                     log.error("preferred leader election write failed broker_id=%d", self.broker_id, exc_info=error)
+
+    def _doubted(self) -> set[BrokerId]:
+        """Brokers not to make preferred leaders now: suspected by anyone, not heard by this
+        controller for two heartbeat intervals (paused a moment ago, not suspected yet), or
+        registered for less than samsa.preferred.leader.settle.ms (just restarted: clients may
+        still be backing off from reconnecting to it)."""
+        now = time.monotonic()
+        recent_s = 2 * self.settings.heartbeat_interval_ms / 1000
+        doubted = {b for b, reporters in self._suspicions.items() if reporters} | self._my_suspicions
+        for b in self._brokers:
+            if now - self._registered_at.get(b, now) < self.settings.preferred_leader_settle_s:
+                doubted.add(b)
+            silent = self.failure_detector.silent_for(b)
+            if b != self.broker_id and (silent is None or silent > recent_s):
+                doubted.add(b)
+        return doubted
 
     async def _write_state(
         self, topic: str, p: int, old: PartitionRegistration, new: PartitionRegistration, reason: str
