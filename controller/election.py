@@ -29,10 +29,13 @@ Rules (Kafka's, plus Samsa's heartbeat suspicion):
 Preferred leaders (auto.leader.rebalance.enable, every leader.imbalance.check.interval.seconds):
 for each broker, the share of the partitions whose first replica it is but which another broker
 leads is its imbalance; past leader.imbalance.per.broker.percentage, each such partition whose
-preferred replica is registered, in the ISR, not shutting down and not doubted (suspected by any
-broker, or not heard by the controller in the last two heartbeat intervals: a broker paused a
-moment ago is not suspected yet) gets it back as leader, epoch bumped (`preferred_leader_moves`,
-Kafka's checkAndTriggerAutoLeaderRebalance, which moves only to live brokers).
+preferred replica is registered, in the ISR, not shutting down and not doubted (registered for less
+than samsa.preferred.leader.settle.ms: clients may still be backing off from reconnecting to it),
+and none of whose ISR members is out of touch (suspected by any broker, not heard by the controller
+in the last two heartbeat intervals, as a broker paused a moment ago that nobody suspects yet, or
+cut off from ZooKeeper, so that it would go on following the old leader), gets it back as leader,
+epoch bumped (`preferred_leader_moves`, Kafka's checkAndTriggerAutoLeaderRebalance, which moves only
+to live brokers). The move is optional; any of these would turn it into a stall.
 """
 
 from __future__ import annotations
@@ -176,9 +179,10 @@ def preferred_leader_move(
     live: AbstractSet[BrokerId],
     shutting_down: AbstractSet[BrokerId],
     doubted: AbstractSet[BrokerId] = frozenset(),
+    out_of_touch: AbstractSet[BrokerId] = frozenset(),
 ) -> PartitionRegistration | None:
     """Move leadership back to the first (preferred) replica once it is back in the ISR, unless
-    it is `doubted` (suspected, or not heard lately: see the module docstring)."""
+    it is `doubted` or any ISR member is `out_of_touch` (see the module docstring)."""
     if not reg.replicas:
         return None
     preferred = reg.replicas[0]
@@ -188,6 +192,7 @@ def preferred_leader_move(
         or preferred not in live
         or preferred in shutting_down
         or preferred in doubted
+        or any(b in out_of_touch for b in reg.isr)
     ):
         return None
     return replace(reg, leader=preferred, leader_epoch=LeaderEpoch(reg.leader_epoch + 1))
@@ -198,6 +203,7 @@ def preferred_leader_moves(
     shutting_down: AbstractSet[BrokerId],
     imbalance_percentage: int,
     doubted: AbstractSet[BrokerId] = frozenset(),
+    out_of_touch: AbstractSet[BrokerId] = frozenset(),
 ) -> list[tuple[str, int, PartitionRegistration, PartitionRegistration]]:
     """(topic, partition, current, with its preferred leader) for every partition to move back."""
     live = set(image.brokers)
@@ -212,7 +218,7 @@ def preferred_leader_moves(
         if len(imbalanced) * 100 <= imbalance_percentage * len(partitions):
             continue
         for t, p, reg in imbalanced:
-            moved = preferred_leader_move(reg, live, shutting_down, doubted)
+            moved = preferred_leader_move(reg, live, shutting_down, doubted, out_of_touch)
             if moved is not None:
                 moves.append((t, p, reg, moved))
     return moves

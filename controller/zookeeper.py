@@ -22,11 +22,13 @@ shutting-down or majority-suspected leaders, offline partitions, offline replica
 writes each new state in a transaction that also checks the /controller_epoch version, so a
 controller that lost its epoch (paused past its session, cut off) cannot win a write. Any broker
 deletes /controller (with a version check) when a majority of the other live brokers suspect the
-controller's broker, so a dead controller is replaced without waiting for its session to expire.
+controller's broker, so a dead controller is replaced without waiting for its session to expire
+(suspicions, that rule and self-fencing are in controller/zk_health.py).
 
 Session states (kazoo): CONNECTED -> SUSPENDED (connection lost: keep serving the last image, make
 no writes) -> CONNECTED (same session: re-read everything) or LOST (session expired: resign, then
-on the next CONNECTED re-register, re-create suspicions, re-watch and re-read everything).
+on the next CONNECTED re-register, re-create suspicions, re-watch and re-read everything). A broker
+cut off from ZooKeeper whose peers find it no longer registered fences itself (zk_health.py).
 No state change awaits: watch callbacks are bridged to the loop, reads are tasks, and their
 results are applied synchronously.
 """
@@ -40,21 +42,16 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    BadVersionError,
-    KazooException,
-    NodeExistsError,
-    NoNodeError,
-)
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from controller import zk_layout as L
-from controller.election import majority_suspects, plan_partition, preferred_leader_moves
+from controller.election import plan_partition, preferred_leader_moves
 from controller.embedded import _new_cluster_id, check_cluster_id
 from controller.failure_detector import FailureDetector
 from controller.interface import ImageListener
@@ -66,6 +63,7 @@ from controller.model import (
 )
 from controller.zk_admin import ZkAdmin
 from controller.zk_async import AsyncZk, TransactionFailed
+from controller.zk_health import ZkHealth
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch
 
 log = logging.getLogger("samsa.controller")
@@ -137,7 +135,7 @@ def _truthy(v: str | None) -> bool | None:
     return None if v is None else v.strip().lower() == "true"
 
 
-class ZooKeeperController(ZkAdmin):
+class ZooKeeperController(ZkAdmin, ZkHealth):
     def __init__(self, settings: ZkSettings, registration: BrokerRegistration) -> None:
         self.settings = settings
         self.broker_id = registration.broker_id
@@ -177,6 +175,10 @@ class ZooKeeperController(ZkAdmin):
         self._shutting_down: set[BrokerId] = set()
         self._my_suspicions: set[BrokerId] = set()
         self._suspicion_listeners: list[Callable[[], None]] = []
+        self._suspended_at: float | None = None
+        """monotonic time the ZooKeeper connection was lost (None while connected)"""
+        self.fenced = False
+        """cut off from ZooKeeper past the session timeout while the peers reach it"""
         self.failure_detector = FailureDetector(
             self.broker_id,
             settings.heartbeat_host,
@@ -184,6 +186,7 @@ class ZooKeeperController(ZkAdmin):
             interval_ms=settings.heartbeat_interval_ms,
             timeout_ms=settings.heartbeat_timeout_ms,
             on_change=self._on_suspicion_change,
+            on_flags=lambda peer: self._notify_suspicion_listeners(),
         )
 
     # -- Controller interface: image and lifecycle ---------------------------------------------------
@@ -218,6 +221,8 @@ class ZooKeeperController(ZkAdmin):
         await self._new_session_setup()
         self._loaded = True
         self._publish()
+        self.failure_detector.set_zookeeper_connected(True)
+        self._spawn(self._fence_loop())
         if self.settings.auto_leader_rebalance:
             self._spawn(self._leader_balance_loop())
         log.info(
@@ -270,6 +275,10 @@ class ZooKeeperController(ZkAdmin):
         """Runs on the loop (bridged). No awaits."""
         if self._stopping:
             return
+        if state != KazooState.CONNECTED:
+            self.failure_detector.set_zookeeper_connected(False)
+            if self._suspended_at is None:
+                self._suspended_at = time.monotonic()
         if state == KazooState.SUSPENDED:
             self._connected = False
             log.warning("zookeeper connection suspended broker_id=%d", self.broker_id)
@@ -282,6 +291,8 @@ class ZooKeeperController(ZkAdmin):
         elif state == KazooState.CONNECTED:
             was = self._connected
             self._connected = True
+            self._suspended_at = None
+            self.failure_detector.set_zookeeper_connected(True)
             client_id = self._zk.client.client_id
             session = client_id[0] if client_id else None
             if not self._loaded:
@@ -292,7 +303,7 @@ class ZooKeeperController(ZkAdmin):
                 self._spawn(self._new_session_setup())
             elif not was:
                 log.info("zookeeper connection restored broker_id=%d", self.broker_id)
-                self._spawn(self._load_all())
+                self._spawn(self._reload())
 
     async def _bootstrap(self) -> None:
         for path in L.PERSISTENT_PATHS:
@@ -317,8 +328,16 @@ class ZooKeeperController(ZkAdmin):
         await self._register()
         for peer in list(self.failure_detector.suspected):
             self._on_suspicion_change(peer, True)
-        await self._load_all()
+        await self._reload()
         await self._try_elect()
+
+    async def _reload(self) -> None:
+        """Re-read everything after a reconnection; a fenced broker serves again only then."""
+        await self._load_all()
+        if self.fenced and self._connected:
+            self.fenced = False
+            log.info("broker fence lifted broker_id=%d", self.broker_id)
+            self._schedule_publish()
 
     async def _register(self) -> None:
         path = L.broker_path(self.broker_id)
@@ -514,6 +533,8 @@ class ZooKeeperController(ZkAdmin):
                 if st is None:
                     break
                 partitions[p] = st.registration(replicas)
+                if self.fenced and partitions[p].leader == self.broker_id:
+                    partitions[p] = replace(partitions[p], leader=NO_BROKER)
             else:
                 topics[name] = TopicRegistration(
                     name, topic_id, MappingProxyType(partitions), MappingProxyType(dict(self._configs.get(name, {})))
@@ -566,62 +587,6 @@ class ZooKeeperController(ZkAdmin):
         self._maybe_depose_controller()
         if self.state is ControllerState.CONTROLLER:
             self._kick()
-
-    # -- suspicions -----------------------------------------------------------------------------
-
-    def suspected_peers(self) -> frozenset[BrokerId]:
-        """The brokers this broker's failure detector suspects now (the leader's own evidence for
-        taking a dead follower out of an ISR, broker/replication/isr.py)."""
-        return frozenset(self.failure_detector.suspected)
-
-    def add_suspicion_listener(self, listener: Callable[[], None]) -> None:
-        """Called (on the loop, no awaits) whenever this broker's detector suspects a peer or
-        hears it again."""
-        self._suspicion_listeners.append(listener)
-
-    def _on_suspicion_change(self, peer: BrokerId, suspected: bool) -> None:
-        """From the failure detector (on the loop): publish or withdraw our suspicion of `peer`."""
-        if suspected:
-            self._my_suspicions.add(peer)
-        else:
-            self._my_suspicions.discard(peer)
-        if self._zk is not None and self._connected:
-            self._spawn(self._write_suspicion(peer, suspected))
-        for listener in self._suspicion_listeners:
-            listener()
-
-    async def _write_suspicion(self, peer: BrokerId, suspected: bool) -> None:
-        path = L.suspicion_path(peer, self.broker_id)
-        # the parent /samsa/suspicions/<peer> is persistent and never deleted (no create/delete race)
-        if peer in self._my_suspicions:
-            try:
-                await self._zk.create(path, b"", ephemeral=True, makepath=True)
-                log.info("suspicion reported broker_id=%d suspect=%d", self.broker_id, peer)
-            except NodeExistsError:
-                pass
-        else:
-            try:
-                await self._zk.delete(path)
-                log.info("suspicion withdrawn broker_id=%d suspect=%d", self.broker_id, peer)
-            except NoNodeError:
-                pass
-
-    def _maybe_depose_controller(self) -> None:
-        """Delete /controller when a majority of the other live brokers suspect its broker."""
-        c = self._controller_id
-        if c == NO_BROKER or c == self.broker_id or c not in self._brokers or not self._connected:
-            return
-        voters = [b for b in self._brokers if b != c]
-        if self.broker_id in self._suspicions.get(c, set()) and majority_suspects(c, self._suspicions.get(c, set()), voters):
-            version = self._controller_stat_version
-            log.warning("deposing suspected controller broker_id=%d controller_id=%d", self.broker_id, c)
-            self._spawn(self._delete_controller(version))
-
-    async def _delete_controller(self, version: int) -> None:
-        try:
-            await self._zk.delete(L.CONTROLLER, version)
-        except (NoNodeError, BadVersionError):
-            pass
 
     # -- election -------------------------------------------------------------------------------
 
@@ -693,7 +658,11 @@ class ZooKeeperController(ZkAdmin):
             if self.state is not ControllerState.CONTROLLER or not self._connected:
                 continue
             moves = preferred_leader_moves(
-                self._image, self._shutting_down, self.settings.leader_imbalance_percentage, self._doubted()
+                self._image,
+                self._shutting_down,
+                self.settings.leader_imbalance_percentage,
+                doubted=self._settling(),
+                out_of_touch=self._out_of_touch(),
             )
             if moves:
                 log.info("preferred leader election partitions=%d controller_epoch=%d", len(moves), self.epoch)
@@ -703,22 +672,6 @@ class ZooKeeperController(ZkAdmin):
                 )
                 for error in (r for r in results if isinstance(r, Exception)):
                     log.error("preferred leader election write failed broker_id=%d", self.broker_id, exc_info=error)
-
-    def _doubted(self) -> set[BrokerId]:
-        """Brokers not to make preferred leaders now: suspected by anyone, not heard by this
-        controller for two heartbeat intervals (paused a moment ago, not suspected yet), or
-        registered for less than samsa.preferred.leader.settle.ms (just restarted: clients may
-        still be backing off from reconnecting to it)."""
-        now = time.monotonic()
-        recent_s = 2 * self.settings.heartbeat_interval_ms / 1000
-        doubted = {b for b, reporters in self._suspicions.items() if reporters} | self._my_suspicions
-        for b in self._brokers:
-            if now - self._registered_at.get(b, now) < self.settings.preferred_leader_settle_s:
-                doubted.add(b)
-            silent = self.failure_detector.silent_for(b)
-            if b != self.broker_id and (silent is None or silent > recent_s):
-                doubted.add(b)
-        return doubted
 
     async def _write_state(
         self, topic: str, p: int, old: PartitionRegistration, new: PartitionRegistration, reason: str

@@ -177,8 +177,13 @@ def test_isr_ineligible() -> None:
     assert isr_ineligible({B3}, isr, live, set(), {B3: {B1}}) == {}  # not a majority of {1, 2}
 
 
-def test_preferred_leader_never_moves_to_a_doubted_broker() -> None:
+def test_preferred_leader_never_moves_to_a_doubted_broker_nor_past_an_out_of_touch_one() -> None:
     assert preferred_leader_move(reg(2, (2, 3, 1)), {B1, B2, B3}, set(), doubted={B1}) is None
+    assert preferred_leader_move(reg(2, (2, 3, 1)), {B1, B2, B3}, set(), doubted={B3}) is not None
+    # an ISR member that would not learn of the move (suspected, silent, cut off from ZooKeeper)
+    assert preferred_leader_move(reg(2, (2, 3, 1)), {B1, B2, B3}, set(), out_of_touch={B3}) is None
+    assert preferred_leader_move(reg(2, (2, 1)), {B1, B2, B3}, set(), out_of_touch={B3}) is not None
     parts = {0: reg(2, (1, 2, 3)), 1: reg(2, (1, 2, 3))}
     assert preferred_leader_moves(image(parts), set(), 10, doubted={B1}) == []
+    assert preferred_leader_moves(image(parts), set(), 10, out_of_touch={B3}) == []
     assert len(preferred_leader_moves(image(parts), set(), 10, doubted={B3})) == 2
