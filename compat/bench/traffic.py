@@ -42,10 +42,12 @@ class AckLog:
     errors: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def ack(self, partition: int, offset: int | None, value: bytes, at: float) -> None:
+    def ack(self, partition: int, offset: int | None, value: bytes, at: float | None = None) -> None:
+        """Record an acknowledgement; `at` (monotonic) when its time is known."""
         with self.lock:
             self.records.append((partition, offset, value))
-            self.times.setdefault(partition, []).append(at)
+            if at is not None:
+                self.times.setdefault(partition, []).append(at)
 
     def error(self, what: object) -> None:
         with self.lock:

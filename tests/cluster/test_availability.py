@@ -115,3 +115,36 @@ def test_kill_any_broker_gaps_under_2s(cluster: SamsaCluster) -> None:
     phantom = [(q, off, v) for q, off, v in seen.records if log.get((q, off)) != v]
     assert not phantom, f"the consumer read {len(phantom)} records not in the final log, first {phantom[:5]}"
     print("\nAVAILABILITY " + "; ".join(report) + f"; acknowledged {len(acks.records)}, consumed {len(seen.records)}")
+
+
+def test_leader_cut_from_zookeeper_alone_fences_itself(cluster: SamsaCluster) -> None:
+    """Its session expires and the controller moves its leaderships; it cannot hear of it, but its
+    peers' heartbeats say they reach ZooKeeper, so after the session timeout it stops leading, and
+    its clients move on instead of waiting for their requests to time out."""
+    create_topic(cluster, TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"},
+                 assignments=[[1, 2, 3], [2, 3, 1], [3, 1, 2]])  # fmt: skip
+    cluster.wait_for(lambda: full_and_preferred(cluster), 30, "leaders spread, full ISR")
+    victim = next(i for i in (1, 2, 3) if i != cluster.controller())
+    acks = AckLog()
+    stop = threading.Event()
+    producer = threading.Thread(target=run_producer, args=(cluster.bootstrap_servers, TOPIC, PARTITIONS, acks, stop), daemon=True)
+    producer.start()
+    try:
+        cluster.wait_for(lambda: all(acks.count(q) > 20 for q in range(PARTITIONS)), 30, "traffic on every partition")
+        cut_at = time.monotonic()
+        cluster.cut_zookeeper(victim)
+        # 6 s session: the controller moves the victim's partition; the victim fences itself
+        cluster.wait_for(lambda: "broker fenced itself" in cluster.process(victim).read_log(), 15, "self-fencing")
+        time.sleep(3)
+        gap = acks.longest_gap(victim - 1, cut_at)
+        print(f"\nAVAILABILITY leader {victim} cut from ZooKeeper (6 s session): longest ack gap on its partition {gap:.2f}s")
+        assert gap < GAP_LIMIT_S, broker_logs(cluster, 6000)
+        cluster.heal_zookeeper(victim)
+        cluster.wait_for(lambda: "broker fence lifted" in cluster.process(victim).read_log(), 20, "fence lifted")
+        cluster.wait_for(lambda: victim in cluster.metadata(topics=[TOPIC]).topics[TOPIC][victim - 1].isr, 30, "back in the ISR")
+    finally:
+        stop.set()
+        producer.join(60)
+    assert not acks.errors, acks.errors
+    problems = acks.check_against(read_log(cluster))
+    assert not problems, problems[:5]
