@@ -51,7 +51,7 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from controller import zk_layout as L
-from controller.election import plan_partition, preferred_leader_moves
+from controller.election import majority_suspects, plan_partition, preferred_leader_moves
 from controller.embedded import _new_cluster_id, check_cluster_id
 from controller.failure_detector import FailureDetector
 from controller.interface import ImageListener
@@ -539,12 +539,16 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
                 topics[name] = TopicRegistration(
                     name, topic_id, MappingProxyType(partitions), MappingProxyType(dict(self._configs.get(name, {})))
                 )
+        registered = list(self._brokers)
         return ClusterImage(
             cluster_id=self._cluster_id,
             controller_id=self._controller_id,
             controller_epoch=ControllerEpoch(self._controller_epoch_seen),
             brokers=MappingProxyType({b: i.registration for b, i in sorted(self._brokers.items())}),
             topics=MappingProxyType(topics),
+            fenced=frozenset(
+                b for b in registered if majority_suspects(b, self._suspicions.get(b, set()), registered)
+            ),
         )
 
     def _publish(self) -> None:
