@@ -19,8 +19,10 @@ the session, and keep sending it heartbeats flagged "you are not registered" (fa
 So a broker that is not connected to ZooKeeper and hears that from a majority of the other brokers
 (each of them connected to ZooKeeper) fences itself: it resigns as controller and publishes its
 image with no partition led by itself (leader -1), so that waiting acks=all produces end with
-NOT_LEADER_OR_FOLLOWER and clients look for the new leader. With ZooKeeper itself down no session
-expires and nobody fences.
+NOT_LEADER_OR_FOLLOWER, and counts itself among the fenced brokers of its image, which Metadata
+leaves out: a client that knows only this broker (librdkafka connects to the brokers it needs) would
+otherwise keep asking it for metadata and get its stale image back; told this broker is gone, it
+drops it and asks the others. With ZooKeeper itself down no session expires and nobody fences.
 
     SERVING --not connected, a majority of peers say "not registered"--> FENCED
     FENCED  --CONNECTED again and everything re-read-->                  SERVING

@@ -547,7 +547,10 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
             brokers=MappingProxyType({b: i.registration for b, i in sorted(self._brokers.items())}),
             topics=MappingProxyType(topics),
             fenced=frozenset(
-                b for b in registered if majority_suspects(b, self._suspicions.get(b, set()), registered)
+                b
+                for b in registered
+                if majority_suspects(b, self._suspicions.get(b, set()), registered)
+                or (b == self.broker_id and self.fenced)
             ),
         )
 
