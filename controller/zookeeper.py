@@ -69,6 +69,8 @@ from protocol.types import NO_BROKER, BrokerId, ControllerEpoch
 log = logging.getLogger("samsa.controller")
 
 PRODUCER_ID_BLOCK_SIZE = 1000
+CONTROLLED_SHUTDOWN_LINGER_S = 0.5
+"""after a controlled shutdown moved this broker's leaderships: serving on while clients move"""
 
 
 class ControllerState(enum.Enum):
@@ -244,8 +246,17 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
     async def controlled_shutdown(self) -> bool:
         """Ask the controller to move this broker's leaderships away (ephemeral
         /admin/controlled_shutdown/<id>) and wait until no partition it leads has another live ISR
-        member, or the timeout passes. Returns True when leadership moved in time."""
+        member, or the timeout passes. Returns True when leadership moved in time.
+
+        If it led anything, it then goes on serving for CONTROLLED_SHUTDOWN_LINGER_S: its clients,
+        told NOT_LEADER_OR_FOLLOWER, ask for Metadata and move to the new leaders while this broker
+        is still listed. Closing at once, the new leader and this broker's disappearance reach
+        librdkafka in one Metadata response, and it parks the partition on no broker until its next
+        1 s topic scan (seen: 0.5 s more acknowledgement gap per restart of a rolling restart)."""
         started = time.monotonic()
+        led = any(
+            reg.leader == self.broker_id for t in self._image.topics.values() for reg in t.partitions.values()
+        )
         try:
             await self._zk.create(L.shutdown_path(self.broker_id), b"", ephemeral=True)
         except NodeExistsError:
@@ -267,6 +278,8 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
             "controlled shutdown %s broker_id=%d duration_ms=%.0f",
             "completed" if ok else "timed out", self.broker_id, (time.monotonic() - started) * 1000,
         )  # fmt: skip
+        if ok and led:
+            await asyncio.sleep(CONTROLLED_SHUTDOWN_LINGER_S)
         return ok
 
     # -- session ------------------------------------------------------------------------------------
