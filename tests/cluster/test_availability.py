@@ -148,3 +148,35 @@ def test_leader_cut_from_zookeeper_alone_fences_itself(cluster: SamsaCluster) ->
     assert not acks.errors, acks.errors
     problems = acks.check_against(read_log(cluster))
     assert not problems, problems[:5]
+
+
+def test_rolling_restart_keeps_acknowledging(cluster: SamsaCluster) -> None:
+    """Each broker in turn stops cleanly (SIGTERM: controlled shutdown moves its leaderships and
+    coordinators away first) and starts again: acks=all producers see at most a short gap (the
+    client's retry backoff, 100 ms, plus a Metadata round trip and the new leader's first fetch),
+    never a failover's."""
+    create_topic(cluster, TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"},
+                 assignments=[[1, 2, 3], [2, 3, 1], [3, 1, 2]])  # fmt: skip
+    cluster.wait_for(lambda: full_and_preferred(cluster), 30, "leaders spread, full ISR")
+    acks = AckLog()
+    stop = threading.Event()
+    producer = threading.Thread(target=run_producer, args=(cluster.bootstrap_servers, TOPIC, PARTITIONS, acks, stop), daemon=True)
+    producer.start()
+    try:
+        cluster.wait_for(lambda: all(acks.count(q) > 20 for q in range(PARTITIONS)), 30, "traffic on every partition")
+        started = time.monotonic()
+        for b in (1, 2, 3):
+            assert cluster.stop(b) == 0
+            cluster.process(b).start()
+            cluster.wait_for(lambda: all(len(p.isr) == 3 for p in cluster.metadata(topics=[TOPIC]).topics[TOPIC].values()),
+                             30, f"broker {b} back in every ISR")  # fmt: skip
+        time.sleep(1)
+        gaps = {q: acks.longest_gap(q, started) for q in range(PARTITIONS)}
+    finally:
+        stop.set()
+        producer.join(60)
+    print("\nAVAILABILITY rolling restart: longest ack gap " + ", ".join(f"p{q} {g:.2f}s" for q, g in gaps.items()))
+    assert all(g < 1.0 for g in gaps.values()), gaps
+    assert not acks.errors, acks.errors
+    problems = acks.check_against(read_log(cluster))
+    assert not problems, problems[:5]
