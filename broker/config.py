@@ -708,11 +708,18 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("samsa.heartbeat.port", INT, 0, "UDP port of this broker's failure-detector "
               "heartbeats (0 picks a free port); advertised in its ZooKeeper registration.",
               Range(0, 65535)),
-    ConfigDef("samsa.heartbeat.interval.ms", INT, 200, "How often a broker sends each peer a "
+    ConfigDef("samsa.heartbeat.interval.ms", INT, 100, "How often a broker sends each peer a "
               "UDP heartbeat (cluster mode).", _at_least(10)),
-    ConfigDef("samsa.heartbeat.timeout.ms", INT, 1000, "Silence after which a broker reports a "
+    ConfigDef("samsa.heartbeat.timeout.ms", INT, 500, "Silence after which a broker reports a "
               "peer as suspected; a majority of a partition's ISR suspecting its leader moves "
-              "leadership without waiting for the ZooKeeper session to expire.", _at_least(50)),
+              "leadership, and a leader takes a suspected follower that holds its high watermark "
+              "back out of the ISR, without waiting for the ZooKeeper session to expire or for "
+              "replica.lag.time.max.ms.", _at_least(50)),
+    ConfigDef("samsa.preferred.leader.settle.ms", LONG, 10_000, "How long a broker must have been "
+              "registered before the preferred leader election gives it leadership back: "
+              "clients back off from reconnecting to a broker that was down (librdkafka's "
+              "reconnect.backoff.max.ms is 10 s), and a move earlier stalls their writes for the "
+              "rest of that backoff.", _at_least(0)),
     ConfigDef("samsa.peer.address.overrides", STRING, "", "Testing: `id=host:tcp_port:udp_port,...` "
               "reach peer `id`'s inter-broker listener and heartbeats through these addresses "
               "(the cluster harness's fault-injecting proxies)."),
@@ -1037,6 +1044,7 @@ class BrokerConfig:
     samsa_heartbeat_port: int
     samsa_heartbeat_interval_ms: int
     samsa_heartbeat_timeout_ms: int
+    samsa_preferred_leader_settle_ms: int
     samsa_peer_address_overrides: str
     overrides: Mapping[str, str] = field(default_factory=dict, repr=False)
     values: Mapping[str, object] = field(default_factory=dict, repr=False)
