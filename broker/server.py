@@ -102,7 +102,14 @@ class Broker:
             self.replica_manager,
             self.controller.alter_partition,
             replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+            # a cluster's failure detector: a suspected follower leaves the ISR at once
+            suspected=getattr(self.controller, "suspected_peers", None),
+            suspicion_timeout_ms=self.config.samsa_heartbeat_timeout_ms,
+            suspicion_recheck_ms=self.config.samsa_heartbeat_interval_ms,
         )
+        add_suspicion_listener = getattr(self.controller, "add_suspicion_listener", None)
+        if add_suspicion_listener is not None:
+            add_suspicion_listener(self.replica_manager.isr_manager.wake)
         self.group_coordinator = GroupCoordinator(self.config, self.controller, self.replica_manager)
         self.services = BrokerServices(
             broker_id=self.broker_id,

@@ -19,13 +19,23 @@ Rules (Kafka's, plus Samsa's heartbeat suspicion):
   suspected or shutting down) it keeps leading: an offline partition helps nobody.
 - An offline partition whose ISR has a live, fit member gets that member as leader.
 - A fit leader keeps its epoch; followers that are no longer registered (or are shutting down)
-  leave the ISR, as Kafka's controller removes offline replicas from ISRs.
+  leave the ISR, as Kafka's controller removes offline replicas from ISRs, and so do followers
+  suspected by a majority of the other live ISR members (the leader among them): the heartbeat
+  counterpart of KRaft's fencing, whose handleBrokerFenced takes a broker that missed
+  broker.session.timeout.ms of heartbeats out of every ISR. Such a follower comes back through
+  the leader's ordinary expansion once it is heard again and has caught up
+  (`isr_ineligible` refuses it before: the AlterPartition check, Kafka's ineligibleReplicasForIsr).
 
 Preferred leaders (auto.leader.rebalance.enable, every leader.imbalance.check.interval.seconds):
 for each broker, the share of the partitions whose first replica it is but which another broker
 leads is its imbalance; past leader.imbalance.per.broker.percentage, each such partition whose
-preferred replica is registered, in the ISR and not shutting down gets it back as leader, epoch
-bumped (`preferred_leader_moves`, Kafka's checkAndTriggerAutoLeaderRebalance).
+preferred replica is registered, in the ISR, not shutting down and not doubted (registered for less
+than samsa.preferred.leader.settle.ms: clients may still be backing off from reconnecting to it),
+and none of whose ISR members is out of touch (suspected by any broker, not heard by the controller
+in the last two heartbeat intervals, as a broker paused a moment ago that nobody suspects yet, or
+cut off from ZooKeeper, so that it would go on following the old leader), gets it back as leader,
+epoch bumped (`preferred_leader_moves`, Kafka's checkAndTriggerAutoLeaderRebalance, which moves only
+to live brokers). The move is optional; any of these would turn it into a stall.
 """
 
 from __future__ import annotations
@@ -126,19 +136,53 @@ def plan_partition(
             replace(reg, leader=NO_BROKER, leader_epoch=LeaderEpoch(reg.leader_epoch + 1)),
             reason + ", no eligible replica: offline",
         )
-    # fit leader: drop followers that are gone or leaving from the ISR
-    isr = tuple(b for b in reg.isr if b == leader or (b in live and b not in shutting_down))
+    # fit leader: drop followers that are gone, leaving, or suspected by a majority from the ISR
+    gone = {b for b in reg.isr if b != leader and (b not in live or b in shutting_down)}
+    voters = [b for b in reg.isr if b not in gone]
+    silent = {
+        b for b in voters if b != leader and majority_suspects(b, suspicions.get(b, frozenset()), voters)
+    }
+    isr = tuple(b for b in reg.isr if b not in gone and b not in silent)
     if leader not in isr:
         isr = (leader, *isr)
-    if isr != reg.isr:
-        return replace(reg, isr=isr), "offline replicas leave the ISR"
-    return None
+    if isr == reg.isr:
+        return None
+    if silent:
+        reason = f"suspected replicas {sorted(silent)} leave the ISR"
+        return replace(reg, isr=isr), ("offline replicas leave the ISR, " if gone else "") + reason
+    return replace(reg, isr=isr), "offline replicas leave the ISR"
+
+
+def isr_ineligible(
+    joining: AbstractSet[BrokerId],
+    proposed_isr: Sequence[BrokerId],
+    live: AbstractSet[BrokerId],
+    shutting_down: AbstractSet[BrokerId],
+    suspicions: Mapping[BrokerId, AbstractSet[BrokerId]],
+) -> dict[BrokerId, str]:
+    """Brokers a leader may not add to an ISR, with the reason (Kafka's ineligibleReplicasForIsr:
+    not registered, shutting down, fenced; here fenced is suspected by a majority of the other
+    members of the proposed ISR, the rule that takes a follower out in `plan_partition`)."""
+    out: dict[BrokerId, str] = {}
+    for b in joining:
+        if b not in live:
+            out[b] = "not registered"
+        elif b in shutting_down:
+            out[b] = "shutting down"
+        elif majority_suspects(b, suspicions.get(b, frozenset()), proposed_isr):
+            out[b] = "suspected"
+    return out
 
 
 def preferred_leader_move(
-    reg: PartitionRegistration, live: AbstractSet[BrokerId], shutting_down: AbstractSet[BrokerId]
+    reg: PartitionRegistration,
+    live: AbstractSet[BrokerId],
+    shutting_down: AbstractSet[BrokerId],
+    doubted: AbstractSet[BrokerId] = frozenset(),
+    out_of_touch: AbstractSet[BrokerId] = frozenset(),
 ) -> PartitionRegistration | None:
-    """Move leadership back to the first (preferred) replica once it is back in the ISR."""
+    """Move leadership back to the first (preferred) replica once it is back in the ISR, unless
+    it is `doubted` or any ISR member is `out_of_touch` (see the module docstring)."""
     if not reg.replicas:
         return None
     preferred = reg.replicas[0]
@@ -147,13 +191,19 @@ def preferred_leader_move(
         or preferred not in reg.isr
         or preferred not in live
         or preferred in shutting_down
+        or preferred in doubted
+        or any(b in out_of_touch for b in reg.isr)
     ):
         return None
     return replace(reg, leader=preferred, leader_epoch=LeaderEpoch(reg.leader_epoch + 1))
 
 
 def preferred_leader_moves(
-    image: ClusterImage, shutting_down: AbstractSet[BrokerId], imbalance_percentage: int
+    image: ClusterImage,
+    shutting_down: AbstractSet[BrokerId],
+    imbalance_percentage: int,
+    doubted: AbstractSet[BrokerId] = frozenset(),
+    out_of_touch: AbstractSet[BrokerId] = frozenset(),
 ) -> list[tuple[str, int, PartitionRegistration, PartitionRegistration]]:
     """(topic, partition, current, with its preferred leader) for every partition to move back."""
     live = set(image.brokers)
@@ -168,7 +218,7 @@ def preferred_leader_moves(
         if len(imbalanced) * 100 <= imbalance_percentage * len(partitions):
             continue
         for t, p, reg in imbalanced:
-            moved = preferred_leader_move(reg, live, shutting_down)
+            moved = preferred_leader_move(reg, live, shutting_down, doubted, out_of_touch)
             if moved is not None:
                 moves.append((t, p, reg, moved))
     return moves

@@ -3,14 +3,22 @@
 Every broker binds one UDP socket (`samsa.heartbeat.port`, 0 = any free port, on the host of its
 first listener), advertises it in its /brokers/ids registration, and every
 `samsa.heartbeat.interval.ms` sends each registered peer a datagram
-`b"SMHB" | broker_id i32 | incarnation i64 | sequence i64` (asyncio-dgram).
+`b"SMHB" | broker_id i32 | flags u8 | incarnation u56 | sequence i64` (asyncio-dgram). Flags: bit 0,
+the sender is connected to ZooKeeper now; bit 1, the receiver is not registered in the sender's
+image. A broker that left the registry keeps getting heartbeats, flagged so, for a minute: a broker
+cut off from ZooKeeper alone learns this way that its session has expired, which its own client
+can only tell it once it reconnects (self-fencing, controller/zk_health.py). A sender of the first
+format, whose random incarnation filled only the low seven of its eight bytes, reads as no flags.
 
 Per peer the detector keeps the monotonic time it last heard from it. States of a peer, as seen
 from this broker:
 
     ALIVE     --no heartbeat for samsa.heartbeat.timeout.ms-->  SUSPECTED  (on_change(peer, True))
     SUSPECTED --a heartbeat arrives-->                           ALIVE      (on_change(peer, False))
-    any       --peer leaves the registry-->                      forgotten
+    any       --peer leaves the registry-->                      DEPARTED   (still sent heartbeats
+                                                                            flagged "not registered")
+    DEPARTED  --a minute passes-->                               forgotten
+    DEPARTED  --back in the registry-->                          ALIVE
     (new peer) starts ALIVE with a full timeout of grace
 
 The controller turns on_change into ephemeral znodes /samsa/suspicions/<peer>/<self>; the active
@@ -37,6 +45,10 @@ log = logging.getLogger("samsa.failure_detector")
 
 _MAGIC = b"SMHB"
 _FORMAT = struct.Struct(">4siqq")
+_FLAG_ZOOKEEPER = 1
+_FLAG_NOT_REGISTERED = 2
+DEPARTED_GRACE_S = 60.0
+"""how long a broker that left the registry still gets (flagged) heartbeats"""
 
 
 class FailureDetector:
@@ -49,6 +61,7 @@ class FailureDetector:
         interval_ms: int,
         timeout_ms: int,
         on_change: Callable[[BrokerId, bool], None],
+        on_flags: Callable[[BrokerId], None] = lambda peer: None,
     ) -> None:
         self.broker_id = broker_id
         self.host = host
@@ -56,10 +69,15 @@ class FailureDetector:
         self.interval_s = interval_ms / 1000
         self.timeout_s = timeout_ms / 1000
         self._on_change = on_change
+        self._on_flags = on_flags
         self._incarnation = int.from_bytes(os.urandom(7), "big")
         self._seq = 0
         self._peers: dict[BrokerId, tuple[str, int]] = {}
         self._last_heard: dict[BrokerId, float] = {}
+        self._peer_flags: dict[BrokerId, int] = {}
+        self._departed: dict[BrokerId, tuple[tuple[str, int], float]] = {}
+        """brokers that left the registry: heartbeat address and when they left"""
+        self._flags = 0
         self.suspected: set[BrokerId] = set()
         self._stream: asyncio_dgram.aio.DatagramServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -86,8 +104,9 @@ class FailureDetector:
         """The registered brokers (other than this one) and their heartbeat addresses. No awaits."""
         now = time.monotonic()
         for gone in [b for b in self._peers if b not in peers]:
-            self._peers.pop(gone)
+            self._departed[gone] = (self._peers.pop(gone), now)
             self._last_heard.pop(gone, None)
+            self._peer_flags.pop(gone, None)
             if gone in self.suspected:
                 self.suspected.discard(gone)
                 self._on_change(gone, False)
@@ -97,6 +116,35 @@ class FailureDetector:
             if b not in self._peers:
                 self._last_heard.setdefault(b, now)
             self._peers[b] = addr
+            self._departed.pop(b, None)
+
+    def set_zookeeper_connected(self, connected: bool) -> None:
+        """What the next heartbeats tell the peers about this broker's ZooKeeper connection."""
+        self._flags = _FLAG_ZOOKEEPER if connected else 0
+
+    def peers_saying_unregistered(self) -> set[BrokerId]:
+        """Peers heard within the timeout whose last heartbeat said they reach ZooKeeper and do
+        not find this broker registered: its session is gone."""
+        now = time.monotonic()
+        both = _FLAG_ZOOKEEPER | _FLAG_NOT_REGISTERED
+        return {
+            b for b, heard in self._last_heard.items()
+            if now - heard <= self.timeout_s and self._peer_flags.get(b, 0) & both == both
+        }  # fmt: skip
+
+    def peers_without_zookeeper(self) -> set[BrokerId]:
+        """Peers heard within the timeout whose last heartbeat said they do not reach ZooKeeper:
+        they cannot learn of a leadership change now."""
+        now = time.monotonic()
+        return {
+            b for b, heard in self._last_heard.items()
+            if now - heard <= self.timeout_s and not self._peer_flags.get(b, 0) & _FLAG_ZOOKEEPER
+        }  # fmt: skip
+
+    def silent_for(self, peer: BrokerId) -> float | None:
+        """Seconds since this broker last heard `peer` (None for a broker it does not track)."""
+        heard = self._last_heard.get(peer)
+        return None if heard is None else time.monotonic() - heard
 
     # -- loops -------------------------------------------------------------------------------------
 
@@ -112,13 +160,21 @@ class FailureDetector:
                     self._last_heard[b] = now
             last = now
             self._seq += 1
-            payload = _FORMAT.pack(_MAGIC, self.broker_id, self._incarnation, self._seq)
+            flags = self._flags
+            payload = _FORMAT.pack(_MAGIC, self.broker_id, flags << 56 | self._incarnation, self._seq)
+            departed = _FORMAT.pack(
+                _MAGIC, self.broker_id, (flags | _FLAG_NOT_REGISTERED) << 56 | self._incarnation, self._seq
+            )
+            for b, (_addr, left) in list(self._departed.items()):
+                if now - left > DEPARTED_GRACE_S:
+                    del self._departed[b]
             stream = self._stream
             if stream is None:
                 return
-            for addr in list(self._peers.values()):
+            sends = [(payload, a) for a in self._peers.values()] + [(departed, a) for a, _ in self._departed.values()]
+            for data, addr in sends:
                 try:
-                    await stream.send(payload, addr)
+                    await stream.send(data, addr)
                 except OSError:
                     pass  # unreachable peer: it will be suspected, nothing to do here
             self._check(now)
@@ -144,13 +200,17 @@ class FailureDetector:
                 return
             if len(data) != _FORMAT.size:
                 continue
-            magic, peer, _incarnation, _seq = _FORMAT.unpack(data)
+            magic, peer, flags_incarnation, _seq = _FORMAT.unpack(data)
             if magic != _MAGIC:
                 continue
             peer = BrokerId(peer)
             if peer not in self._peers:
                 continue
             self._last_heard[peer] = time.monotonic()
+            flags = (flags_incarnation >> 56) & 0xFF
+            if self._peer_flags.get(peer) != flags:
+                self._peer_flags[peer] = flags
+                self._on_flags(peer)
             if peer in self.suspected:
                 self.suspected.discard(peer)
                 log.info("peer heard again broker_id=%d peer=%d", self.broker_id, peer)

@@ -118,6 +118,10 @@ class ClusterImage:
     controller_epoch: ControllerEpoch
     brokers: Mapping[BrokerId, BrokerRegistration]
     topics: Mapping[str, TopicRegistration]
+    fenced: frozenset[BrokerId] = frozenset()
+    """Registered brokers a majority of the other registered brokers suspect (heartbeats): dead or
+    paused or cut off as far as the cluster can tell, like a broker KRaft fenced. Metadata leaves
+    them out (clients then give up requests waiting on them) and names no leader they lead."""
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicRegistration | None:
         for topic in self.topics.values():

@@ -20,6 +20,7 @@ from kazoo.exceptions import (
 )
 
 from controller import zk_layout as L
+from controller.election import isr_ineligible
 from controller.model import ClusterImage, NewTopic, PartitionRegistration
 from controller.planning import initial_state, plan_new_partitions, plan_topic
 from controller.zk_async import AsyncZk, TransactionFailed
@@ -37,6 +38,7 @@ class ZkAdmin:
         _assignments: dict[str, tuple[uuid.UUID, dict[int, tuple[BrokerId, ...]]]]
         _controller_epoch_seen: int
         _shutting_down: set[BrokerId]
+        _suspicions: dict[BrokerId, set[BrokerId]]
 
         async def _wait_image(self, pred: Callable[[ClusterImage], bool], timeout_s: float) -> bool: ...
 
@@ -206,10 +208,13 @@ class ZkAdmin:
             raise KafkaError(ErrorCode.fenced_leader_epoch, "stale leader epoch in AlterPartition")
         if current.version != proposed.partition_epoch:
             raise KafkaError(ErrorCode.invalid_update_version, "stale partition epoch")
-        live = set(self._image.brokers)
-        joining = [b for b in proposed.isr if b not in current.isr and (b not in live or b in self._shutting_down)]
-        if joining:
-            raise KafkaError(ErrorCode.ineligible_replica, f"replicas {joining} are not eligible for the ISR")
+        joining = {b for b in proposed.isr if b not in current.isr}
+        ineligible = isr_ineligible(joining, proposed.isr, set(self._image.brokers), self._shutting_down, self._suspicions)
+        if ineligible:
+            raise KafkaError(
+                ErrorCode.ineligible_replica,
+                "replicas not eligible for the ISR: " + ", ".join(f"{b} ({why})" for b, why in sorted(ineligible.items())),
+            )
         try:
             new_stat = await self._zk.set(path, L.encode_state(proposed, current.controller_epoch), stat.version)
         except BadVersionError:

@@ -22,11 +22,13 @@ shutting-down or majority-suspected leaders, offline partitions, offline replica
 writes each new state in a transaction that also checks the /controller_epoch version, so a
 controller that lost its epoch (paused past its session, cut off) cannot win a write. Any broker
 deletes /controller (with a version check) when a majority of the other live brokers suspect the
-controller's broker, so a dead controller is replaced without waiting for its session to expire.
+controller's broker, so a dead controller is replaced without waiting for its session to expire
+(suspicions, that rule and self-fencing are in controller/zk_health.py).
 
 Session states (kazoo): CONNECTED -> SUSPENDED (connection lost: keep serving the last image, make
 no writes) -> CONNECTED (same session: re-read everything) or LOST (session expired: resign, then
-on the next CONNECTED re-register, re-create suspicions, re-watch and re-read everything).
+on the next CONNECTED re-register, re-create suspicions, re-watch and re-read everything). A broker
+cut off from ZooKeeper whose peers find it no longer registered fences itself (zk_health.py).
 No state change awaits: watch callbacks are bridged to the loop, reads are tasks, and their
 results are applied synchronously.
 """
@@ -40,17 +42,12 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    BadVersionError,
-    KazooException,
-    NodeExistsError,
-    NoNodeError,
-)
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from controller import zk_layout as L
@@ -66,11 +63,14 @@ from controller.model import (
 )
 from controller.zk_admin import ZkAdmin
 from controller.zk_async import AsyncZk, TransactionFailed
+from controller.zk_health import ZkHealth
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch
 
 log = logging.getLogger("samsa.controller")
 
 PRODUCER_ID_BLOCK_SIZE = 1000
+CONTROLLED_SHUTDOWN_LINGER_S = 0.5
+"""after a controlled shutdown moved this broker's leaderships: serving on while clients move"""
 
 
 class ControllerState(enum.Enum):
@@ -95,6 +95,8 @@ class ZkSettings:
     auto_leader_rebalance: bool = True
     leader_imbalance_check_interval_s: float = 300.0
     leader_imbalance_percentage: int = 10
+    preferred_leader_settle_s: float = 10.0
+    """a broker registered more recently is not made preferred leader (clients' reconnect backoff)"""
     heartbeat_advertised_host: str = ""
     """what peers send heartbeats to: the inter-broker listener's advertised host"""
     cluster_id: str | None = None
@@ -127,6 +129,7 @@ class ZkSettings:
             auto_leader_rebalance=config.auto_leader_rebalance_enable,
             leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
             leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
+            preferred_leader_settle_s=config.samsa_preferred_leader_settle_ms / 1000,
             cluster_id=config.cluster_id,
         )
 
@@ -135,7 +138,7 @@ def _truthy(v: str | None) -> bool | None:
     return None if v is None else v.strip().lower() == "true"
 
 
-class ZooKeeperController(ZkAdmin):
+class ZooKeeperController(ZkAdmin, ZkHealth):
     def __init__(self, settings: ZkSettings, registration: BrokerRegistration) -> None:
         self.settings = settings
         self.broker_id = registration.broker_id
@@ -165,6 +168,8 @@ class ZooKeeperController(ZkAdmin):
         self._controller_stat_version = -1
         self._controller_epoch_seen = 0
         self._brokers: dict[BrokerId, L.BrokerInfo] = {}
+        self._registered_at: dict[BrokerId, float] = {}
+        """monotonic time this broker first saw each broker's current registration"""
         self._topic_names: set[str] = set()
         self._assignments: dict[str, tuple[uuid.UUID, dict[int, tuple[BrokerId, ...]]]] = {}
         self._states: dict[tuple[str, int], L.PartitionState] = {}
@@ -172,6 +177,11 @@ class ZooKeeperController(ZkAdmin):
         self._suspicions: dict[BrokerId, set[BrokerId]] = {}
         self._shutting_down: set[BrokerId] = set()
         self._my_suspicions: set[BrokerId] = set()
+        self._suspicion_listeners: list[Callable[[], None]] = []
+        self._suspended_at: float | None = None
+        """monotonic time the ZooKeeper connection was lost (None while connected)"""
+        self.fenced = False
+        """cut off from ZooKeeper past the session timeout while the peers reach it"""
         self.failure_detector = FailureDetector(
             self.broker_id,
             settings.heartbeat_host,
@@ -179,6 +189,7 @@ class ZooKeeperController(ZkAdmin):
             interval_ms=settings.heartbeat_interval_ms,
             timeout_ms=settings.heartbeat_timeout_ms,
             on_change=self._on_suspicion_change,
+            on_flags=lambda peer: self._notify_suspicion_listeners(),
         )
 
     # -- Controller interface: image and lifecycle ---------------------------------------------------
@@ -213,6 +224,8 @@ class ZooKeeperController(ZkAdmin):
         await self._new_session_setup()
         self._loaded = True
         self._publish()
+        self.failure_detector.set_zookeeper_connected(True)
+        self._spawn(self._fence_loop())
         if self.settings.auto_leader_rebalance:
             self._spawn(self._leader_balance_loop())
         log.info(
@@ -234,8 +247,17 @@ class ZooKeeperController(ZkAdmin):
     async def controlled_shutdown(self) -> bool:
         """Ask the controller to move this broker's leaderships away (ephemeral
         /admin/controlled_shutdown/<id>) and wait until no partition it leads has another live ISR
-        member, or the timeout passes. Returns True when leadership moved in time."""
+        member, or the timeout passes. Returns True when leadership moved in time.
+
+        If it led anything, it then goes on serving for CONTROLLED_SHUTDOWN_LINGER_S: its clients,
+        told NOT_LEADER_OR_FOLLOWER, ask for Metadata and move to the new leaders while this broker
+        is still listed. Closing at once, the new leader and this broker's disappearance reach
+        librdkafka in one Metadata response, and it parks the partition on no broker until its next
+        1 s topic scan (seen: 0.5 s more acknowledgement gap per restart of a rolling restart)."""
         started = time.monotonic()
+        led = any(
+            reg.leader == self.broker_id for t in self._image.topics.values() for reg in t.partitions.values()
+        )
         try:
             await self._zk.create(L.shutdown_path(self.broker_id), b"", ephemeral=True)
         except NodeExistsError:
@@ -257,6 +279,8 @@ class ZooKeeperController(ZkAdmin):
             "controlled shutdown %s broker_id=%d duration_ms=%.0f",
             "completed" if ok else "timed out", self.broker_id, (time.monotonic() - started) * 1000,
         )  # fmt: skip
+        if ok and led:
+            await asyncio.sleep(CONTROLLED_SHUTDOWN_LINGER_S)
         return ok
 
     # -- session ------------------------------------------------------------------------------------
@@ -265,6 +289,10 @@ class ZooKeeperController(ZkAdmin):
         """Runs on the loop (bridged). No awaits."""
         if self._stopping:
             return
+        if state != KazooState.CONNECTED:
+            self.failure_detector.set_zookeeper_connected(False)
+            if self._suspended_at is None:
+                self._suspended_at = time.monotonic()
         if state == KazooState.SUSPENDED:
             self._connected = False
             log.warning("zookeeper connection suspended broker_id=%d", self.broker_id)
@@ -277,6 +305,8 @@ class ZooKeeperController(ZkAdmin):
         elif state == KazooState.CONNECTED:
             was = self._connected
             self._connected = True
+            self._suspended_at = None
+            self.failure_detector.set_zookeeper_connected(True)
             client_id = self._zk.client.client_id
             session = client_id[0] if client_id else None
             if not self._loaded:
@@ -287,7 +317,7 @@ class ZooKeeperController(ZkAdmin):
                 self._spawn(self._new_session_setup())
             elif not was:
                 log.info("zookeeper connection restored broker_id=%d", self.broker_id)
-                self._spawn(self._load_all())
+                self._spawn(self._reload())
 
     async def _bootstrap(self) -> None:
         for path in L.PERSISTENT_PATHS:
@@ -312,8 +342,16 @@ class ZooKeeperController(ZkAdmin):
         await self._register()
         for peer in list(self.failure_detector.suspected):
             self._on_suspicion_change(peer, True)
-        await self._load_all()
+        await self._reload()
         await self._try_elect()
+
+    async def _reload(self) -> None:
+        """Re-read everything after a reconnection; a fenced broker serves again only then."""
+        await self._load_all()
+        if self.fenced and self._connected:
+            self.fenced = False
+            log.info("broker fence lifted broker_id=%d", self.broker_id)
+            self._schedule_publish()
 
     async def _register(self) -> None:
         path = L.broker_path(self.broker_id)
@@ -397,13 +435,18 @@ class ZooKeeperController(ZkAdmin):
             for b in list(self._brokers):
                 if b not in ids:
                     del self._brokers[b]
+                    self._registered_at.pop(b, None)
             reads = [self._read("broker", L.broker_path(b)) for b in ids if b not in self._brokers]
         elif kind == "broker":
             b = BrokerId(int(name))
             if value is None:
                 self._brokers.pop(b, None)
+                self._registered_at.pop(b, None)
             else:
                 info = L.decode_broker(b, value, stat.czxid)
+                known = self._brokers.get(b)
+                if known is None or known.czxid != info.czxid:
+                    self._registered_at[b] = time.monotonic()
                 if b != self.broker_id:
                     info = L.apply_override(info, self.settings.inter_broker_listener, self.settings.peer_overrides.get(b))
                 self._brokers[b] = info
@@ -504,16 +547,25 @@ class ZooKeeperController(ZkAdmin):
                 if st is None:
                     break
                 partitions[p] = st.registration(replicas)
+                if self.fenced and partitions[p].leader == self.broker_id:
+                    partitions[p] = replace(partitions[p], leader=NO_BROKER)
             else:
                 topics[name] = TopicRegistration(
                     name, topic_id, MappingProxyType(partitions), MappingProxyType(dict(self._configs.get(name, {})))
                 )
+        registered = list(self._brokers)
         return ClusterImage(
             cluster_id=self._cluster_id,
             controller_id=self._controller_id,
             controller_epoch=ControllerEpoch(self._controller_epoch_seen),
             brokers=MappingProxyType({b: i.registration for b, i in sorted(self._brokers.items())}),
             topics=MappingProxyType(topics),
+            fenced=frozenset(
+                b
+                for b in registered
+                if majority_suspects(b, self._suspicions.get(b, set()), registered)
+                or (b == self.broker_id and self.fenced)
+            ),
         )
 
     def _publish(self) -> None:
@@ -556,50 +608,6 @@ class ZooKeeperController(ZkAdmin):
         self._maybe_depose_controller()
         if self.state is ControllerState.CONTROLLER:
             self._kick()
-
-    # -- suspicions -----------------------------------------------------------------------------
-
-    def _on_suspicion_change(self, peer: BrokerId, suspected: bool) -> None:
-        """From the failure detector (on the loop): publish or withdraw our suspicion of `peer`."""
-        if suspected:
-            self._my_suspicions.add(peer)
-        else:
-            self._my_suspicions.discard(peer)
-        if self._zk is not None and self._connected:
-            self._spawn(self._write_suspicion(peer, suspected))
-
-    async def _write_suspicion(self, peer: BrokerId, suspected: bool) -> None:
-        path = L.suspicion_path(peer, self.broker_id)
-        # the parent /samsa/suspicions/<peer> is persistent and never deleted (no create/delete race)
-        if peer in self._my_suspicions:
-            try:
-                await self._zk.create(path, b"", ephemeral=True, makepath=True)
-                log.info("suspicion reported broker_id=%d suspect=%d", self.broker_id, peer)
-            except NodeExistsError:
-                pass
-        else:
-            try:
-                await self._zk.delete(path)
-                log.info("suspicion withdrawn broker_id=%d suspect=%d", self.broker_id, peer)
-            except NoNodeError:
-                pass
-
-    def _maybe_depose_controller(self) -> None:
-        """Delete /controller when a majority of the other live brokers suspect its broker."""
-        c = self._controller_id
-        if c == NO_BROKER or c == self.broker_id or c not in self._brokers or not self._connected:
-            return
-        voters = [b for b in self._brokers if b != c]
-        if self.broker_id in self._suspicions.get(c, set()) and majority_suspects(c, self._suspicions.get(c, set()), voters):
-            version = self._controller_stat_version
-            log.warning("deposing suspected controller broker_id=%d controller_id=%d", self.broker_id, c)
-            self._spawn(self._delete_controller(version))
-
-    async def _delete_controller(self, version: int) -> None:
-        try:
-            await self._zk.delete(L.CONTROLLER, version)
-        except (NoNodeError, BadVersionError):
-            pass
 
     # -- election -------------------------------------------------------------------------------
 
@@ -670,7 +678,13 @@ class ZooKeeperController(ZkAdmin):
             await asyncio.sleep(self.settings.leader_imbalance_check_interval_s)
             if self.state is not ControllerState.CONTROLLER or not self._connected:
                 continue
-            moves = preferred_leader_moves(self._image, self._shutting_down, self.settings.leader_imbalance_percentage)
+            moves = preferred_leader_moves(
+                self._image,
+                self._shutting_down,
+                self.settings.leader_imbalance_percentage,
+                doubted=self._settling(),
+                out_of_touch=self._out_of_touch(),
+            )
             if moves:
                 log.info("preferred leader election partitions=%d controller_epoch=%d", len(moves), self.epoch)
                 results = await asyncio.gather(

@@ -347,12 +347,18 @@ class BrokerConfig:
     samsa_heartbeat_port: int = setting(INT, 0,
         "UDP port of this broker's failure-detector heartbeats (0 picks a free port); advertised "
         "in its ZooKeeper registration.", Range(0, 65535))
-    samsa_heartbeat_interval_ms: int = setting(INT, 200,
+    samsa_heartbeat_interval_ms: int = setting(INT, 100,
         "How often a broker sends each peer a UDP heartbeat (cluster mode).", at_least(10))
-    samsa_heartbeat_timeout_ms: int = setting(INT, 1000,
+    samsa_heartbeat_timeout_ms: int = setting(INT, 500,
         "Silence after which a broker reports a peer as suspected; a majority of a partition's ISR "
-        "suspecting its leader moves leadership without waiting for the ZooKeeper session to "
-        "expire.", at_least(50))
+        "suspecting its leader moves leadership, and a leader takes a suspected follower that "
+        "holds its high watermark back out of the ISR, without waiting for the ZooKeeper session "
+        "to expire or for replica.lag.time.max.ms.", at_least(50))
+    samsa_preferred_leader_settle_ms: int = setting(LONG, 10_000,
+        "How long a broker must have been registered before the preferred leader election gives "
+        "it leadership back: clients back off from reconnecting to a broker that was down "
+        "(librdkafka's reconnect.backoff.max.ms is 10 s), and a move earlier stalls their writes "
+        "for the rest of that backoff.", at_least(0))
     samsa_peer_address_overrides: str = setting(STRING, "",
         "Testing: `id=host:tcp_port:udp_port,...` reach peer `id`'s inter-broker listener and "
         "heartbeats through these addresses (the cluster harness's fault-injecting proxies).")

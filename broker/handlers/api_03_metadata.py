@@ -12,6 +12,10 @@
 # Authorized operations: no authorizer, so every operation is reported as allowed when asked
 # (topic operations v8+, cluster operations v8-10), as Kafka also for a topic named in the request
 # that does not exist or has an invalid name, but not for an unknown topic id.
+# Brokers the cluster suspects (a majority of the others stopped hearing their heartbeats; KRaft's
+# fenced brokers) are left out, as Kafka leaves out brokers that are not alive: a partition they
+# lead gets LEADER_NOT_AVAILABLE and leader -1, their replicas are offline replicas, and clients
+# fail the requests waiting on them (librdkafka decommissions a broker Metadata no longer lists).
 # Not supported: v13 (top-level error code, KIP-1102).
 from __future__ import annotations
 
@@ -49,6 +53,8 @@ log = logging.getLogger("samsa.metadata")
 def brokers_for(image: ClusterImage, listener: str) -> tuple[MetadataResponseBroker, ...]:
     result = []
     for broker in image.brokers.values():
+        if broker.broker_id in image.fenced:
+            continue
         ep = broker.endpoint(listener)
         if ep is None:
             continue
@@ -63,12 +69,13 @@ def topic_metadata(
 ) -> MetadataResponseTopic:
     partitions = []
     for index, reg in sorted(topic.partitions.items()):
-        offline = tuple(b for b in reg.replicas if b not in image.brokers)
+        offline = tuple(b for b in reg.replicas if b not in image.brokers or b in image.fenced)
+        online = reg.online and reg.leader not in image.fenced
         partitions.append(
             MetadataResponsePartition(
-                error_code=ErrorCode.none if reg.online else ErrorCode.leader_not_available,
+                error_code=ErrorCode.none if online else ErrorCode.leader_not_available,
                 partition_index=i32(index),
-                leader_id=reg.leader,
+                leader_id=reg.leader if online else BrokerId(-1),
                 leader_epoch=i32(reg.leader_epoch),
                 replica_nodes=reg.replicas,
                 isr_nodes=reg.isr,

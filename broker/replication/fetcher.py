@@ -17,6 +17,11 @@ Per-partition state machine (`FetchState`):
     any        --connection error-->                                  DELAYED -> same state
     any        --new leader or epoch in an image-->                   removed; re-added TRUNCATING
 
+A partition added while a fetch long-polls on the leader would wait up to replica.fetch.wait.max.ms
+for its turn, and the high watermark of a partition that just changed leader waits on it: the
+fetcher abandons that fetch (closes the connection; nothing was applied from it) and starts again
+with the new partition's truncation.
+
 DELAYED lasts replica.fetch.backoff.ms (at most 50 ms for the errors of a leader that has not yet
 applied the image this follower has: NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH). Truncation asks the leader for the end offset of this
 replica's latest epoch (`truncation_offset`, a pure function, decides where to cut). Fetches
@@ -154,6 +159,10 @@ class ReplicaFetcher:
         self._client: LeaderClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
+        self._fetch_request: asyncio.Future[object] | None = None
+        """the fetch request in flight (long-polling on the leader)"""
+        self._abandoned = False
+        """`add` cancelled that request: its end is no error"""
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(leader={self.leader_id}, shard={self.shard}, partitions={len(self.partitions)})"
@@ -175,9 +184,12 @@ class ReplicaFetcher:
         return self._task
 
     def add(self, tp: TopicPartition, leader_id: BrokerId, leader_epoch: LeaderEpoch) -> None:
-        """Start following `tp` from scratch (TRUNCATING)."""
+        """Start following `tp` from scratch (TRUNCATING), at once: a fetch in flight is abandoned."""
         self.partitions[tp] = PartitionFetchState(tp, leader_id, leader_epoch)
         self._wakeup.set()
+        if self._fetch_request is not None and not self._fetch_request.done():
+            self._abandoned = True
+            self._fetch_request.cancel()  # the request closes its connection, out of step now
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
@@ -443,9 +455,19 @@ class ReplicaFetcher:
             forgotten_topics_data=(),
             rack_id="",
         )
-        response = await client.request(
-            request, timeout_s=(s.max_wait_ms + s.socket_timeout_ms) / 1000
+        self._abandoned = False
+        self._fetch_request = asyncio.ensure_future(
+            client.request(request, timeout_s=(s.max_wait_ms + s.socket_timeout_ms) / 1000)
         )
+        try:
+            response = await self._fetch_request
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not self._abandoned or (task is not None and task.cancelling()):
+                raise
+            return  # abandoned by `add`: the next round truncates the new partition
+        finally:
+            self._fetch_request = None
         for topic in response.responses:
             for data in topic.partitions:
                 tp = TopicPartition(topic.topic, data.partition_index)

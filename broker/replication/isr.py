@@ -10,7 +10,11 @@
 
 Between the proposal and the answer the partition may have changed (new image, new leader
 epoch, deleted), so the answer is applied only to the same `Partition` object, and the
-partition itself re-checks epochs. The shrink check runs every replica.lag.time.max.ms / 2.
+partition itself re-checks epochs. The shrink check runs every replica.lag.time.max.ms / 2 (Kafka's
+isr-expiration period); in a cluster it also runs at once when this broker's failure detector
+suspects a peer (`wake`), and every heartbeat interval while any peer is suspected, so that a dead
+follower leaves the ISR of every partition this broker leads within the heartbeat timeout, also
+of one that was idle when the follower died and is written to later.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from controller.model import PartitionRegistration
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 from protocol.types import BrokerId
 
 if TYPE_CHECKING:
@@ -43,12 +48,20 @@ class IsrManager:
         alter_partition: AlterPartition,
         *,
         replica_lag_time_max_ms: int,
+        suspected: Callable[[], AbstractSet[BrokerId]] | None = None,
+        suspicion_timeout_ms: int = 1000,
+        suspicion_recheck_ms: int = 200,
     ) -> None:
         self.replica_manager = replica_manager
         self._alter_partition = alter_partition
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self._suspected: Callable[[], AbstractSet[BrokerId]] = suspected or (lambda: frozenset())
+        """The peers this broker's failure detector suspects now (none on a single node)."""
+        self.suspicion_timeout_ms = suspicion_timeout_ms
+        self.suspicion_recheck_ms = suspicion_recheck_ms
         self._tasks: set[asyncio.Task[None]] = set()
         self._shrink_task: asyncio.Task[None] | None = None
+        self._wakeup: asyncio.Future[None] | None = None
 
     def start(self) -> None:
         self._shrink_task = asyncio.get_running_loop().create_task(self._shrink_loop())
@@ -66,18 +79,37 @@ class IsrManager:
     def check_shrink(self, now_ms: int | None = None) -> int:
         """One pass of the shrink check over every led partition; returns proposals submitted."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
+        suspected = self._suspected()
         submitted = 0
         for partition in list(self.replica_manager.partitions.values()):
-            proposal = partition.maybe_shrink_isr(now, self.replica_lag_time_max_ms)
+            proposal = partition.maybe_shrink_isr(
+                now, self.replica_lag_time_max_ms, suspected, self.suspicion_timeout_ms
+            )
             if proposal is not None:
                 self.submit(partition, proposal)
                 submitted += 1
         return submitted
 
+    def wake(self) -> None:
+        """Run the shrink check now (the failure detector's suspicions changed). No awaits."""
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep up to `seconds`, or until `wake`."""
+        loop = asyncio.get_running_loop()
+        self._wakeup = wakeup = loop.create_future()
+        timer = loop.call_later(seconds, self.wake)
+        try:
+            await wakeup
+        finally:
+            timer.cancel()
+            self._wakeup = None
+
     async def _shrink_loop(self) -> None:
         interval = max(0.01, self.replica_lag_time_max_ms / 2000)
         while True:
-            await asyncio.sleep(interval)
+            await self._sleep(self.suspicion_recheck_ms / 1000 if self._suspected() else interval)
             try:
                 self.check_shrink()
             except Exception:
@@ -106,7 +138,8 @@ class IsrManager:
                 "isr change rejected topic=%s partition=%d proposed_isr=%s partition_epoch=%d error=%s message=%s",
                 tp.topic, tp.partition, list(proposal.isr), proposal.partition_epoch, e.code.name, e.message,
             )  # fmt: skip
-            partition.isr_change_failed(proposal)
+            ineligible = e.code == ErrorCode.ineligible_replica
+            partition.isr_change_failed(proposal, self.suspicion_timeout_ms if ineligible else 0)
             return
         except (
             Exception

@@ -21,7 +21,9 @@ as it stood then. The ISR changes through the controller (compare-and-set on par
 while a change is in flight the proposed ISR is "pending" and the HW is computed over the larger
 of the two sets (the maximal ISR), so it never runs ahead of a replica that may be in the ISR.
 
-    shrink: an ISR follower not caught up for replica.lag.time.max.ms -> propose ISR without it
+    shrink: an ISR follower not caught up for replica.lag.time.max.ms -> propose ISR without it;
+            also, at once, a follower this broker's failure detector suspects that holds the HW
+            back and has not fetched for the heartbeat timeout (`suspected_out_of_sync_replicas`)
     expand: a replica outside the ISR whose fetch offset reached the HW and the start offset of
             the current leader epoch -> propose ISR with it
     committed (controller answer or new image) -> ISR replaced, pending cleared, HW re-checked
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -141,6 +144,7 @@ class Partition:
         self.pending_isr: frozenset[BrokerId] | None = None
         """ISR proposed to the controller and not yet committed (one change in flight at a time)."""
         self.leader_epoch_start_offset: Offset = Offset(-1)
+        self._expansion_held_until_ms = 0
 
     def __repr__(self) -> str:
         return (
@@ -329,6 +333,8 @@ class Partition:
         the HW and the start of this leader epoch); None otherwise or while a change is pending."""
         if self.role != PartitionRole.LEADER or self.pending_isr is not None or replica_id in self.isr:
             return None
+        if clock.now_ms() < self._expansion_held_until_ms:
+            return None
         state = self._replica_states.get(replica_id)
         if state is None:
             return None
@@ -354,20 +360,50 @@ class Partition:
                 lagging.add(broker)
         return frozenset(lagging)
 
-    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> PartitionRegistration | None:
-        """A proposal removing ISR followers not caught up for `max_lag_ms`; None if all are in
-        sync, this broker is not leader, or a change is pending."""
+    def suspected_out_of_sync_replicas(
+        self, now_ms: int, suspected: AbstractSet[BrokerId], silence_ms: int
+    ) -> frozenset[BrokerId]:
+        """ISR followers this leader's failure detector suspects (no heartbeat for
+        samsa.heartbeat.timeout.ms) that also hold the HW back: behind the leader's LEO, with no
+        fetch for `silence_ms`. They leave without waiting for replica.lag.time.max.ms.
+
+        Only while this leader still hears some other ISR follower: a leader cut off from every
+        follower suspects them all, and must not shrink the ISR to itself before the controller
+        moves its leadership away (the followers suspect it in turn)."""
+        leo = self.log.log_end_offset
+        out = set()
+        for broker in self.isr:
+            if broker == self.local_broker_id or broker not in suspected:
+                continue
+            state = self._replica_states.get(broker)
+            if state is None or (state.log_end_offset < leo and now_ms - state.last_fetch_time_ms > silence_ms):
+                out.add(broker)
+        if not out or not any(b not in suspected for b in self.isr - out if b != self.local_broker_id):
+            return frozenset()
+        return frozenset(out)
+
+    def maybe_shrink_isr(
+        self,
+        now_ms: int,
+        max_lag_ms: int,
+        suspected: AbstractSet[BrokerId] = frozenset(),
+        silence_ms: int = 0,
+    ) -> PartitionRegistration | None:
+        """A proposal removing ISR followers not caught up for `max_lag_ms` (Kafka's rule), and
+        followers `suspected_out_of_sync_replicas` names; None if all are in sync, this broker is
+        not leader, or a change is pending."""
         if self.role != PartitionRole.LEADER or self.pending_isr is not None:
             return None
         lagging = self.out_of_sync_replicas(now_ms, max_lag_ms)
-        if not lagging:
+        silent = self.suspected_out_of_sync_replicas(now_ms, suspected, silence_ms) if suspected else frozenset()
+        if not lagging and not silent:
             return None
-        new_isr = self.isr - lagging
+        new_isr = self.isr - lagging - silent
         self.pending_isr = new_isr
         log.info(
-            "shrinking isr topic=%s partition=%d leader_epoch=%d isr=%s proposed=%s out_of_sync=%s leo=%d hw=%d",
+            "shrinking isr topic=%s partition=%d leader_epoch=%d isr=%s proposed=%s out_of_sync=%s suspected=%s leo=%d hw=%d",
             self.tp.topic, self.tp.partition, self.leader_epoch, sorted(self.isr), sorted(new_isr),
-            sorted(lagging), self.log.log_end_offset, self.high_watermark,
+            sorted(lagging), sorted(silent - lagging), self.log.log_end_offset, self.high_watermark,
         )  # fmt: skip
         return self._proposal(new_isr)
 
@@ -388,10 +424,14 @@ class Partition:
         self.maybe_increment_high_watermark()
         return True
 
-    def isr_change_failed(self, proposal: PartitionRegistration) -> None:
-        """The controller refused or could not be reached; wait for the next image or check."""
+    def isr_change_failed(self, proposal: PartitionRegistration, hold_expansion_ms: int = 0) -> None:
+        """The controller refused or could not be reached; wait for the next image or check. A
+        refused expansion (a replica not eligible yet: suspected, shutting down) is not proposed
+        again for `hold_expansion_ms` (each follower fetch would propose it again)."""
         if self.pending_isr is not None and proposal.partition_epoch == self.partition_epoch:
             self.pending_isr = None
+        if hold_expansion_ms:
+            self._expansion_held_until_ms = clock.now_ms() + hold_expansion_ms
 
     def update_follower_high_watermark(self, leader_high_watermark: Offset) -> None:
         """A follower's HW is the leader's, bounded by its own LEO."""

@@ -7,12 +7,17 @@
         cluster.stop(3)                      # SIGTERM: controlled shutdown
         cluster.cut(1, 2); cluster.heal(1, 2)              # the network between two brokers
         cluster.cut_zookeeper(1); cluster.heal_zookeeper(1)  # between a broker and ZooKeeper
+        cluster.stop_zookeeper(); cluster.start_zookeeper()  # ZooKeeper itself down, then back
+        cluster.slow_disk(1, write_ms=50)    # with SamsaCluster(..., slow_disk=True): writes slowed
         cluster.metadata(1)                  # Metadata v12 as broker 1 answers it
 
     python -m broker.testing.cluster --brokers 3      # a local cluster until Ctrl-C
 
 ZooKeeper is Debian's `zookeeper` package (ZooKeeperServerMain from /usr/share/java), tickTime
-500 ms so that sessions from 1 s to 60 s are allowed.
+500 ms so that sessions from 1 s to 60 s are allowed; `stop_zookeeper` kills it and
+`start_zookeeper` starts it again on the same port and data (its sessions survive, as they do a
+ZooKeeper restart). A slow disk is an LD_PRELOAD library (broker/testing/slowdisk.c) whose write and
+fsync delays a control file switches while the broker runs.
 
 Addressing, so that every link a fault may cut passes through a proxy the harness controls:
 
@@ -43,6 +48,7 @@ from typing import Any
 
 from broker.testing.process import SamsaProcess
 from broker.testing.proxy import ProxyLoop, TcpProxy, UdpProxy
+from broker.testing.slowdisk import SlowDisk
 
 ZK_JARS = (
     "zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-simple", "netty-handler", "netty-common",
@@ -181,6 +187,7 @@ class SamsaCluster:
         broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
         racks: Mapping[int, str] | None = None,
         log_level: str = "INFO",
+        slow_disk: bool = False,
     ) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if base_dir is None:
@@ -192,6 +199,8 @@ class SamsaCluster:
         self.broker_overrides = {k: dict(v) for k, v in (broker_overrides or {}).items()}
         self.racks = dict(racks or {})
         self.log_level = log_level
+        self.slow_disks: dict[int, SlowDisk] = {}
+        self._slow_disk = slow_disk
         self.zookeeper = ZooKeeperServer(self.base_dir / "zookeeper")
         self.proxies = ProxyLoop()
         self.brokers: dict[int, BrokerSlot] = {}
@@ -230,7 +239,12 @@ class SamsaCluster:
                 **self.overrides,
                 **self.broker_overrides.get(i, {}),
             }
-            process = SamsaProcess(self.base_dir / f"broker-{i}", props, port=client, log_level=self.log_level)
+            data_dir = self.base_dir / f"broker-{i}"
+            env: dict[str, str] = {}
+            if self._slow_disk:
+                self.slow_disks[i] = SlowDisk(self.base_dir / f"broker-{i}.slowdisk", data_dir)
+                env = self.slow_disks[i].environment()
+            process = SamsaProcess(data_dir, props, port=client, log_level=self.log_level, env=env)
             self.brokers[i] = BrokerSlot(i, client, repl, hb, process, zk_proxy)
         self._start_all([slot.process for slot in self.brokers.values()])
         self.wait_for(lambda: len(self.metadata(1).brokers) == self.n, 30, "all brokers registered")
@@ -357,6 +371,19 @@ class SamsaCluster:
 
     def heal_zookeeper(self, i: int) -> None:
         self.brokers[i].zk_proxy.heal()
+
+    def stop_zookeeper(self) -> None:
+        """Kill ZooKeeper itself (every broker loses its connection, no session expires)."""
+        self.zookeeper.stop()
+
+    def start_zookeeper(self) -> None:
+        self.zookeeper.start()
+
+    def slow_disk(self, i: int, write_ms: int = 0, fsync_ms: int = 0) -> None:
+        """Slow every write (and fsync) broker i makes to its data directory; 0 heals."""
+        if i not in self.slow_disks:
+            raise RuntimeError("start the cluster with SamsaCluster(..., slow_disk=True)")
+        self.slow_disks[i].set(write_ms, fsync_ms)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,7 @@ class SamsaProcess:
         port: int = 0,
         log_level: str = "INFO",
         startup_timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if data_dir is None:
@@ -53,6 +54,8 @@ class SamsaProcess:
         self.host = "127.0.0.1"
         self.log_level = log_level
         self.startup_timeout = startup_timeout
+        self.env = dict(env or {})
+        """added to this process's environment (the cluster harness's slow disk, for one)"""
         self.proc: subprocess.Popen[str] | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
         self._log_file: TextIO | None = None
@@ -82,6 +85,7 @@ class SamsaProcess:
             stderr=self._log_file,
             text=True,
             cwd=str(Path(__file__).resolve().parents[2]),
+            env={**os.environ, **self.env} if self.env else None,
         )
         deadline = time.monotonic() + self.startup_timeout
         assert self.proc.stdout is not None

@@ -87,7 +87,13 @@ def test_paused_controller_is_replaced_and_stays_fenced_after_resume(cluster: Sa
     try:
         new = cluster.wait_for(lambda: (c := cluster.metadata(others[0]).controller_id) in others and c, 15, "new controller")
         # past the 6 s session: the paused broker's registration goes, its partitions move
-        cluster.wait_for(lambda: old not in cluster.metadata(new).brokers, 20, "old session expired")
+        zk = KazooClient(f"127.0.0.1:{cluster.zookeeper.port}")
+        zk.start(10)
+        try:
+            cluster.wait_for(lambda: zk.exists(L.broker_path(old)) is None, 20, "old session expired")
+        finally:
+            zk.stop()
+            zk.close()
         moved = cluster.metadata(new).topics["st"]
         assert all(r.leader not in (old, -1) for r in moved.values())
     finally:

@@ -7,6 +7,7 @@ from types import MappingProxyType
 
 from controller.election import (
     choose_leader,
+    isr_ineligible,
     majority_suspects,
     plan_partition,
     preferred_leader_move,
@@ -140,3 +141,49 @@ def test_preferred_leader_moves_skip_partitions_the_preferred_replica_cannot_lea
     got = preferred_leader_moves(image(parts), set(), 10)
     assert [(p, old.leader, new.leader, new.leader_epoch) for _, p, old, new in got] == [(1, 3, 1, 6)]
     assert preferred_leader_moves(image(parts), {B1}, 10) == []  # shutting down
+
+
+def test_follower_suspected_by_a_majority_of_the_other_isr_members_leaves_the_isr() -> None:
+    live = {B1, B2, B3}
+    # ISR {1,2,3}, leader 1: the leader alone suspecting 3 is not a majority of 3's others {1, 2}
+    assert plan_partition(reg(1, (1, 2, 3)), live, suspicions={B3: {B1}}) is None
+    new, reason = plan_partition(reg(1, (1, 2, 3)), live, suspicions={B3: {B1, B2}})  # type: ignore[misc]
+    assert new.leader == B1 and new.isr == (B1, B2) and new.leader_epoch == 5 and new.partition_epoch == 7
+    assert reason == "suspected replicas [3] leave the ISR"
+    # ISR {1,3}: the leader is the only other member, its suspicion is the majority
+    new, _ = plan_partition(reg(1, (1, 3)), live, suspicions={B3: {B1}})  # type: ignore[misc]
+    assert new.isr == (B1,)
+    # reporters outside the ISR do not count
+    assert plan_partition(reg(1, (1, 3)), live, suspicions={B3: {B2}}) is None
+    # a dead and a suspected follower together
+    new, reason = plan_partition(reg(1, (1, 2, 3)), {B1, B3}, suspicions={B3: {B1}})  # type: ignore[misc]
+    assert new.isr == (B1,) and reason.startswith("offline replicas leave the ISR, suspected")
+
+
+def test_leader_suspected_by_its_followers_is_replaced_not_shrunk_to_itself() -> None:
+    """A leader cut off from both followers suspects them and is suspected by them: the followers'
+    view wins (new leader), the cut-off leader's suspicions cannot take them out of the ISR."""
+    both = {B1: {B2, B3}, B2: {B1}, B3: {B1}}
+    new, reason = plan_partition(reg(1, (1, 2, 3)), {B1, B2, B3}, suspicions=both)  # type: ignore[misc]
+    assert reason == "leader suspected" and new.leader == B2 and new.isr == (B2, B3)
+
+
+def test_isr_ineligible() -> None:
+    live, isr = {B1, B2, B3}, (B1, B2, B3)
+    assert isr_ineligible({B3}, isr, live, set(), {}) == {}
+    assert isr_ineligible({B3}, isr, {B1, B2}, set(), {}) == {B3: "not registered"}
+    assert isr_ineligible({B3}, isr, live, {B3}, {}) == {B3: "shutting down"}
+    assert isr_ineligible({B3}, isr, live, set(), {B3: {B1, B2}}) == {B3: "suspected"}
+    assert isr_ineligible({B3}, isr, live, set(), {B3: {B1}}) == {}  # not a majority of {1, 2}
+
+
+def test_preferred_leader_never_moves_to_a_doubted_broker_nor_past_an_out_of_touch_one() -> None:
+    assert preferred_leader_move(reg(2, (2, 3, 1)), {B1, B2, B3}, set(), doubted={B1}) is None
+    assert preferred_leader_move(reg(2, (2, 3, 1)), {B1, B2, B3}, set(), doubted={B3}) is not None
+    # an ISR member that would not learn of the move (suspected, silent, cut off from ZooKeeper)
+    assert preferred_leader_move(reg(2, (2, 3, 1)), {B1, B2, B3}, set(), out_of_touch={B3}) is None
+    assert preferred_leader_move(reg(2, (2, 1)), {B1, B2, B3}, set(), out_of_touch={B3}) is not None
+    parts = {0: reg(2, (1, 2, 3)), 1: reg(2, (1, 2, 3))}
+    assert preferred_leader_moves(image(parts), set(), 10, doubted={B1}) == []
+    assert preferred_leader_moves(image(parts), set(), 10, out_of_touch={B3}) == []
+    assert len(preferred_leader_moves(image(parts), set(), 10, doubted={B3})) == 2

@@ -349,3 +349,32 @@ def test_follower_behind_leader_log_start_restarts_there(
                 await b.stop()
 
     asyncio.run(main())
+
+
+def test_partition_added_during_a_long_poll_does_not_wait_for_it(cluster: Callable[[], Any]) -> None:
+    """A follower long-polls its leader for one idle partition (replica.fetch.wait.max.ms 3 s here)
+    when it is given a second partition of the same leader: the poll is abandoned, the new
+    partition truncates and fetches at once, and an acks=all write to it completes in well under
+    the poll time (before: it waited for the poll to end)."""
+
+    async def main() -> None:
+        shared, brokers = await cluster(2, **{"replica.fetch.wait.max.ms": "3000"})
+        b1 = brokers[BrokerId(1)]
+        ids = (BrokerId(1), BrokerId(2))
+        other = TopicPartition("orders", 1)
+        try:
+            shared.set_partition(TP, PartitionRegistration(ids, ids, BrokerId(1), LeaderEpoch(1), 0))
+            await wait_for(lambda: TP in brokers[BrokerId(2)].replica_manager.partitions, what="follower")
+            await asyncio.sleep(0.5)  # b2's fetch of the idle TP is parked on b1 now
+            shared.set_partition(other, PartitionRegistration(ids, ids, BrokerId(1), LeaderEpoch(1), 0))
+            await wait_for(lambda: other in b1.replica_manager.partitions, what="new partition")
+            started = asyncio.get_running_loop().time()
+            result = await b1.replica_manager.append_records([(other, batch(1))], -1, 5000)
+            took = asyncio.get_running_loop().time() - started
+            assert result[other].error == ErrorCode.none, result
+            assert took < 1.5, f"acks=all on the new partition took {took:.2f}s"
+        finally:
+            for b in brokers.values():
+                await b.stop()
+
+    asyncio.run(main())

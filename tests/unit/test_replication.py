@@ -410,3 +410,86 @@ def test_replica_manager_follower_fetch_moves_hw_and_completes_acks(
         lm.close()
 
     asyncio.run(main())
+
+
+# -- heartbeat suspicion (samsa.heartbeat.timeout.ms) ---------------------------------------------
+
+
+def test_suspected_follower_holding_the_hw_back_leaves_without_waiting_for_the_lag(tmp_path: Path) -> None:
+    p = leader_partition(tmp_path)
+    t0 = p.replica_state(B2).last_caught_up_time_ms
+    end = append(p, 4)
+    p.update_follower_fetch_state(B2, end, t0 + 10, end)
+    p.update_follower_fetch_state(B3, Offset(2), t0 + 10, end)
+    silence = 500
+    # not suspected: nothing before replica.lag.time.max.ms
+    assert p.maybe_shrink_isr(t0 + 1000, LAG) is None
+    # suspected but fetched lately: stays (the heartbeats may be what is lost)
+    assert p.suspected_out_of_sync_replicas(t0 + 10 + silence, {B3}, silence) == frozenset()
+    # suspected, silent past the heartbeat timeout and behind the leader's LEO: out at once
+    assert p.suspected_out_of_sync_replicas(t0 + 20 + silence, {B3}, silence) == {B3}
+    proposal = p.maybe_shrink_isr(t0 + 20 + silence, LAG, {B3}, silence)
+    assert proposal is not None and proposal.isr == (B1, B2) and p.pending_isr == {B1, B2}
+
+
+def test_suspected_follower_that_holds_nothing_back_stays(tmp_path: Path) -> None:
+    p = leader_partition(tmp_path)
+    t0 = p.replica_state(B2).last_caught_up_time_ms
+    end = append(p, 4)
+    p.update_follower_fetch_state(B2, end, t0 + 10, end)
+    p.update_follower_fetch_state(B3, end, t0 + 10, end)  # has everything: no write waits for it
+    assert p.suspected_out_of_sync_replicas(t0 + 5000, {B3}, 500) == frozenset()
+    append(p, 1)  # the next write does wait for it: then it goes
+    assert p.suspected_out_of_sync_replicas(t0 + 5000, {B3}, 500) == {B3}
+
+
+def test_leader_that_suspects_every_follower_does_not_shrink_to_itself(tmp_path: Path) -> None:
+    """Cut off from both followers, the leader suspects both, and they suspect it: the controller
+    moves leadership; the leader must not win the race by taking the ISR down to itself."""
+    p = leader_partition(tmp_path)
+    t0 = p.replica_state(B2).last_caught_up_time_ms
+    append(p, 4)
+    assert p.suspected_out_of_sync_replicas(t0 + 5000, {B2, B3}, 500) == frozenset()
+    assert p.maybe_shrink_isr(t0 + 5000, LAG, {B2, B3}, 500) is None
+    # with one follower left in the ISR and suspected, neither (the controller's majority rule decides)
+    q = leader_partition(tmp_path / "q", isr=(B1, B3))
+    append(q, 1)
+    assert q.suspected_out_of_sync_replicas(t0 + 5000, {B3}, 500) == frozenset()
+
+
+def test_refused_expansion_is_held_off(tmp_path: Path) -> None:
+    p = leader_partition(tmp_path, isr=(B1, B2))
+    p.update_follower_fetch_state(B3, Offset(0), 1, Offset(0))
+    proposal = p.maybe_expand_isr(B3)
+    assert proposal is not None
+    p.isr_change_failed(proposal, hold_expansion_ms=60_000)  # INELIGIBLE_REPLICA: suspected
+    assert p.pending_isr is None and p.maybe_expand_isr(B3) is None
+    p._expansion_held_until_ms = 0  # the hold is over
+    assert p.maybe_expand_isr(B3) is not None
+
+
+def test_isr_manager_runs_the_check_when_the_detector_suspects(tmp_path: Path) -> None:
+    async def main() -> None:
+        from broker.replication.purgatory import Purgatory
+
+        p = leader_partition(tmp_path)
+        controller = TinyController(PartitionRegistration((B1, B2, B3), (B1, B2, B3), B1, LeaderEpoch(3), 7))
+        rm = ReplicaManager.__new__(ReplicaManager)
+        rm.partitions = {TP: p}
+        rm.delayed_produce = Purgatory("produce")
+        suspected: set[BrokerId] = set()
+        isr = IsrManager(
+            rm, controller.alter_partition, replica_lag_time_max_ms=600_000,  # the lag check: never
+            suspected=lambda: frozenset(suspected), suspicion_timeout_ms=0, suspicion_recheck_ms=50,
+        )  # fmt: skip
+        isr.start()
+        append(p, 2)  # neither follower fetched it
+        await asyncio.sleep(0.05)
+        assert p.isr == {B1, B2, B3}
+        suspected.add(B3)
+        isr.wake()
+        await asyncio.sleep(0.05)
+        assert p.isr == {B1, B2} and controller.calls[0].isr == (B1, B2)
+        await isr.stop()
+
+    asyncio.run(main())

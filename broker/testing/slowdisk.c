@@ -1,0 +1,147 @@
+/*
+ * A slow disk for fault tests, loaded with LD_PRELOAD into a broker process (Samsa's Python or
+ * Kafka's JVM alike): write, pwrite, writev, pwritev and fsync, fdatasync on regular files under a
+ * directory sleep first, for as long as a control file says.
+ *
+ *   SAMSA_SLOWDISK_CONTROL  a file holding "<write delay ms> <fsync delay ms>" (absent: no delay);
+ *                           read again at most every 100 ms, so a test switches the fault on and
+ *                           off while the broker runs
+ *   SAMSA_SLOWDISK_PREFIX   only files whose path starts with this are slowed (default: all)
+ *
+ * Built by broker/testing/slowdisk.py with the system C compiler; nothing else uses it.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *control_path;
+static char prefix[4096];
+static size_t prefix_len;
+static atomic_long write_delay_us, fsync_delay_us, next_read_ns;
+
+__attribute__((constructor)) static void slowdisk_init(void) {
+    control_path = getenv("SAMSA_SLOWDISK_CONTROL");
+    const char *p = getenv("SAMSA_SLOWDISK_PREFIX");
+    if (p != NULL && strlen(p) < sizeof(prefix)) {
+        strcpy(prefix, p);
+        prefix_len = strlen(prefix);
+    }
+}
+
+static long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static void read_control(void) {
+    long now = now_ns();
+    if (control_path == NULL || now < atomic_load(&next_read_ns))
+        return;
+    atomic_store(&next_read_ns, now + 100000000L);
+    long w = 0, f = 0;
+    int fd = open(control_path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char buf[64];
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n > 0) {
+            buf[n] = '\0';
+            if (sscanf(buf, "%ld %ld", &w, &f) < 1)
+                w = f = 0;
+        }
+    }
+    atomic_store(&write_delay_us, w * 1000);
+    atomic_store(&fsync_delay_us, f * 1000);
+}
+
+static int on_slow_disk(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    if (prefix_len == 0)
+        return 1;
+    char link[64], path[4096];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    if (n <= 0)
+        return 0;
+    path[n] = '\0';
+    return strncmp(path, prefix, prefix_len) == 0;
+}
+
+static void slow_down(int fd, atomic_long *delay) {
+    read_control();
+    long us = atomic_load(delay);
+    if (us > 0 && on_slow_disk(fd)) {
+        struct timespec t = {us / 1000000, (us % 1000000) * 1000};
+        nanosleep(&t, NULL);
+    }
+}
+
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
+typedef ssize_t (*pwritev_fn)(int, const struct iovec *, int, off_t);
+typedef int (*sync_fn)(int);
+
+#define REAL(name, type) \
+    static type real; \
+    if (real == NULL) \
+        real = (type)dlsym(RTLD_NEXT, name)
+
+ssize_t write(int fd, const void *buf, size_t n) {
+    REAL("write", write_fn);
+    slow_down(fd, &write_delay_us);
+    return real(fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
+    REAL("pwrite", pwrite_fn);
+    slow_down(fd, &write_delay_us);
+    return real(fd, buf, n, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) {
+    REAL("pwrite64", pwrite_fn);
+    slow_down(fd, &write_delay_us);
+    return real(fd, buf, n, off);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+    REAL("writev", writev_fn);
+    slow_down(fd, &write_delay_us);
+    return real(fd, iov, cnt);
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off) {
+    REAL("pwritev", pwritev_fn);
+    slow_down(fd, &write_delay_us);
+    return real(fd, iov, cnt, off);
+}
+
+ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off) {
+    REAL("pwritev64", pwritev_fn);
+    slow_down(fd, &write_delay_us);
+    return real(fd, iov, cnt, off);
+}
+
+int fsync(int fd) {
+    REAL("fsync", sync_fn);
+    slow_down(fd, &fsync_delay_us);
+    return real(fd);
+}
+
+int fdatasync(int fd) {
+    REAL("fdatasync", sync_fn);
+    slow_down(fd, &fsync_delay_us);
+    return real(fd);
+}
