@@ -22,15 +22,16 @@ from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
 from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
-from broker.replication.fetcher_manager import FetcherSettings, ReplicaFetcherManager
-from broker.replication.isr import IsrManager
 from broker.replication.replica_manager import ReplicaManager
+from broker.replication.settings import FetcherSettings, IsrSettings
 from broker.services import BrokerServices
 from broker.tasks import cancel_and_wait
 from broker.topic_creation import AutoTopicCreator
+from controller import zk_layout
 from controller.embedded import EmbeddedController
 from controller.interface import Controller
 from controller.model import BrokerRegistration, Endpoint, TopicRegistration
+from controller.zk_settings import ZkSettings
 from protocol.types import BrokerId
 
 log = logging.getLogger("samsa.broker")
@@ -92,24 +93,14 @@ class Broker:
         self.controller = self._new_controller(data_dir)
         self.producer_ids = ProducerIdManager(self.controller, self.broker_id)
         self.replica_manager = ReplicaManager(
-            self.broker_id, self.log_manager, self.log_config_for, hw_checkpoints
-        )
-        self.log_manager.high_watermarks = self.replica_manager.high_watermarks
-        self.replica_manager.fetcher_manager = ReplicaFetcherManager(
-            self.replica_manager, FetcherSettings.from_config(self.config)
-        )
-        self.replica_manager.isr_manager = IsrManager(
-            self.replica_manager,
-            self.controller.alter_partition,
-            replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+            self.broker_id, self.log_manager, self.log_config_for, hw_checkpoints,
+            alter_partition=self.controller.alter_partition,
             # a cluster's failure detector: a suspected follower leaves the ISR at once
-            suspected=getattr(self.controller, "suspected_peers", None),
-            suspicion_timeout_ms=self.config.samsa_heartbeat_timeout_ms,
-            suspicion_recheck_ms=self.config.samsa_heartbeat_interval_ms,
-        )
-        add_suspicion_listener = getattr(self.controller, "add_suspicion_listener", None)
-        if add_suspicion_listener is not None:
-            add_suspicion_listener(self.replica_manager.isr_manager.wake)
+            isr_settings=IsrSettings.from_config(self.config, self.controller.suspected_peers),
+            fetcher_settings=FetcherSettings.from_config(self.config),
+        )  # fmt: skip
+        self.log_manager.high_watermarks = self.replica_manager.high_watermarks
+        self.controller.add_suspicion_listener(self.replica_manager.isr_manager.wake)
         self.group_coordinator = GroupCoordinator(self.config, self.controller, self.replica_manager)
         self.services = BrokerServices(
             broker_id=self.broker_id,
@@ -124,7 +115,7 @@ class Broker:
         self.group_coordinator.start()
         self.controller.subscribe(self.replica_manager.on_image)
         await self.controller.start()
-        self.replica_manager.isr_manager.start()
+        self.replica_manager.start()
         self.log_manager.start()
         for acceptor in self.acceptors:
             acceptor.start()
@@ -140,16 +131,15 @@ class Broker:
     def _new_controller(self, data_dir: Path) -> Controller:
         """The ZooKeeper controller when zookeeper.connect is set, else the embedded one."""
         if self.config.zookeeper_connect:
-            from controller.zookeeper import ZkSettings, ZooKeeperController
+            from controller.zookeeper import ZooKeeperController
 
-            return ZooKeeperController(ZkSettings.from_config(self.config), self.registration())
+            return ZooKeeperController(zk_settings(self.config), self.registration())
         return EmbeddedController(data_dir, self.registration(), self.config.cluster_id)
 
     async def stop(self) -> None:
-        shutdown = getattr(self.controller, "controlled_shutdown", None)
-        if shutdown is not None and self.config.controlled_shutdown_enable and self.serving:
+        if self.config.controlled_shutdown_enable and self.serving:
             try:
-                await shutdown()  # move leadership away while still serving
+                await self.controller.controlled_shutdown()  # move leadership away while still serving
             except Exception:
                 log.exception("controlled shutdown failed broker_id=%d", self.broker_id)
         for acceptor in self.acceptors:
@@ -164,12 +154,7 @@ class Broker:
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.replica_manager is not None:
-            if self.replica_manager.fetcher_manager is not None:
-                await self.replica_manager.fetcher_manager.shutdown()
-            if self.replica_manager.isr_manager is not None:
-                await self.replica_manager.isr_manager.stop()
-            self.replica_manager.delayed_fetch.wake_all()
-            self.replica_manager.delayed_produce.wake_all()
+            await self.replica_manager.shutdown()
         if self.controller is not None:
             await self.controller.stop()
         if self.log_manager is not None:
@@ -296,3 +281,35 @@ class Broker:
 
     def log_config_for(self, topic: TopicRegistration) -> LogConfig:
         return topic_log_config(self.default_log_config, topic.configs)
+
+
+def zk_settings(config: BrokerConfig) -> ZkSettings:
+    """The ZooKeeper controller's settings from this broker's config."""
+    host = config.listeners[0].host or "0.0.0.0"
+    advertised = next(
+        (a.host for a in config.advertised_listeners if a.name == config.inter_broker_listener_name), ""
+    )
+    if not advertised or advertised == "0.0.0.0":
+        advertised = host if host != "0.0.0.0" else socket.getfqdn()
+    log_config = config.log_config()  # the topic defaults: unclean.leader.election.enable
+    return ZkSettings(
+        connect=config.zookeeper_connect,
+        session_timeout_ms=config.zookeeper_session_timeout_ms,
+        connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+        inter_broker_listener=config.inter_broker_listener_name,
+        unclean_default=log_config.unclean_leader_election_enable,
+        heartbeat_host=host,
+        heartbeat_port=config.samsa_heartbeat_port,
+        heartbeat_interval_ms=config.samsa_heartbeat_interval_ms,
+        heartbeat_timeout_ms=config.samsa_heartbeat_timeout_ms,
+        peer_overrides=zk_layout.parse_peer_overrides(config.samsa_peer_address_overrides),
+        heartbeat_advertised_host=advertised,
+        controlled_shutdown_timeout_s=max(
+            1.0, config.controlled_shutdown_max_retries * config.controlled_shutdown_retry_backoff_ms / 1000
+        ),
+        auto_leader_rebalance=config.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
+        leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
+        preferred_leader_settle_s=config.samsa_preferred_leader_settle_ms / 1000,
+        cluster_id=config.cluster_id,
+    )

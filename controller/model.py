@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from protocol.types import BrokerId, ControllerEpoch, LeaderEpoch, NO_BROKER
+from protocol.types import NO_BROKER, BrokerId, ControllerEpoch, LeaderEpoch
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 

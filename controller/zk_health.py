@@ -45,7 +45,7 @@ from protocol.types import NO_BROKER, BrokerId
 
 if TYPE_CHECKING:
     from controller.zk_async import AsyncZk
-    from controller.zookeeper import ZkSettings
+    from controller.zk_settings import ZkSettings
 
 log = logging.getLogger("samsa.controller")
 

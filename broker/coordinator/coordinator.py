@@ -35,10 +35,12 @@ from broker.coordinator.records import (
     offset_commit_value,
     partition_for,
 )
+from broker.replication.partition import FetchIsolation
 from controller.model import NewTopic
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
 from protocol.topic_partition import TopicPartition
+from protocol.types import Offset
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -196,14 +198,16 @@ class GroupCoordinator:
             partition = self._replica_manager.partitions.get(tp)
             if partition is None:
                 return
-            log_ = partition.log
-            position = int(log_.log_start_offset)
-            end = int(log_.log_end_offset)
+            position = int(partition.log_start_offset)
+            end = int(partition.log_end_offset)
             state = LoadState()
             last_progress = started
             while position < end:
-                info = log_.read(position, LOAD_BUFFER_BYTES, end)
-                if info.records is None:
+                info = partition.read_records(
+                    Offset(position), LOAD_BUFFER_BYTES, FetchIsolation.LOG_END,
+                    fetch_only_from_leader=False, max_offset=Offset(end),
+                ).info  # fmt: skip
+                if info is None or info.records is None:
                     break
                 records = info.records
                 chunk = await asyncio.to_thread(lambda: decode_chunk(records.read_bytes(), position))

@@ -232,7 +232,7 @@ async def _check_records(
         if partition is None or not partition.is_leader:
             checked.append((tp, records))
             continue
-        config = partition.log.config
+        config = partition.log_config
         try:
             result = None
             (count,) = _RECORDS_COUNT.unpack_from(records, 57) if len(records) >= 61 else (0,)

@@ -27,10 +27,9 @@ from broker.handlers._admin import audit
 from controller.model import INTERNAL_TOPICS
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
-from protocol.types import NO_THROTTLE
+from protocol.types import NO_THROTTLE, Offset
 
 API_KEY = 21
-HIGH_WATERMARK = -1
 
 
 def delete_records_on_leader(ctx: RequestContext, tp: TopicPartition, offset: int) -> int:
@@ -39,24 +38,8 @@ def delete_records_on_leader(ctx: RequestContext, tp: TopicPartition, offset: in
         raise KafkaError(
             ErrorCode.invalid_topic_exception, f"Cannot delete records of internal topic {tp.topic}"
         )
-    partition = ctx.services.replica_manager.leader_partition(tp)
-    log_ = partition.log
-    if not log_.config.delete:
-        raise KafkaError(
-            ErrorCode.policy_violation,
-            f"Records of partition {tp} can not be deleted due to the configured policy",
-        )
-    target = partition.high_watermark if offset == HIGH_WATERMARK else offset
-    if target < 0:
-        raise KafkaError(ErrorCode.offset_out_of_range, f"The offset {target} for partition {tp} is not valid")
-    if target > partition.high_watermark:
-        raise KafkaError(
-            ErrorCode.offset_out_of_range,
-            f"Cannot increment the log start offset to {target} of partition {tp} since it is "
-            f"larger than the high watermark {partition.high_watermark}",
-        )
-    log_.maybe_increment_log_start_offset(target)
-    return log_.log_start_offset
+    partition = ctx.services.replica_manager.get_partition(tp)
+    return partition.delete_records_on_leader(Offset(offset))
 
 
 @registry.api(API_KEY)

@@ -19,7 +19,6 @@ from kio.static.primitive import i32, i64
 
 from broker.context import RequestContext
 from broker.handlers import registry
-from broker.replication.partition import PartitionRole
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE
@@ -38,11 +37,9 @@ async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> O
         for p in topic.partitions:
             tp = TopicPartition(topic.topic, p.partition)
             try:
-                partition = replica_manager.get_partition(tp)
-                partition.check_leader_epoch(p.current_leader_epoch)
-                if only_leader and partition.role != PartitionRole.LEADER:
-                    raise KafkaError(ErrorCode.not_leader_or_follower)
-                epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+                epoch, end_offset = replica_manager.get_partition(tp).last_offset_for_leader_epoch(
+                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=only_leader
+                )
                 results.append(
                     EpochEndOffset(
                         error_code=ErrorCode.none,

@@ -13,7 +13,8 @@ from broker.testing.cluster import SamsaCluster, ZooKeeperServer
 from controller import zk_layout as L
 from controller.model import BrokerRegistration, Endpoint, NewTopic
 from controller.zk_async import TransactionFailed
-from controller.zookeeper import ControllerState, ZkSettings, ZooKeeperController
+from controller.zk_settings import ZkSettings
+from controller.zookeeper import ControllerState, ZooKeeperController
 from protocol.types import BrokerId, LeaderEpoch
 from tests.cluster.conftest import broker_logs, create_topic
 
