@@ -284,7 +284,8 @@ class Broker:
 
 
 def zk_settings(config: BrokerConfig) -> ZkSettings:
-    """The ZooKeeper controller's settings from this broker's config."""
+    """The ZooKeeper controller's settings from this broker's config (zookeeper.connect set)."""
+    assert config.zookeeper_connect is not None
     host = config.listeners[0].host or "0.0.0.0"
     advertised = next(
         (a.host for a in config.advertised_listeners if a.name == config.inter_broker_listener_name), ""

@@ -7,8 +7,9 @@ changes; admin requests become controller calls that return per-item errors.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 from controller.model import ClusterImage, NewTopic, PartitionRegistration
 from protocol.errors import KafkaError

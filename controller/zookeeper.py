@@ -40,7 +40,7 @@ import enum
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -321,9 +321,9 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
 
     # -- watched reads ----------------------------------------------------------------------------
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         assert self._loop is not None
-        task = self._loop.create_task(coro)  # type: ignore[arg-type]
+        task = self._loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 
@@ -426,7 +426,7 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
             if name in self._topic_names:
                 self._configs[name] = L.decode_config(value)
         elif kind == "controller":
-            self._controller_id = L.decode_controller(value) if value else NO_BROKER
+            self._controller_id = L.decode_controller(value) or NO_BROKER
             self._controller_stat_version = stat.version if stat is not None else -1
             if self.state is ControllerState.CONTROLLER and self._controller_id != self.broker_id:
                 self._resign(f"/controller now names {self._controller_id}")

@@ -94,7 +94,7 @@ def _own_schemas(api_key: int, api_version: int) -> tuple[type, type] | None:
 
 
 @cache
-def request_class(api_key: int, api_version: int) -> type:
+def request_class(api_key: int, api_version: int) -> type[Any]:
     """The kio request dataclass for a key and version; raises KeyError if there is none."""
     extra = _own_schemas(api_key, api_version)
     if extra is not None:
@@ -106,7 +106,7 @@ def request_class(api_key: int, api_version: int) -> type:
 
 
 @cache
-def response_class(api_key: int, api_version: int) -> type:
+def response_class(api_key: int, api_version: int) -> type[Any]:
     extra = _own_schemas(api_key, api_version)
     if extra is not None:
         return extra[1]
@@ -117,11 +117,11 @@ def response_class(api_key: int, api_version: int) -> type:
 
 
 def is_flexible(api_key: int, api_version: int) -> bool:
-    return bool(getattr(request_class(api_key, api_version), "__flexible__"))
+    return bool(request_class(api_key, api_version).__flexible__)
 
 
 @cache
-def _reader(cls: type) -> Callable[[Any, int], tuple[Any, int]]:
+def _reader(cls: type[Any]) -> Callable[[Any, int], tuple[Any, int]]:
     return entity_reader(cls)
 
 
@@ -134,7 +134,7 @@ def decode_request(api_key: int, api_version: int, buf: bytes | memoryview, offs
     including null in a non-nullable array (kio reads length -1 as None for every array; Kafka's
     parser rejects it, and handlers rely on it not happening), and any count or length that does
     not fit in the bytes that follow (`protocol.prescan`)."""
-    cls = request_class(api_key, api_version)
+    cls: type = request_class(api_key, api_version)
     check_lengths(cls, buf, offset)  # kio would reserve memory for any declared array count
     entity, used = _reader(cls)(buf, offset)
     check_non_nullable(entity)

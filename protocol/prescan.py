@@ -19,7 +19,7 @@ import struct
 from collections.abc import Callable
 from functools import cache
 from types import UnionType
-from typing import Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 from protocol.kio_compat import (
     EntityField,
@@ -197,9 +197,9 @@ def _fixed_step(size: int) -> Step:
 
 
 @cache
-def _entity_walker(cls: type) -> Step | int:
+def _entity_walker(cls: type[Any]) -> Step | int:
     """A step walking one `cls`, or its size if every field has a fixed size."""
-    flexible = bool(getattr(cls, "__flexible__"))
+    flexible = bool(cls.__flexible__)
     steps: list[Step] = []
     fixed = 0
 

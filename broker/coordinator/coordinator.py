@@ -20,12 +20,13 @@ import asyncio
 import enum
 import logging
 import time
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from broker import clock
 from broker.coordinator.group import ClassicGroup, GroupState
-from broker.coordinator.loader import LoadState, decode_chunk
+from broker.coordinator.loader import DecodedChunk, LoadState, decode_chunk
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.records import (
     OffsetAndMetadata,
@@ -44,6 +45,7 @@ from protocol.types import Offset
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
+    from broker.log.info import FileRecords
     from broker.replication.replica_manager import ReplicaManager
     from controller.interface import Controller
 
@@ -209,8 +211,7 @@ class GroupCoordinator:
                 ).info  # fmt: skip
                 if info is None or info.records is None:
                     break
-                records = info.records
-                chunk = await asyncio.to_thread(lambda: decode_chunk(records.read_bytes(), position))
+                chunk = await asyncio.to_thread(_read_chunk, info.records, position)
                 if self._partitions.get(part.index) is not part:
                     return  # unloaded meanwhile
                 if chunk.next_offset <= position:
@@ -320,7 +321,7 @@ class GroupCoordinator:
             # usually a few milliseconds right after creation: spare the client a retry
             try:
                 await asyncio.wait_for(part.loaded.wait(), 1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return CoordinatorNode(ErrorCode.none, int(reg.leader), endpoint.host, endpoint.port)
 
@@ -617,3 +618,8 @@ def offsets_by_topic(
     for tp, value in items.items():
         out.setdefault(tp.topic, []).append((tp.partition, value))
     return out
+
+
+def _read_chunk(records: FileRecords, position: int) -> DecodedChunk:
+    """Read a region of `__consumer_offsets` and decode its records (in a worker thread)."""
+    return decode_chunk(records.read_bytes(), position)

@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Coroutine, cast
+from typing import Any, cast
 
 from broker import clock
 from broker.coordinator.group import (

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Union
 
 from protocol.errors import CorruptRecordError
 from protocol.types import NO_LEADER_EPOCH, LeaderEpoch, Offset
@@ -65,7 +64,7 @@ class GroupMetadataKey:
     group: str
 
 
-RecordKey = Union[OffsetCommitKey, GroupMetadataKey]
+RecordKey = OffsetCommitKey | GroupMetadataKey
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,9 @@ kio schemas they use) is about 40% of a cold start; `load_handlers()` imports ev
 from __future__ import annotations
 
 import importlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from broker.handlers.versions import SERVED
 from protocol import messages

@@ -41,6 +41,7 @@ from broker.log.loader import CLEANED_SUFFIX, NEW_SUFFIX, SWAP_SUFFIX, load_segm
 from broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
 from broker.log.segment import DELETED_SUFFIX, AppendedBatch, LogSegment
 from broker.log.validation import (
+    CheckedRecords,
     ValidRecords,
     validate_follower_append,
     validate_leader_append,
@@ -233,7 +234,7 @@ class UnifiedLog:
     # ---------------------------------------------------------------- append
     def append_as_leader(
         self,
-        records: bytes | bytearray | memoryview,
+        records: CheckedRecords | bytes | bytearray | memoryview,
         leader_epoch: int,
         *,
         now_ms: int | None = None,

@@ -161,7 +161,7 @@ class LogSegment:
         ends exactly at its offset). False means recover this segment."""
         entry_offset, position = self.index.lookup(Offset(1 << 62))
         try:
-            for i, (pos, header, batch) in enumerate(self._iter_batches(position, check_crc=True)):
+            for i, (_, header, batch) in enumerate(self._iter_batches(position, check_crc=True)):
                 if i == 0 and len(self.index) and header.last_offset != entry_offset:
                     return False
                 if batch is not None and not verify_crc(batch, 0, header):

@@ -45,11 +45,13 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from broker import clock
+from broker.log.info import TimestampAndOffset
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
@@ -63,6 +65,7 @@ from protocol.types import (
     Offset,
 )
 
+START_OFFSET = Offset(0)
 DELETE_TO_HIGH_WATERMARK = -1
 """DeleteRecords offset meaning "up to the high watermark"."""
 EARLIEST_LOCAL_TIMESTAMP = -4
@@ -70,12 +73,12 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 """ListOffsets v9+ (KIP-1005): the last tiered offset; -1 since there is no tiered storage."""
 
-from broker.log.info import TimestampAndOffset
 
 if TYPE_CHECKING:
     from broker.config import LogConfig
     from broker.log.info import FetchDataInfo, LogAppendInfo
     from broker.log.log import UnifiedLog
+    from broker.log.validation import CheckedRecords
 
 AlterIsr = Callable[["Partition", PartitionRegistration], None]
 """Send a proposed ISR to the controller; the answer comes back through isr_change_committed or
@@ -140,7 +143,7 @@ class Partition:
         local_broker_id: BrokerId,
         log_: UnifiedLog,
         *,
-        initial_high_watermark: Offset = Offset(0),
+        initial_high_watermark: Offset = START_OFFSET,
         on_high_watermark: Callable[[TopicPartition], None] = lambda tp: None,
         alter_isr: AlterIsr | None = None,
     ) -> None:
@@ -310,7 +313,12 @@ class Partition:
                 f"This broker is not the leader for partition {self.tp}",
             )
 
-    def append_records_to_leader(self, records: bytes | memoryview, required_acks: int) -> LogAppendInfo:
+    def append_records_to_leader(
+        self, records: CheckedRecords | bytes | memoryview, required_acks: int
+    ) -> LogAppendInfo:
+        """Append produced records (checked by the replica manager's RecordChecker; plain bytes
+        are checked by the log first), Kafka's appendRecordsToLeader: NOT_ENOUGH_REPLICAS for
+        acks=all with the ISR below min.insync.replicas."""
         self._require_leader()
         min_isr = self._log.config.min_insync_replicas
         if required_acks == -1 and len(self.isr) < min_isr:

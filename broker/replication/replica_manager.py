@@ -20,14 +20,16 @@ waiting produces (NOT_LEADER_OR_FOLLOWER) and fetches.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from broker import clock
 from broker.replication.fetcher_manager import ReplicaFetcherManager
 from broker.replication.isr import AlterPartition, IsrManager
 from broker.replication.partition import FetchIsolation, Partition, ReadResult
 from broker.replication.purgatory import Purgatory
+from broker.replication.record_checker import RecordChecker
 from broker.replication.settings import FetcherSettings, IsrSettings
 from controller.model import ClusterImage, TopicRegistration
 from protocol.errors import ErrorCode, KafkaError
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
     from broker.config import LogConfig
     from broker.log.info import LogAppendInfo
     from broker.log.manager import LogManager
+    from broker.log.validation import CheckedRecords
+    from protocol.record_check import RecordError
 
 log = logging.getLogger("samsa.replica_manager")
 
@@ -48,6 +52,8 @@ class ProduceResult:
     error: ErrorCode
     info: LogAppendInfo | None = None
     message: str | None = None
+    record_errors: tuple[RecordError, ...] = ()
+    """KIP-467: the records of a rejected batch at fault."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +107,7 @@ class ReplicaManager:
         """Sends ISR changes to the controller and runs the leader's shrink check."""
         self.fetcher_manager = ReplicaFetcherManager(fetcher_settings, self.partitions.get)
         """Replica fetchers for the partitions this broker follows."""
+        self._record_checker = RecordChecker()
 
     def start(self) -> None:
         """Start the ISR checks (on the running loop)."""
@@ -110,6 +117,7 @@ class ReplicaManager:
         """Stop fetching and checking, and end every waiting produce and fetch."""
         await self.fetcher_manager.shutdown()
         await self.isr_manager.stop()
+        self._record_checker.shutdown()
         self.delayed_fetch.wake_all()
         self.delayed_produce.wake_all()
 
@@ -221,7 +229,9 @@ class ReplicaManager:
     # -- produce -------------------------------------------------------------------------------
 
     def append_local(
-        self, entries: Iterable[tuple[TopicPartition, bytes | memoryview]], required_acks: int
+        self,
+        entries: Iterable[tuple[TopicPartition, CheckedRecords | bytes | memoryview]],
+        required_acks: int,
     ) -> dict[TopicPartition, ProduceResult]:
         results: dict[TopicPartition, ProduceResult] = {}
         for tp, records in entries:
@@ -240,7 +250,11 @@ class ReplicaManager:
         required_acks: int,
         timeout_ms: int,
     ) -> dict[TopicPartition, ProduceResult]:
-        results = self.append_local(entries, required_acks)
+        """Kafka's appendRecords: check each leader partition's records (the record checker, off
+        the loop when large), append them, and for acks=all wait until the HW covers them."""
+        checked, rejected = await self._check_records(entries)
+        results = self.append_local(checked, required_acks)
+        results.update(rejected)
         if required_acks != -1:
             return results
         # (next offset, leader epoch of the append): a later epoch means the batch may be gone
@@ -263,6 +277,30 @@ class ReplicaManager:
             elif error != ErrorCode.none:
                 results[tp] = ProduceResult(error, results[tp].info)
         return results
+
+    async def _check_records(
+        self, entries: Sequence[tuple[TopicPartition, bytes | memoryview]]
+    ) -> tuple[list[tuple[TopicPartition, CheckedRecords | bytes | memoryview]], dict[TopicPartition, ProduceResult]]:
+        """The entries with their records checked against their partitions' topic configs
+        (one this broker does not lead is left to the append, which answers for it), and the
+        rejected ones' results."""
+        to_check = [
+            (tp, partition.log_config, records)
+            for tp, records in entries
+            if (partition := self.partitions.get(tp)) is not None and partition.is_leader
+        ]
+        outcomes = dict(zip((tp for tp, _, _ in to_check), await self._record_checker.check(to_check)))
+        checked: list[tuple[TopicPartition, CheckedRecords | bytes | memoryview]] = []
+        rejected: dict[TopicPartition, ProduceResult] = {}
+        for tp, records in entries:
+            outcome = outcomes.get(tp, records)
+            if isinstance(outcome, KafkaError):
+                rejected[tp] = ProduceResult(
+                    outcome.code, None, outcome.message, getattr(outcome, "record_errors", ())
+                )
+            else:
+                checked.append((tp, outcome))
+        return checked, rejected
 
     def _acks_status(
         self, tp: TopicPartition, required_offset: Offset, leader_epoch: int

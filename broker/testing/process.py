@@ -15,8 +15,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, TextIO
 
 _LISTENING = re.compile(r"samsa listening on (\w+)://([^:]+):(\d+)")
 

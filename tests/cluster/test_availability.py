@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition as CKTopicPartition
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as CKTopicPartition
 
 from broker.testing.cluster import SamsaCluster
 from compat.bench.traffic import AckLog, ConsumedLog, run_consumer, run_producer

@@ -18,6 +18,7 @@ from broker.config import (
     ConfigSynonym,
     ConfigType,
     Listener,
+    LogConfig,
     Scope,
     describe_broker_configs,
     describe_topic_configs,
@@ -29,7 +30,6 @@ from broker.config import (
     topic_log_config,
     validate_topic_configs,
 )
-from broker.config import LogConfig
 from protocol.errors import ErrorCode, KafkaError
 
 

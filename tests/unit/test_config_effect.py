@@ -30,8 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, ConfigDef
-from broker.config import LogConfig
+from broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, ConfigDef, LogConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_PACKAGE = ROOT / "broker" / "config"
