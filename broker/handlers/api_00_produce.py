@@ -21,6 +21,7 @@ import datetime
 import logging
 import struct
 from dataclasses import dataclass
+from typing import cast
 
 from kio.schema.produce.v11.request import ProduceRequest
 from kio.schema.produce.v11.response import (
@@ -94,7 +95,8 @@ def _partition_response(
         error_code=error,
         base_offset=i64(base_offset),
         log_append_time=(
-            TZAware.parse(datetime.datetime.fromtimestamp(log_append_time / 1000, tz=datetime.UTC))
+            # kio's TZAware check refuses sub-second datetimes; its writer encodes milliseconds
+            cast(TZAware, datetime.datetime.fromtimestamp(log_append_time / 1000, tz=datetime.UTC))
             if log_append_time >= 0
             else None
         ),
