@@ -297,12 +297,17 @@ def _lz4_chunks(view: memoryview, limit: int) -> Iterator[bytes]:
         raise CorruptRecordError(f"{len(frame.unused_data)} bytes after the lz4 frame")
 
 
+_ZSTD_MIN_WINDOW = 1 << 20
+"""A smaller decompression bound still lets frames with zstd's usual windows through."""
+
+
 def _zstd_chunks(view: memoryview, limit: int) -> Iterator[bytes]:
     """Every zstd frame of `view` (skippable frames skipped). The frame header and block headers
     are read here (RFC 8878) so that each call to the decompressor gets whole blocks that can
     regenerate at most about CHUNK_SIZE bytes, and a frame that ends early is seen as truncated:
     zstd's streaming reader would return its data so far without an error."""
-    context = zstandard.ZstdDecompressor()
+    # the window is memory the decoder reserves before it writes a byte: no more than the bound
+    context = zstandard.ZstdDecompressor(max_window_size=max(limit, _ZSTD_MIN_WINDOW))
     end = len(view)
     pos = 0
     if not end:
