@@ -41,7 +41,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.offset_for_leader_epoch.v4.request import (
@@ -159,7 +159,7 @@ class ReplicaFetcher:
         self._client: LeaderClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
-        self._fetch_request: asyncio.Future[object] | None = None
+        self._fetch_request: asyncio.Future[Any] | None = None
         """the fetch request in flight (long-polling on the leader)"""
         self._abandoned = False
         """`add` cancelled that request: its end is no error"""

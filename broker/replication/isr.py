@@ -11,8 +11,9 @@
 Between the proposal and the answer the partition may have changed (new image, new leader
 epoch, deleted), so the answer is applied only to the same `Partition` object, and the
 partition itself re-checks epochs. The shrink check runs every replica.lag.time.max.ms / 2 (Kafka's
-isr-expiration period); in a cluster it also runs at once when this broker's failure detector
-suspects a peer (`wake`), and every heartbeat interval while any peer is suspected, so that a dead
+isr-expiration period); in a cluster it also runs at once when the set of peers that cannot follow
+this broker changes (`wake`: its failure detector suspects one, or one's heartbeats say it lost
+ZooKeeper; `suspected`), and every heartbeat interval while that set is not empty, so that a dead
 follower leaves the ISR of every partition this broker leads within the heartbeat timeout, also
 of one that was idle when the follower died and is written to later.
 """
@@ -56,7 +57,8 @@ class IsrManager:
         self._alter_partition = alter_partition
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._suspected: Callable[[], AbstractSet[BrokerId]] = suspected or (lambda: frozenset())
-        """The peers this broker's failure detector suspects now (none on a single node)."""
+        """The peers that cannot follow this broker now, by its own evidence (none on a single
+        node; controller/zk_health.py `suspected_peers`)."""
         self.suspicion_timeout_ms = suspicion_timeout_ms
         self.suspicion_recheck_ms = suspicion_recheck_ms
         self._tasks: set[asyncio.Task[None]] = set()
