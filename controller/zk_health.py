@@ -115,6 +115,20 @@ class ZkHealth:
             except NoNodeError:
                 pass
 
+    async def _sync_suspicions(self) -> None:
+        """Write this broker's current view of every registered peer: a suspicion that arose or
+        ended while it was cut off from ZooKeeper was not written then (seen in the chaos test: a
+        broker reconnecting after ZooKeeper's restart had suspected a peer killed meanwhile, its
+        suspicion never reached the controller, and the dead leader's partitions waited for its
+        session to expire)."""
+        peers = set(self._brokers) | self._my_suspicions
+        results = await asyncio.gather(
+            *(self._write_suspicion(b, b in self._my_suspicions) for b in peers if b != self.broker_id),
+            return_exceptions=True,
+        )
+        for error in (r for r in results if isinstance(r, Exception)):
+            log.info("suspicion not written broker_id=%d error=%r", self.broker_id, error)
+
     def _maybe_depose_controller(self) -> None:
         """Delete /controller when a majority of the other live brokers suspect its broker."""
         c = self._controller_id

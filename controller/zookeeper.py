@@ -284,13 +284,14 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
     async def _new_session_setup(self) -> None:
         """Register, re-create this broker's suspicions, re-read everything, try to be controller."""
         await self._register()
-        for peer in list(self.failure_detector.suspected):
-            self._on_suspicion_change(peer, True)
         await self._reload()
         await self._try_elect()
 
     async def _reload(self) -> None:
-        """Re-read everything after a reconnection; a fenced broker serves again only then."""
+        """After a (re)connection: bring this broker's suspicion znodes in line with its detector
+        (a change while it was disconnected was not written), re-read everything; a fenced broker
+        serves again only then."""
+        await self._sync_suspicions()
         await self._load_all()
         if self.fenced and self._connected:
             self.fenced = False

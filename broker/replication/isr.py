@@ -11,8 +11,9 @@
 Between the proposal and the answer the partition may have changed (new image, new leader
 epoch, deleted), so the answer is applied only to the same `Partition` object, and the
 partition itself re-checks epochs. The shrink check runs every replica.lag.time.max.ms / 2 (Kafka's
-isr-expiration period); in a cluster it also runs at once when this broker's failure detector
-suspects a peer (`wake`), and every heartbeat interval while any peer is suspected, so that a dead
+isr-expiration period); in a cluster it also runs at once when the set of peers that cannot follow
+this broker changes (`wake`: its failure detector suspects one, or one's heartbeats say it lost
+ZooKeeper; `suspected`), and every heartbeat interval while that set is not empty, so that a dead
 follower leaves the ISR of every partition this broker leads within the heartbeat timeout, also
 of one that was idle when the follower died and is written to later.
 """

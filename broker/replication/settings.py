@@ -50,7 +50,8 @@ class IsrSettings:
 
     replica_lag_time_max_ms: int = 30_000
     suspected: Callable[[], AbstractSet[BrokerId]] = field(default=_nobody)
-    """The peers this broker's failure detector suspects now (none on a single node)."""
+    """The peers that cannot follow this broker now, by its own evidence (none on a single
+    node; controller/zk_health.py `suspected_peers`)."""
     suspicion_timeout_ms: int = 1000
     suspicion_recheck_ms: int = 200
 

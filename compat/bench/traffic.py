@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 
 @dataclass
@@ -191,3 +191,26 @@ def run_consumer(
                         seen.times.setdefault(q, []).append(now)
     finally:
         c.close()
+
+
+def read_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 120.0) -> dict[tuple[int, int], bytes]:
+    """Every record of the topic, (partition, offset) -> value, from each partition's log start to its
+    high watermark (the final log the checks compare acknowledgements and reads with)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "log-reader", "enable.auto.commit": False})
+    out: dict[tuple[int, int], bytes] = {}
+    try:
+        for p in range(partitions):
+            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            c.assign([TopicPartition(topic, p, low)])
+            last, deadline = low - 1, time.monotonic() + timeout
+            while last < high - 1 and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                off, value = (m.offset(), m.value()) if m is not None and m.error() is None else (None, None)
+                if off is not None and value is not None:
+                    out[(p, off)] = value
+                    last = off
+            if last < high - 1:
+                raise TimeoutError(f"{topic}-{p}: read to offset {last}, high watermark {high}")
+    finally:
+        c.close()
+    return out

@@ -134,3 +134,31 @@ def test_preferred_leaders_return_after_a_restart(cluster_factory: Callable[...,
         30, "all preferred",
     )
     assert sorted(final[q].leader for q in range(3)) == [1, 2, 3]
+
+
+def test_suspicion_made_while_cut_from_zookeeper_is_written_on_reconnection(cluster: SamsaCluster) -> None:
+    """Found by the chaos test: a broker whose ZooKeeper connection was down (ZooKeeper had just
+    restarted) suspected a peer killed meanwhile; its suspicion was never written, the controller
+    never saw a majority, and the dead leader's partition waited for its session to expire. Here
+    broker `witness` is cut from ZooKeeper (within its session), the leader of a partition is
+    killed, and the cut heals: leadership must move at once, long before the 6 s session ends."""
+    create_topic(cluster, "susp", assignments=[[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+    controller = cluster.controller()
+    victim = next(i for i in (1, 2, 3) if i != controller)
+    witness = next(i for i in (1, 2, 3) if i not in (controller, victim))
+    p = victim - 1  # the partition the victim leads
+    cluster.wait_for(lambda: cluster.metadata(controller).topics["susp"][p].leader == victim, 15, "victim leads")
+    cluster.cut_zookeeper(witness)
+    killed_at = time.monotonic()
+    cluster.kill(victim)
+    # the witness suspects the victim after 0.5 s, but cannot write it; one suspicion is no majority
+    time.sleep(1.5)
+    assert cluster.metadata(controller).topics["susp"][p].leader in (victim, -1)
+    cluster.heal_zookeeper(witness)
+    moved = cluster.wait_for(
+        lambda: (r := cluster.metadata(controller).topics["susp"][p]).leader not in (victim, -1) and r, 10, "moved"
+    )
+    took = time.monotonic() - killed_at
+    print(f"\nleadership of susp-{p} moved {took:.2f}s after the kill (the cut healed at 1.5 s)")
+    assert took < 4.0, broker_logs(cluster)  # the session (6 s) would have expired by then
+    assert moved.leader_epoch > 0

@@ -67,8 +67,9 @@ def test_member_leaving_just_before_the_coordinator_moves_is_a_ghost_for_one_ses
         while not (stayer.assignment() and leaver.assignment() and len(read) >= 1) and time.monotonic() < deadline:
             for c in (stayer, leaver):
                 m = c.poll(0.1)
-                if c is stayer and m is not None and m.error() is None:
-                    read[m.partition()] = time.monotonic()
+                q = m.partition() if c is stayer and m is not None and m.error() is None else None
+                if q is not None:
+                    read[q] = time.monotonic()
         assert stayer.assignment() and leaver.assignment(), "the group never split the two partitions"
         orphaned = leaver.assignment()[0].partition
         offsets = cluster.metadata(topics=["__consumer_offsets"]).topics["__consumer_offsets"]
@@ -80,8 +81,9 @@ def test_member_leaving_just_before_the_coordinator_moves_is_a_ghost_for_one_ses
         cluster.process(coordinator).start()
         while orphaned not in read or read[orphaned] < left_at:
             m = stayer.poll(0.1)
-            if m is not None and m.error() is None:
-                read[m.partition()] = time.monotonic()
+            q = m.partition() if m is not None and m.error() is None else None
+            if q is not None:
+                read[q] = time.monotonic()
             assert time.monotonic() - left_at < SESSION_MS / 1000 + 15, broker_logs(cluster, 4000)
         took = read[orphaned] - left_at
         logs = "".join(cluster.process(b).read_log() for b in cluster.live())
