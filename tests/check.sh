@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 py=.venv/bin
 "$py/ruff" check broker controller protocol tests compat
 "$py/mypy"
-"$py/lint-imports" --no-cache
+"$py/lint-imports" --no-cache --no-logo

@@ -1,3 +1,4 @@
+# Over 700 lines: UnifiedLog is one state (LEO, log start, recovery point, epochs, producer state) that changes together.
 """`UnifiedLog`: one partition's log, `<log.dir>/<topic>-<partition>/`.
 
 A sequence of `LogSegment`s (only the last, the active segment, is written), a log start offset

@@ -1,3 +1,4 @@
+# Over 700 lines: one raw-bytes test per wire behaviour clients depend on, next to the frame helpers they share.
 """The wire protocol as the broker speaks it, checked byte by byte with a raw socket client.
 
 What clients break on (docs/clients.md): the

@@ -1,5 +1,5 @@
 """Leader failover with real clients, three brokers in one process (a background event loop)
-sharing the in-memory test controller of test_fetcher.py. The controller's part of a failover
+sharing one in-memory controller (tests/support/controller.py). The controller's part of a failover
 (detecting the death, electing) is instantaneous here, so the time measured is the data path's:
 clients finding the new leader, followers truncating and fetching from it, the HW moving.
 
