@@ -2,8 +2,11 @@
 
 librdkafka before 2.11.1 only compresses if the broker advertises Produce v0 (docs/clients.md),
 so Samsa serves v0-2. The request shape is the same in all three; the
-response gains throttle_time_ms in v1 and log_append_time in v2. No `from __future__ import
-annotations` here: kio reads the field types from the annotations at run time.
+response gains throttle_time_ms in v1 and log_append_time in v2. kio generates its classes from
+Kafka 4.x's specs, which no longer have these versions, so they are written here in kio's form;
+compat/test_produce_v0_2_schemas.py holds them byte for byte against the classes kafka-clients 3.9
+generated from its specs. No `from __future__ import annotations` here: kio reads the field types
+from the annotations at run time.
 """
 
 from dataclasses import dataclass, field
