@@ -27,7 +27,8 @@ import enum
 import ipaddress
 import logging
 import socket
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from broker.config import INT_MAX, BrokerConfig, Listener
 from broker.logs import Throttle

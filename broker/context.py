@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from broker.server import Broker
+    from broker.services import BrokerServices
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +17,7 @@ class RequestContext:
     client_id: str | None
     client_address: str
     listener: str
-    broker: Broker
+    services: BrokerServices
     request: Any = None
     """The request as the client sent it (its own version's class), for the few fields a newer
     version dropped; handlers otherwise use the converted request they are given."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from broker.logs import Throttle
 

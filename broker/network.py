@@ -44,7 +44,7 @@ from protocol import frames, messages
 from protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from broker.server import Broker
+    from broker.services import BrokerServices
 
 log = logging.getLogger("samsa.network")
 
@@ -104,13 +104,18 @@ class Connection(asyncio.BufferedProtocol):
     """
 
     def __init__(
-        self, broker: Broker, listener: str, pool: MemoryPool, scratch: memoryview
+        self,
+        services: BrokerServices,
+        listener: str,
+        pool: MemoryPool,
+        scratch: memoryview,
+        max_request_bytes: int,
     ) -> None:
-        self.broker = broker
+        self.services = services
         self.listener = listener
         self._pool = pool
         self._scratch = scratch
-        self._max_size = broker.config.socket_request_max_bytes
+        self._max_size = max_request_bytes
         self.transport: asyncio.Transport | None = None
         self.address = "?"
         self.zero_copy = True
@@ -422,7 +427,7 @@ class Connection(asyncio.BufferedProtocol):
             client_id=header.client_id,
             client_address=self.address,
             listener=self.listener,
-            broker=self.broker,
+            services=self.services,
             request=request,
         )
         started = time.monotonic()

@@ -13,26 +13,25 @@ import logging
 import socket
 import time
 from pathlib import Path
-from typing import Sequence
 
 from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrides
-from broker.config import BrokerConfig, Listener, topic_log_config
-from broker.handlers import registry
+from broker.config import BrokerConfig, Listener, LogConfig, topic_log_config
+from broker.coordinator.coordinator import GroupCoordinator
 from broker.log.cleaner import CleanerConfig
-from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
 from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
-from broker.tasks import cancel_and_wait
-from broker.coordinator.coordinator import GroupCoordinator
-from broker.replication.fetcher_manager import FetcherSettings, ReplicaFetcherManager
-from broker.replication.isr import IsrManager
 from broker.replication.replica_manager import ReplicaManager
+from broker.replication.settings import FetcherSettings, IsrSettings
+from broker.services import BrokerServices
+from broker.tasks import cancel_and_wait
+from broker.topic_creation import AutoTopicCreator
+from controller import zk_layout
 from controller.embedded import EmbeddedController
 from controller.interface import Controller
-from controller.model import BrokerRegistration, Endpoint, NewTopic, TopicRegistration
-from protocol.errors import KafkaError
+from controller.model import BrokerRegistration, Endpoint, TopicRegistration
+from controller.zk_settings import ZkSettings
 from protocol.types import BrokerId
 
 log = logging.getLogger("samsa.broker")
@@ -66,7 +65,6 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
-        registry.declared()  # fails fast on a malformed handler module; handlers import on first use
         self.quotas = ConnectionQuotas(
             self.config, resolve_ip_overrides(self.config.max_connections_per_ip_overrides))
         for listener in self.config.listeners:
@@ -95,30 +93,29 @@ class Broker:
         self.controller = self._new_controller(data_dir)
         self.producer_ids = ProducerIdManager(self.controller, self.broker_id)
         self.replica_manager = ReplicaManager(
-            self.broker_id, self.log_manager, self.log_config_for, hw_checkpoints
-        )
-        self.log_manager.high_watermarks = self.replica_manager.high_watermarks
-        self.replica_manager.fetcher_manager = ReplicaFetcherManager(
-            self.replica_manager, FetcherSettings.from_config(self.config)
-        )
-        self.replica_manager.isr_manager = IsrManager(
-            self.replica_manager,
-            self.controller.alter_partition,
-            replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+            self.broker_id, self.log_manager, self.log_config_for, hw_checkpoints,
+            alter_partition=self.controller.alter_partition,
             # a cluster's failure detector: a suspected follower leaves the ISR at once
-            suspected=getattr(self.controller, "suspected_peers", None),
-            suspicion_timeout_ms=self.config.samsa_heartbeat_timeout_ms,
-            suspicion_recheck_ms=self.config.samsa_heartbeat_interval_ms,
+            isr_settings=IsrSettings.from_config(self.config, self.controller.suspected_peers),
+            fetcher_settings=FetcherSettings.from_config(self.config),
+        )  # fmt: skip
+        self.log_manager.high_watermarks = self.replica_manager.high_watermarks
+        self.controller.add_suspicion_listener(self.replica_manager.isr_manager.wake)
+        self.group_coordinator = GroupCoordinator(self.config, self.controller, self.replica_manager)
+        self.services = BrokerServices(
+            broker_id=self.broker_id,
+            config=self.config,
+            controller=self.controller,
+            replica_manager=self.replica_manager,
+            group_coordinator=self.group_coordinator,
+            producer_ids=self.producer_ids,
+            topic_creator=AutoTopicCreator(self.controller, self.config),
         )
-        add_suspicion_listener = getattr(self.controller, "add_suspicion_listener", None)
-        if add_suspicion_listener is not None:
-            add_suspicion_listener(self.replica_manager.isr_manager.wake)
-        self.group_coordinator = GroupCoordinator(self)
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.group_coordinator.start()
         self.controller.subscribe(self.replica_manager.on_image)
         await self.controller.start()
-        self.replica_manager.isr_manager.start()
+        self.replica_manager.start()
         self.log_manager.start()
         for acceptor in self.acceptors:
             acceptor.start()
@@ -134,16 +131,15 @@ class Broker:
     def _new_controller(self, data_dir: Path) -> Controller:
         """The ZooKeeper controller when zookeeper.connect is set, else the embedded one."""
         if self.config.zookeeper_connect:
-            from controller.zookeeper import ZkSettings, ZooKeeperController
+            from controller.zookeeper import ZooKeeperController
 
-            return ZooKeeperController(ZkSettings.from_config(self.config), self.registration())
+            return ZooKeeperController(zk_settings(self.config), self.registration())
         return EmbeddedController(data_dir, self.registration(), self.config.cluster_id)
 
     async def stop(self) -> None:
-        shutdown = getattr(self.controller, "controlled_shutdown", None)
-        if shutdown is not None and self.config.controlled_shutdown_enable and self.serving:
+        if self.config.controlled_shutdown_enable and self.serving:
             try:
-                await shutdown()  # move leadership away while still serving
+                await self.controller.controlled_shutdown()  # move leadership away while still serving
             except Exception:
                 log.exception("controlled shutdown failed broker_id=%d", self.broker_id)
         for acceptor in self.acceptors:
@@ -158,12 +154,7 @@ class Broker:
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.replica_manager is not None:
-            if self.replica_manager.fetcher_manager is not None:
-                await self.replica_manager.fetcher_manager.shutdown()
-            if self.replica_manager.isr_manager is not None:
-                await self.replica_manager.isr_manager.stop()
-            self.replica_manager.delayed_fetch.wake_all()
-            self.replica_manager.delayed_produce.wake_all()
+            await self.replica_manager.shutdown()
         if self.controller is not None:
             await self.controller.stop()
         if self.log_manager is not None:
@@ -187,7 +178,8 @@ class Broker:
         loop = asyncio.get_running_loop()
         try:
             _, connection = await loop.connect_accepted_socket(
-                lambda: Connection(self, listener, self.memory_pool, self._receive_buffer), sock)
+                lambda: Connection(self.services, listener, self.memory_pool, self._receive_buffer,
+                                   self.config.socket_request_max_bytes), sock)
         except OSError as e:
             sock.close()
             log.warning("connection setup failed listener=%s error=%s", listener, e)
@@ -290,19 +282,35 @@ class Broker:
     def log_config_for(self, topic: TopicRegistration) -> LogConfig:
         return topic_log_config(self.default_log_config, topic.configs)
 
-    async def auto_create_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
-        """Create topics on first use (Metadata with auto-creation) with the broker defaults."""
-        live = len(self.controller.image.brokers)
-        topics = [
-            NewTopic(
-                name=name,
-                num_partitions=self.config.num_partitions,
-                replication_factor=min(self.config.default_replication_factor, live),
-            )
-            for name in names
-        ]
-        results = await self.controller.create_topics(topics)
-        for name, error in results.items():
-            if error is None:
-                log.info("topic auto-created topic=%s partitions=%d", name, self.config.num_partitions)
-        return results
+
+def zk_settings(config: BrokerConfig) -> ZkSettings:
+    """The ZooKeeper controller's settings from this broker's config (zookeeper.connect set)."""
+    assert config.zookeeper_connect is not None
+    host = config.listeners[0].host or "0.0.0.0"
+    advertised = next(
+        (a.host for a in config.advertised_listeners if a.name == config.inter_broker_listener_name), ""
+    )
+    if not advertised or advertised == "0.0.0.0":
+        advertised = host if host != "0.0.0.0" else socket.getfqdn()
+    log_config = config.log_config()  # the topic defaults: unclean.leader.election.enable
+    return ZkSettings(
+        connect=config.zookeeper_connect,
+        session_timeout_ms=config.zookeeper_session_timeout_ms,
+        connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+        inter_broker_listener=config.inter_broker_listener_name,
+        unclean_default=log_config.unclean_leader_election_enable,
+        heartbeat_host=host,
+        heartbeat_port=config.samsa_heartbeat_port,
+        heartbeat_interval_ms=config.samsa_heartbeat_interval_ms,
+        heartbeat_timeout_ms=config.samsa_heartbeat_timeout_ms,
+        peer_overrides=zk_layout.parse_peer_overrides(config.samsa_peer_address_overrides),
+        heartbeat_advertised_host=advertised,
+        controlled_shutdown_timeout_s=max(
+            1.0, config.controlled_shutdown_max_retries * config.controlled_shutdown_retry_backoff_ms / 1000
+        ),
+        auto_leader_rebalance=config.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
+        leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
+        preferred_leader_settle_s=config.samsa_preferred_leader_settle_ms / 1000,
+        cluster_id=config.cluster_id,
+    )

@@ -9,8 +9,9 @@ the scenario be compared meanwhile). docs/compat.md lists them all, generated fr
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 Obs = dict[str, Any]
 

@@ -26,8 +26,9 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping, Protocol
+from typing import Protocol
 
 from broker.testing.process import terminate
 

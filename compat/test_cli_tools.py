@@ -34,7 +34,7 @@ def test_kafka_topics(kafka_target, differential):
         r = run_tool("kafka-topics", *bs, "--create", "--topic", "cli-topics", "--partitions", "2", "--config", "retention.ms=3600000")
         obs.append({"step": "create", "out": _norm(r.stdout)})
         r = run_tool("kafka-topics", *bs, "--create", "--topic", "cli-topics", "--partitions", "2", check=False)
-        obs.append({"step": "create-again", "rc": r.returncode, "err": [l for l in _norm(r.stderr + r.stdout) if "already exists" in l]})
+        obs.append({"step": "create-again", "rc": r.returncode, "err": [line for line in _norm(r.stderr + r.stdout) if "already exists" in line]})
         r = run_tool("kafka-topics", *bs, "--create", "--if-not-exists", "--topic", "cli-topics")
         obs.append({"step": "create-if-not-exists", "out": _norm(r.stdout)})
         r = run_tool("kafka-topics", *bs, "--list", "--exclude-internal")
@@ -80,7 +80,7 @@ def test_console_producer_consumer(kafka_target, differential):
             "--formatter-property", "print.offset=true", "--formatter-property", "print.partition=true",
             "--formatter-property", "print.timestamp=false",
         )
-        obs.append({"step": "consume", "out": _norm(r.stdout), "summary": [l for l in _norm(r.stderr) if "Processed" in l]})
+        obs.append({"step": "consume", "out": _norm(r.stdout), "summary": [line for line in _norm(r.stderr) if "Processed" in line]})
         return obs
 
     obs = differential("cli-console", run)
@@ -114,11 +114,11 @@ def test_consumer_groups(kafka_target, differential):
                  "--group", "cli-groups", "--timeout-ms", "30000")
         obs = []
         r = run_tool("kafka-consumer-groups", *bs, "--list")
-        obs.append({"step": "list", "out": sorted(l for l in _norm(r.stdout) if l.startswith("cli-groups"))})
+        obs.append({"step": "list", "out": sorted(line for line in _norm(r.stdout) if line.startswith("cli-groups"))})
         r = run_tool("kafka-consumer-groups", *bs, "--describe", "--group", "cli-groups")
         obs.append({"step": "describe", "out": _groups_norm(r.stdout), "err": _norm(r.stderr)})
         r = run_tool("kafka-consumer-groups", *bs, "--describe", "--group", "cli-groups", "--state")
-        obs.append({"step": "describe-state", "out": [re.sub(r"127\.0\.0\.1:\d+ \(\d+\)", "<coordinator>", l) for l in _norm(r.stdout)]})
+        obs.append({"step": "describe-state", "out": [re.sub(r"127\.0\.0\.1:\d+ \(\d+\)", "<coordinator>", line) for line in _norm(r.stdout)]})
         r = run_tool("kafka-consumer-groups", *bs, "--reset-offsets", "--group", "cli-groups", "--topic", "cli-groups", "--to-earliest", "--dry-run")
         obs.append({"step": "reset-dry-run", "out": _norm(r.stdout)})
         r = run_tool("kafka-consumer-groups", *bs, "--reset-offsets", "--group", "cli-groups", "--topic", "cli-groups:0", "--to-offset", "1", "--execute")
@@ -137,7 +137,7 @@ def test_consumer_groups(kafka_target, differential):
 
     obs = differential("cli-consumer-groups", run)
     assert obs[0]["out"] == ["cli-groups"]
-    assert any("Deletion of requested consumer groups ('cli-groups') was successful." in l for l in obs[-2]["out"])
+    assert any("Deletion of requested consumer groups ('cli-groups') was successful." in line for line in obs[-2]["out"])
 
 
 @_compat("kafka-configs", "describe, alter, delete config")
@@ -161,7 +161,7 @@ def test_kafka_configs(kafka_target, differential):
 
     obs = differential("cli-kafka-configs", run)
     assert obs[-2]["out"][1:] == ["max.message.bytes=20000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:max.message.bytes=20000, STATIC_BROKER_CONFIG:message.max.bytes=1048588}"] or any(
-        "retention.ms=1000" in l for l in obs[-2]["out"]
+        "retention.ms=1000" in line for line in obs[-2]["out"]
     )
     assert obs[-1]["rc"] != 0
 
@@ -180,7 +180,7 @@ def test_get_offsets(kafka_target, differential):
         return obs
 
     obs = differential("cli-get-offsets", run)
-    latest = dict(l.rsplit(":", 1) for l in obs[0]["out"])
+    latest = dict(line.rsplit(":", 1) for line in obs[0]["out"])
     assert sum(int(v) for v in latest.values()) == 7
     assert obs[1]["out"] == ["cli-offsets:0:0", "cli-offsets:1:0"]
 
@@ -213,7 +213,7 @@ def test_verifiable(kafka_target, differential):
         bs = target.bootstrap_servers
         run_tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "cli-verifiable", "--partitions", "2")
         r = run_tool("kafka-verifiable-producer", "--bootstrap-server", bs, "--topic", "cli-verifiable", "--max-messages", "200", "--acks", "-1")
-        events = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
         acked = sorted((e["partition"], e["offset"]) for e in events if e["name"] == "producer_send_success")
         tool = next(e for e in events if e["name"] == "tool_data")
         # Keyless records go where the sticky partitioner's random pick sends them, on Kafka too:
@@ -222,7 +222,7 @@ def test_verifiable(kafka_target, differential):
                 "sent": tool["sent"], "acked_tool": tool["acked"]}]
         r = run_tool("kafka-verifiable-consumer", "--bootstrap-server", bs, "--topic", "cli-verifiable", "--group-id", "cli-verifiable",
                      "--max-messages", "200", "--reset-policy", "earliest", "--group-protocol", "classic", timeout=120)
-        events = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
         consumed = sum(e["count"] for e in events if e["name"] == "records_consumed")
         commits = [e for e in events if e["name"] == "offsets_committed"]
         committed = {}

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -163,6 +163,16 @@ class EmbeddedController:
 
     async def stop(self) -> None:
         pass
+
+    async def controlled_shutdown(self) -> bool:
+        """A single node has no other broker to take its leaderships."""
+        return True
+
+    def suspected_peers(self) -> frozenset[BrokerId]:
+        return frozenset()
+
+    def add_suspicion_listener(self, listener: Callable[[], None]) -> None:
+        """No peers, so no suspicion ever changes."""
 
     def _new_partitions(
         self, assignments: Mapping[int, tuple[BrokerId, ...]]

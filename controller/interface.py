@@ -7,7 +7,9 @@ changes; admin requests become controller calls that return per-item errors.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Protocol, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Protocol
 
 from controller.model import ClusterImage, NewTopic, PartitionRegistration
 from protocol.errors import KafkaError
@@ -26,6 +28,17 @@ class Controller(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+    async def controlled_shutdown(self) -> bool:
+        """Move this broker's leaderships away before it stops (Kafka's controlled shutdown);
+        True when they moved in time (at once when no other broker could take them)."""
+
+    def suspected_peers(self) -> AbstractSet[BrokerId]:
+        """The brokers this broker's failure detector holds unable to follow it now (empty on a
+        single node); a leader takes such a follower out of the ISR at once."""
+
+    def add_suspicion_listener(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (on the loop, no awaits) whenever `suspected_peers` may have changed."""
 
     async def create_topics(
         self, topics: Sequence[NewTopic], *, validate_only: bool = False

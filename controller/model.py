@@ -8,11 +8,12 @@ half-applied change and never need a lock.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
-from protocol.types import BrokerId, ControllerEpoch, LeaderEpoch, NO_BROKER
+from protocol.types import NO_BROKER, BrokerId, ControllerEpoch, LeaderEpoch
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 

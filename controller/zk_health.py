@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -45,7 +45,7 @@ from protocol.types import NO_BROKER, BrokerId
 
 if TYPE_CHECKING:
     from controller.zk_async import AsyncZk
-    from controller.zookeeper import ZkSettings
+    from controller.zk_settings import ZkSettings
 
 log = logging.getLogger("samsa.controller")
 
@@ -68,7 +68,7 @@ class ZkHealth:
         _controller_id: BrokerId
         _controller_stat_version: int
 
-        def _spawn(self, coro: Awaitable[Any]) -> None: ...
+        def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None: ...
         def _resign(self, reason: str) -> None: ...
         def _schedule_publish(self) -> None: ...
 

@@ -38,11 +38,10 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -64,6 +63,7 @@ from controller.model import (
 from controller.zk_admin import ZkAdmin
 from controller.zk_async import AsyncZk, TransactionFailed
 from controller.zk_health import ZkHealth
+from controller.zk_settings import ZkSettings
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch
 
 log = logging.getLogger("samsa.controller")
@@ -76,61 +76,6 @@ CONTROLLED_SHUTDOWN_LINGER_S = 0.5
 class ControllerState(enum.Enum):
     NOT_CONTROLLER = "not_controller"
     CONTROLLER = "controller"
-
-
-@dataclass(frozen=True, slots=True)
-class ZkSettings:
-    connect: str
-    session_timeout_ms: int
-    connection_timeout_ms: int
-    inter_broker_listener: str
-    unclean_default: bool
-    heartbeat_host: str
-    """where the heartbeat socket binds (the first listener's host)"""
-    heartbeat_port: int
-    heartbeat_interval_ms: int
-    heartbeat_timeout_ms: int
-    peer_overrides: Mapping[BrokerId, tuple[str, int, int]]
-    controlled_shutdown_timeout_s: float
-    auto_leader_rebalance: bool = True
-    leader_imbalance_check_interval_s: float = 300.0
-    leader_imbalance_percentage: int = 10
-    preferred_leader_settle_s: float = 10.0
-    """a broker registered more recently is not made preferred leader (clients' reconnect backoff)"""
-    heartbeat_advertised_host: str = ""
-    """what peers send heartbeats to: the inter-broker listener's advertised host"""
-    cluster_id: str | None = None
-    """cluster.id: the id /cluster/id is created with, and must hold if it exists"""
-
-    @classmethod
-    def from_config(cls, config: Any) -> ZkSettings:
-        host = config.listeners[0].host or "0.0.0.0"
-        advertised = next(
-            (a.host for a in config.advertised_listeners if a.name == config.inter_broker_listener_name), ""
-        )
-        if not advertised or advertised == "0.0.0.0":
-            advertised = host if host != "0.0.0.0" else socket.getfqdn()
-        return cls(
-            connect=config.zookeeper_connect,
-            session_timeout_ms=config.zookeeper_session_timeout_ms,
-            connection_timeout_ms=config.zookeeper_connection_timeout_ms,
-            inter_broker_listener=config.inter_broker_listener_name,
-            unclean_default=config.unclean_leader_election_enable,
-            heartbeat_host=host,
-            heartbeat_port=config.samsa_heartbeat_port,
-            heartbeat_interval_ms=config.samsa_heartbeat_interval_ms,
-            heartbeat_timeout_ms=config.samsa_heartbeat_timeout_ms,
-            peer_overrides=L.parse_peer_overrides(config.samsa_peer_address_overrides),
-            heartbeat_advertised_host=advertised,
-            controlled_shutdown_timeout_s=max(
-                1.0, config.controlled_shutdown_max_retries * config.controlled_shutdown_retry_backoff_ms / 1000
-            ),
-            auto_leader_rebalance=config.auto_leader_rebalance_enable,
-            leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
-            leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
-            preferred_leader_settle_s=config.samsa_preferred_leader_settle_ms / 1000,
-            cluster_id=config.cluster_id,
-        )
 
 
 def _truthy(v: str | None) -> bool | None:
@@ -377,9 +322,9 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
 
     # -- watched reads ----------------------------------------------------------------------------
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         assert self._loop is not None
-        task = self._loop.create_task(coro)  # type: ignore[arg-type]
+        task = self._loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 
@@ -482,7 +427,7 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
             if name in self._topic_names:
                 self._configs[name] = L.decode_config(value)
         elif kind == "controller":
-            self._controller_id = L.decode_controller(value) if value else NO_BROKER
+            self._controller_id = L.decode_controller(value) or NO_BROKER
             self._controller_stat_version = stat.version if stat is not None else -1
             if self.state is ControllerState.CONTROLLER and self._controller_id != self.broker_id:
                 self._resign(f"/controller now names {self._controller_id}")

@@ -297,12 +297,20 @@ def _lz4_chunks(view: memoryview, limit: int) -> Iterator[bytes]:
         raise CorruptRecordError(f"{len(frame.unused_data)} bytes after the lz4 frame")
 
 
+_ZSTD_MIN_WINDOW = 1 << 20
+"""A smaller decompression bound still lets frames with zstd's usual windows through."""
+_ZSTD_MAX_WINDOW = 1 << 31
+"""zstd's largest window (ZSTD_WINDOWLOG_MAX on 64-bit): the window when there is no bound."""
+
+
 def _zstd_chunks(view: memoryview, limit: int) -> Iterator[bytes]:
     """Every zstd frame of `view` (skippable frames skipped). The frame header and block headers
     are read here (RFC 8878) so that each call to the decompressor gets whole blocks that can
     regenerate at most about CHUNK_SIZE bytes, and a frame that ends early is seen as truncated:
     zstd's streaming reader would return its data so far without an error."""
-    context = zstandard.ZstdDecompressor()
+    # the window is memory the decoder reserves before it writes a byte: no more than the bound
+    window_limit = min(max(limit, _ZSTD_MIN_WINDOW), _ZSTD_MAX_WINDOW)
+    context = zstandard.ZstdDecompressor(max_window_size=window_limit)
     end = len(view)
     pos = 0
     if not end:
@@ -324,6 +332,13 @@ def _zstd_chunks(view: memoryview, limit: int) -> Iterator[bytes]:
         if single_segment and not content_size_bytes:
             content_size_bytes = 1
         header = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3]
+        if not single_segment:  # the window descriptor: memory the decoder must reserve
+            exponent, mantissa = view[pos + 5] >> 3, view[pos + 5] & 7
+            window = (1 << (exponent + 10)) + (1 << (exponent + 7)) * mantissa
+            if window > _ZSTD_MAX_WINDOW:
+                raise CorruptRecordError(f"zstd window of {window} bytes is past zstd's largest")
+            if window > window_limit:
+                raise DecompressedSizeError(CompressionType.ZSTD, limit)
         if content_size_bytes:
             content_size = zstandard.frame_content_size(view[pos : pos + header + content_size_bytes])
             if content_size > limit:

@@ -25,14 +25,15 @@ from typing import Any, Protocol, Union, get_args, get_origin
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import (
+from kio.serial import entity_reader
+
+from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
     classify_field,
     get_schema_field_type,
+    write_entity,
 )
-
 from protocol.prescan import check_lengths
 
 __all__ = [
@@ -93,7 +94,7 @@ def _own_schemas(api_key: int, api_version: int) -> tuple[type, type] | None:
 
 
 @cache
-def request_class(api_key: int, api_version: int) -> type:
+def request_class(api_key: int, api_version: int) -> type[Any]:
     """The kio request dataclass for a key and version; raises KeyError if there is none."""
     extra = _own_schemas(api_key, api_version)
     if extra is not None:
@@ -105,7 +106,7 @@ def request_class(api_key: int, api_version: int) -> type:
 
 
 @cache
-def response_class(api_key: int, api_version: int) -> type:
+def response_class(api_key: int, api_version: int) -> type[Any]:
     extra = _own_schemas(api_key, api_version)
     if extra is not None:
         return extra[1]
@@ -120,7 +121,7 @@ def is_flexible(api_key: int, api_version: int) -> bool:
 
 
 @cache
-def _reader(cls: type) -> Callable[[Any, int], tuple[Any, int]]:
+def _reader(cls: type[Any]) -> Callable[[Any, int], tuple[Any, int]]:
     return entity_reader(cls)
 
 
@@ -133,7 +134,7 @@ def decode_request(api_key: int, api_version: int, buf: bytes | memoryview, offs
     including null in a non-nullable array (kio reads length -1 as None for every array; Kafka's
     parser rejects it, and handlers rely on it not happening), and any count or length that does
     not fit in the bytes that follow (`protocol.prescan`)."""
-    cls = request_class(api_key, api_version)
+    cls: type = request_class(api_key, api_version)
     check_lengths(cls, buf, offset)  # kio would reserve memory for any declared array count
     entity, used = _reader(cls)(buf, offset)
     check_non_nullable(entity)
@@ -160,7 +161,8 @@ def _null_plan(cls: type) -> tuple[tuple[str, bool, int], ...]:
 
 def check_non_nullable(entity: Any) -> None:
     """Raise NullFieldError if a non-nullable array in `entity` (or an entity in it) is None."""
-    for name, nullable, kind in _null_plan(type(entity)):
+    cls: type = type(entity)
+    for name, nullable, kind in _null_plan(cls):
         value = getattr(entity, name)
         if value is None:
             if nullable:
@@ -181,7 +183,7 @@ def decode_response(
 
 
 def encode(entity: Any, out: FrameBuffer) -> None:
-    entity_writer(type(entity))(out, entity)
+    write_entity(out, entity)
 
 
 def encode_bytes(entity: Any) -> bytes:
@@ -260,7 +262,7 @@ def convert(value: Any, target: type, **overrides: Any) -> Any:
 
     `overrides` set top-level fields of the result, for fields the source version lacks.
     """
-    source = type(value)
+    source: type = type(value)
     if source is target and not overrides:
         return value
     kwargs: dict[str, Any] = {}

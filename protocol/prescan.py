@@ -19,9 +19,9 @@ import struct
 from collections.abc import Callable
 from functools import cache
 from types import UnionType
-from typing import Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
-from kio.serial._introspect import (
+from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,
@@ -197,7 +197,7 @@ def _fixed_step(size: int) -> Step:
 
 
 @cache
-def _entity_walker(cls: type) -> Step | int:
+def _entity_walker(cls: type[Any]) -> Step | int:
     """A step walking one `cls`, or its size if every field has a fixed size."""
     flexible = bool(cls.__flexible__)
     steps: list[Step] = []

@@ -42,7 +42,12 @@ from dataclasses import dataclass
 
 from protocol.compression import CompressionType, decompressed_chunks
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
-from protocol.records import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, BatchHeader
+from protocol.records import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_TIMESTAMP_TYPE,
+    HEADER_SIZE,
+    BatchHeader,
+)
 
 __all__ = [
     "MAX_RECORD_ERRORS",

@@ -103,7 +103,7 @@ class BatchHeader:
         if len(buf) - pos < HEADER_SIZE:
             raise CorruptRecordError(f"record batch header truncated at {pos}")
         fields = _HEADER.unpack_from(buf, pos)
-        header = cls(*fields)  # type: ignore[arg-type]
+        header = cls(*fields)
         if header.magic != CURRENT_MAGIC:
             raise CorruptRecordError(f"unsupported record batch magic {header.magic}")
         if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:

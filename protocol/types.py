@@ -5,7 +5,13 @@ They cost nothing at run time and keep an offset from being passed where an epoc
 
 from __future__ import annotations
 
+import datetime
 from typing import NewType
+
+from kio.schema.types import BrokerId, ProducerId, TopicName
+from kio.static.primitive import i32Timedelta
+
+__all__ = ["BrokerId", "ProducerId", "TopicName"]  # kio's, re-exported (see below)
 
 Offset = NewType("Offset", int)
 """A position in a partition's log (base offset, log end offset, high watermark, ...)."""
@@ -13,13 +19,12 @@ Offset = NewType("Offset", int)
 LeaderEpoch = NewType("LeaderEpoch", int)
 """The epoch of a partition's leadership; bumped on every leader change."""
 
-BrokerId = NewType("BrokerId", int)
-"""A broker's `broker.id` / node id."""
+# BrokerId (a broker's `broker.id` / node id), ProducerId and TopicName are kio's own distinct
+# types, so a value built here goes into a kio entity without conversion.
 
 ControllerEpoch = NewType("ControllerEpoch", int)
 """The epoch of the active controller; bumped on every controller election."""
 
-ProducerId = NewType("ProducerId", int)
 ProducerEpoch = NewType("ProducerEpoch", int)
 Sequence = NewType("Sequence", int)
 CorrelationId = NewType("CorrelationId", int)
@@ -30,6 +35,9 @@ NO_PRODUCER_ID = ProducerId(-1)
 NO_PRODUCER_EPOCH = ProducerEpoch(-1)
 NO_SEQUENCE = Sequence(-1)
 NO_BROKER = BrokerId(-1)
+
+NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+"""throttle_time of a response: Samsa has no quotas, so never throttled."""
 
 EARLIEST_TIMESTAMP = -2
 """ListOffsets sentinel: the log start offset."""

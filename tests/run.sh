@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Installs everything the test suite needs, then runs all of it.
+# Installs everything the test suite needs, then runs all of it: the static checks first
+# (tests/check.sh: ruff, mypy, import contracts; seconds), then pytest over tests/ and compat/.
 #   bash tests/run.sh            # the whole suite
+#   bash tests/run.sh --fast     # the fast tier: static checks and tests/unit (under a minute)
 #   bash tests/run.sh -k fetch   # extra arguments go to pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fast=0
+if [ "${1:-}" = "--fast" ]; then
+  fast=1
+  shift
+fi
 
 # System packages: kcat (librdkafka's CLI, a client under test), strace (the zero-copy test
 # watches the broker's syscalls), a JDK and Maven (the compat suite runs real Apache Kafka, its CLI
@@ -30,6 +37,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 
+if ((fast)); then  # no JVM, Go or npm modules: the fast tier runs none of compat/
+  bash tests/check.sh
+  exec .venv/bin/python -m pytest tests/unit "$@"
+fi
+
 # JVM classpaths for compat/ (pinned in compat/pom.xml; a warm machine reuses ~/.m2).
 bash compat/jvm/fetch.sh
 
@@ -37,4 +49,5 @@ bash compat/jvm/fetch.sh
 (cd compat/go && go mod download)
 [ -d compat/node/node_modules ] || (cd compat/node && npm ci --no-audit --no-fund)
 
+bash tests/check.sh
 exec .venv/bin/python -m pytest "$@"

@@ -20,11 +20,13 @@ import asyncio
 import enum
 import logging
 import time
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from broker import clock
 from broker.coordinator.group import ClassicGroup, GroupState
-from broker.coordinator.loader import LoadState, decode_chunk
+from broker.coordinator.loader import DecodedChunk, LoadState, decode_chunk
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.records import (
     OffsetAndMetadata,
@@ -34,13 +36,18 @@ from broker.coordinator.records import (
     offset_commit_value,
     partition_for,
 )
+from broker.replication.partition import FetchIsolation
 from controller.model import NewTopic
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
 from protocol.topic_partition import TopicPartition
+from protocol.types import Offset
 
 if TYPE_CHECKING:
-    from broker.server import Broker
+    from broker.config import BrokerConfig
+    from broker.log.info import FileRecords
+    from broker.replication.replica_manager import ReplicaManager
+    from controller.interface import Controller
 
 log = logging.getLogger("samsa.coordinator")
 
@@ -83,9 +90,6 @@ class OffsetCommitEntry:
     metadata: str | None
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 def group_id_error(group_id: str | None) -> ErrorCode:
     """INVALID_GROUP_ID for a missing, empty or too long group id (as Kafka 4's coordinator)."""
@@ -118,10 +122,12 @@ def _append_error_for_offsets(error: ErrorCode) -> ErrorCode:
 
 
 class GroupCoordinator:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        config = broker.config
+    def __init__(
+        self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager
+    ) -> None:
         self.config = config
+        self._controller = controller
+        self._replica_manager = replica_manager
         self.membership = GroupMembership(
             MembershipConfig(config.group_initial_rebalance_delay_ms, config.group_max_size),
             self._persist_group,
@@ -148,15 +154,15 @@ class GroupCoordinator:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.membership.close()
 
-    def _spawn(self, coro: object) -> None:
-        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     # == partitions ===============================================================================
 
     def num_partitions(self) -> int:
-        topic = self.broker.controller.image.topics.get(OFFSETS_TOPIC)
+        topic = self._controller.image.topics.get(OFFSETS_TOPIC)
         if topic is not None and topic.partitions:
             return len(topic.partitions)
         return self.config.offsets_topic_num_partitions
@@ -191,19 +197,21 @@ class GroupCoordinator:
         tp = TopicPartition(OFFSETS_TOPIC, part.index)
         started = time.monotonic()
         try:
-            partition = self.broker.replica_manager.partitions.get(tp)
+            partition = self._replica_manager.partitions.get(tp)
             if partition is None:
                 return
-            log_ = partition.log
-            position = int(log_.log_start_offset)
-            end = int(log_.log_end_offset)
+            position = int(partition.log_start_offset)
+            end = int(partition.log_end_offset)
             state = LoadState()
             last_progress = started
             while position < end:
-                info = log_.read(position, LOAD_BUFFER_BYTES, end)
-                if info.records is None:
+                info = partition.read_records(
+                    Offset(position), LOAD_BUFFER_BYTES, FetchIsolation.LOG_END,
+                    fetch_only_from_leader=False, max_offset=Offset(end),
+                ).info  # fmt: skip
+                if info is None or info.records is None:
                     break
-                chunk = await asyncio.to_thread(lambda r=info.records, p=position: decode_chunk(r.read_bytes(), p))
+                chunk = await asyncio.to_thread(_read_chunk, info.records, position)
                 if self._partitions.get(part.index) is not part:
                     return  # unloaded meanwhile
                 if chunk.next_offset <= position:
@@ -232,7 +240,7 @@ class GroupCoordinator:
             log.exception("loading groups failed partition=%d", part.index)
 
     def _install(self, part: OffsetsPartition, state: LoadState) -> None:
-        now = _now_ms()
+        now = clock.now_ms()
         for group_id in state.group_ids():
             value = state.groups.get(group_id)
             group = ClassicGroup.from_record(group_id, value, now) if value else ClassicGroup(group_id)
@@ -274,7 +282,7 @@ class GroupCoordinator:
             return error, None
         group = part.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
-            group = ClassicGroup(group_id, state_timestamp_ms=_now_ms())
+            group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
         return ErrorCode.none, group
 
@@ -293,10 +301,10 @@ class GroupCoordinator:
     # == FindCoordinator ==========================================================================
 
     async def find_coordinator(self, key: str, listener: str) -> CoordinatorNode:
-        image = self.broker.controller.image
+        image = self._controller.image
         if OFFSETS_TOPIC not in image.topics:
             await self._create_offsets_topic()
-            image = self.broker.controller.image
+            image = self._controller.image
         topic = image.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return CoordinatorNode(ErrorCode.coordinator_not_available)
@@ -313,13 +321,13 @@ class GroupCoordinator:
             # usually a few milliseconds right after creation: spare the client a retry
             try:
                 await asyncio.wait_for(part.loaded.wait(), 1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return CoordinatorNode(ErrorCode.none, int(reg.leader), endpoint.host, endpoint.port)
 
     async def _create_offsets_topic(self) -> None:
         async with self._create_lock:
-            controller = self.broker.controller
+            controller = self._controller
             if OFFSETS_TOPIC in controller.image.topics:
                 return
             live = len(controller.image.brokers)
@@ -349,7 +357,7 @@ class GroupCoordinator:
     async def _append(self, index: int, records: list[NewRecord]) -> ErrorCode:
         tp = TopicPartition(OFFSETS_TOPIC, index)
         batch = build_batch(records)
-        results = await self.broker.replica_manager.append_records(
+        results = await self._replica_manager.append_records(
             [(tp, batch)], -1, self.config.offsets_commit_timeout_ms
         )
         result = results.get(tp)
@@ -404,7 +412,7 @@ class GroupCoordinator:
             if generation >= 0:
                 code = ErrorCode.group_id_not_found if api_version >= 9 else ErrorCode.illegal_generation
                 return {e.tp: code for e in entries}
-            group = ClassicGroup(group_id, state_timestamp_ms=_now_ms())
+            group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
         error = self._validate_offset_commit(group, member_id, instance_id, generation)
         if error != ErrorCode.none:
@@ -412,10 +420,10 @@ class GroupCoordinator:
         if member_id:
             self.membership.touch(group, member_id)
 
-        image = self.broker.controller.image
+        image = self._controller.image
         results: dict[TopicPartition, ErrorCode] = {}
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        now = _now_ms()
+        now = clock.now_ms()
         for e in entries:
             metadata = e.metadata or ""
             if image.partition(e.tp.topic, e.tp.partition) is None:
@@ -475,13 +483,13 @@ class GroupCoordinator:
             subscribed = group.subscribed_topics()
             if subscribed is None:
                 return ErrorCode.non_empty_group, {}
-        image = self.broker.controller.image
+        image = self._controller.image
         results: dict[TopicPartition, ErrorCode] = {}
         to_delete: list[TopicPartition] = []
         for tp in partitions:
             if image.partition(tp.topic, tp.partition) is None:
                 results[tp] = ErrorCode.unknown_topic_or_partition
-            elif tp.topic in subscribed:
+            elif subscribed is not None and tp.topic in subscribed:
                 results[tp] = ErrorCode.group_subscribed_to_topic
             else:
                 results[tp] = ErrorCode.none
@@ -540,7 +548,7 @@ class GroupCoordinator:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.expire_offsets(_now_ms())
+                await self.expire_offsets(clock.now_ms())
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -610,3 +618,8 @@ def offsets_by_topic(
     for tp, value in items.items():
         out.setdefault(tp.topic, []).append((tp.partition, value))
     return out
+
+
+def _read_chunk(records: FileRecords, position: int) -> DecodedChunk:
+    """Read a region of `__consumer_offsets` and decode its records (in a worker thread)."""
+    return decode_chunk(records.read_bytes(), position)

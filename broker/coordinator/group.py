@@ -38,7 +38,11 @@ import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
-from broker.coordinator.records import GroupMetadataValue, MemberRecord, OffsetAndMetadata
+from broker.coordinator.records import (
+    GroupMetadataValue,
+    MemberRecord,
+    OffsetAndMetadata,
+)
 from protocol.topic_partition import TopicPartition
 
 CONSUMER_PROTOCOL_TYPE = "consumer"

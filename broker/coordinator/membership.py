@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Awaitable, Callable, cast
+from typing import Any, cast
 
+from broker import clock
 from broker.coordinator.group import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
     ClassicGroup,
@@ -92,9 +93,6 @@ class LeavingMember:
     reason: str | None = None
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 def _finish(fut: asyncio.Future[object] | None, result: object) -> None:
     if fut is not None and not fut.done():
@@ -113,8 +111,8 @@ class GroupMembership:
     def _loop(self) -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task = self._loop.create_task(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -333,7 +331,7 @@ class GroupMembership:
             self._reset_and_propagate_assignment_error(group, ErrorCode.rebalance_in_progress)
         self._cancel_sync_timer(group)
         was_empty = group.is_in(GroupState.EMPTY)
-        group.transition(GroupState.PREPARING_REBALANCE, _now_ms())
+        group.transition(GroupState.PREPARING_REBALANCE, clock.now_ms())
         self._cancel_join_timer(group)
         if was_empty:
             delay = self.config.initial_rebalance_delay_ms
@@ -397,7 +395,7 @@ class GroupMembership:
                 group.rebalance_timeout_ms() / 1000, self._on_join_timeout, group
             )
             return
-        group.init_next_generation(_now_ms())
+        group.init_next_generation(clock.now_ms())
         log.info(
             "rebalance complete group=%s generation=%d protocol=%s leader=%s members=%d state=%s",
             group.group_id, group.generation, group.protocol_name, group.leader_id, group.size,
@@ -544,7 +542,7 @@ class GroupMembership:
                 )
                 member.awaiting_sync = None
                 self._touch(group, member)
-        group.transition(GroupState.STABLE, _now_ms())
+        group.transition(GroupState.STABLE, clock.now_ms())
         log.info("group stable group=%s generation=%d members=%d", group.group_id, generation, group.size)
 
     # == Heartbeat ================================================================================
@@ -660,7 +658,7 @@ class GroupMembership:
             _finish(member.awaiting_sync, SyncResult(error))
             member.awaiting_join = member.awaiting_sync = None
         if not group.is_in(GroupState.DEAD):
-            group.transition(GroupState.DEAD, _now_ms())
+            group.transition(GroupState.DEAD, clock.now_ms())
 
     async def close(self) -> None:
         for task in list(self._tasks):

@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Union
 
 from protocol.errors import CorruptRecordError
-from protocol.types import LeaderEpoch, NO_LEADER_EPOCH, Offset
+from protocol.types import NO_LEADER_EPOCH, LeaderEpoch, Offset
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -65,7 +64,7 @@ class GroupMetadataKey:
     group: str
 
 
-RecordKey = Union[OffsetCommitKey, GroupMetadataKey]
+RecordKey = OffsetCommitKey | GroupMetadataKey
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,9 @@ if TYPE_CHECKING:
     from broker.context import RequestContext
     from broker.coordinator.coordinator import GroupCoordinator
 
-NO_THROTTLE = datetime.timedelta(0)
+from protocol.types import NO_THROTTLE
+
+__all__ = ["NO_THROTTLE", "client_host", "coordinator", "millis"]
 
 
 def millis(value: datetime.timedelta) -> int:
@@ -23,4 +25,4 @@ def client_host(ctx: RequestContext) -> str:
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
-    return ctx.broker.group_coordinator
+    return ctx.services.group_coordinator

@@ -207,7 +207,7 @@ async def alter_topic_configs(
     if error:
         raise KafkaError(ErrorCode.invalid_topic_exception, error)
     validate_topic_configs(configs, allow_null=False)
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     if name not in controller.image.topics:
         raise KafkaError(
             ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
@@ -221,10 +221,10 @@ def check_broker_resource(ctx: RequestContext, name: str) -> None:
     """A BROKER resource is the empty name (cluster default) or this broker's id."""
     if name:
         broker_id = broker_id_of(name, what="Node id")
-        if broker_id != ctx.broker.broker_id:
+        if broker_id != ctx.services.broker_id:
             raise KafkaError(
                 ErrorCode.invalid_request,
-                f"Unexpected broker id, expected {ctx.broker.broker_id}, but received {name}",
+                f"Unexpected broker id, expected {ctx.services.broker_id}, but received {name}",
             )
 
 

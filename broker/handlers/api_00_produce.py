@@ -5,11 +5,11 @@
 # partial batch is ignored, a batch size below 14 or a magic above 2 is CORRUPT_MESSAGE), zstd needs
 # v7+ (UNSUPPORTED_COMPRESSION_TYPE), the batch's baseOffset must be 0; then the header, CRC and
 # every record (INVALID_RECORD, INVALID_TIMESTAMP with KIP-467 record errors in v8+,
-# MESSAGE_TOO_LARGE for a batch or its decompressed records past the bound). Small batches are
-# checked on the event loop; larger or compressed ones past a small budget in a worker thread, so
-# a compression bomb or a huge batch never stalls other clients; the append itself (offsets) then
-# runs on the loop. v0-2 may carry a legacy magic 0/1 message set, up-converted to one v2 batch in
-# that worker (librdkafka < 2.11.1 needs v0 advertised to compress at all). A partition named twice
+# MESSAGE_TOO_LARGE for a batch or its decompressed records past the bound), by the replica
+# manager's record checker (broker/replication/record_checker.py: small batches on the event loop,
+# large ones and bombs in a worker thread) before the partition appends them. v0-2 may carry a
+# legacy magic 0/1 message set, up-converted to one v2 batch by that check (librdkafka < 2.11.1
+# needs v0 advertised to compress at all). A partition named twice
 # in one request is answered once, for its last entry, and only that entry's batch is appended (as
 # Kafka 4.x's map of partitions does). acks 0, 1 and -1 (all: waits in the produce purgatory for
 # the high watermark; min.insync.replicas is checked before and after). With acks=0 an error closes
@@ -17,15 +17,11 @@
 # Not supported: transactional produce (INVALID_TXN_STATE until transactions exist); v12-13.
 from __future__ import annotations
 
-import asyncio
 import datetime
-import functools
 import logging
 import struct
-import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import cast
 
 from kio.schema.produce.v11.request import ProduceRequest
 from kio.schema.produce.v11.response import (
@@ -34,29 +30,26 @@ from kio.schema.produce.v11.response import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from kio.static.primitive import i32, i64
+from kio.static.primitive import TZAware, i32, i64
 
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
-from broker.log.config import LogConfig
-from broker.log.validation import CheckedRecords, check_records, max_decompressed_bytes
 from controller.model import INTERNAL_TOPICS
 from controller.placement import topic_name_error
-from protocol import legacy
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
-from protocol.record_check import OverBudget, RecordError, RecordValidationError
-from protocol.records import ATTR_COMPRESSION_MASK, ATTRIBUTES_OFFSET, CURRENT_MAGIC, LOG_OVERHEAD
+from protocol.record_check import RecordError
+from protocol.records import (
+    ATTR_COMPRESSION_MASK,
+    ATTRIBUTES_OFFSET,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+)
 from protocol.topic_partition import TopicPartition
+from protocol.types import NO_THROTTLE, TopicName
 
 API_KEY = 0
 log = logging.getLogger("samsa.produce")
-
-INLINE_RECORDS = 1000
-"""Records a request may have checked on the event loop (about a millisecond of walking, see
-docs/architecture.md "Record validation"); batches past it go to the worker thread."""
-INLINE_BYTES = 1 << 20
-"""Records bytes (decompressed) one batch may take on the loop before it goes to the worker."""
 
 _BATCH_SIZE = struct.Struct(">i")
 _BASE_OFFSET = struct.Struct(">q")
@@ -76,26 +69,6 @@ _REJECTED_RECORDS = frozenset(
         ErrorCode.unsupported_compression_type,
     }
 )
-
-_executor: ThreadPoolExecutor | None = None
-
-
-GIL_SWITCH_INTERVAL = 0.001
-"""Seconds a thread may keep the GIL while another waits for it, once the worker exists
-(CPython's default is 0.005). A request takes the GIL back several times (every socket call
-releases it), each time waiting up to this long while the worker walks records: an echo round
-trip on the loop next to a walking thread took up to 22 ms at 5 ms and 7 ms at 1 ms here."""
-
-
-def _worker() -> ThreadPoolExecutor:
-    """One thread for the checks that are too big for the loop: they run one at a time, so the
-    memory they take is bounded by one batch's decompression bound."""
-    global _executor
-    if _executor is None:
-        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL))
-        _executor = ThreadPoolExecutor(1, thread_name_prefix="samsa-record-check")
-    return _executor
-
 
 @dataclass(frozen=True, slots=True)
 class _Rejected:
@@ -122,7 +95,8 @@ def _partition_response(
         error_code=error,
         base_offset=i64(base_offset),
         log_append_time=(
-            datetime.datetime.fromtimestamp(log_append_time / 1000, tz=datetime.timezone.utc)
+            # kio's TZAware check refuses sub-second datetimes; its writer encodes milliseconds
+            cast(TZAware, datetime.datetime.fromtimestamp(log_append_time / 1000, tz=datetime.UTC))
             if log_append_time >= 0
             else None
         ),
@@ -203,52 +177,11 @@ def _whole_batches(records: bytes) -> list[int]:
     return ends
 
 
-def _check(records: bytes, config: LogConfig, tp: TopicPartition, budget: int | None) -> CheckedRecords:
-    """The record check (run inline with a budget, or in the worker without): up-conversion of a
-    legacy message set first, then every batch and record."""
-    if records[16] < CURRENT_MAGIC:
-        records = legacy.upconvert(records, strict=True, max_decompressed=max_decompressed_bytes(config))
-        if not records:
-            raise KafkaError(ErrorCode.invalid_record, "Produce request contains no message")
-    return check_records(records, config, int(time.time() * 1000), partition=str(tp), budget=budget)
-
-
-async def _check_records(
-    ctx: RequestContext, entries: dict[TopicPartition, bytes], errors: dict[TopicPartition, _Rejected]
-) -> list[tuple[TopicPartition, bytes]]:
-    """Every entry's records checked against its partition's config (a partition this broker does
-    not lead is left to the append, which answers for it); rejected ones go to `errors`."""
-    checked: list[tuple[TopicPartition, bytes]] = []
-    inline_records = INLINE_RECORDS
-    loop = asyncio.get_running_loop()
-    for tp, records in entries.items():
-        partition = ctx.broker.replica_manager.partitions.get(tp)
-        if partition is None or not partition.is_leader:
-            checked.append((tp, records))
-            continue
-        config = partition.log.config
-        try:
-            result = None
-            (count,) = _RECORDS_COUNT.unpack_from(records, 57) if len(records) >= 61 else (0,)
-            if records[16] == CURRENT_MAGIC and 0 <= count <= inline_records:
-                try:
-                    result = _check(records, config, tp, INLINE_BYTES)
-                    inline_records -= count
-                except OverBudget:
-                    pass
-            if result is None:
-                result = await loop.run_in_executor(_worker(), functools.partial(_check, records, config, tp, None))
-            checked.append((tp, result))
-        except KafkaError as e:
-            errors[tp] = _Rejected.of(e)
-    return checked
-
-
-@registry.api(API_KEY, 0, 11)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-    broker = ctx.broker
+    services = ctx.services
     acks = request.acks
-    image = broker.controller.image
+    image = services.controller.image
     errors: dict[TopicPartition, _Rejected] = {}
     entries: dict[TopicPartition, bytes] = {}  # the last entry of each partition (as Kafka)
     order: list[TopicPartition] = []
@@ -281,13 +214,14 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             except KafkaError as e:
                 errors[tp] = _Rejected.of(e)
 
-    checked = await _check_records(ctx, entries, errors)
-    results = await broker.replica_manager.append_records(
-        checked, acks, int(request.timeout.total_seconds() * 1000)
+    results = await services.replica_manager.append_records(
+        list(entries.items()), acks, int(request.timeout.total_seconds() * 1000)
     )
 
     if acks == 0:
-        failed = [(tp, r.error) for tp, r in results.items() if r.error != ErrorCode.none]
+        failed: list[tuple[TopicPartition, ErrorCode]] = [
+            (tp, r.error) for tp, r in results.items() if r.error != ErrorCode.none
+        ]
         failed += [(tp, e.code) for tp, e in errors.items()]
         if failed:
             raise CloseConnection(f"acks=0 produce failed: {[(str(tp), e.name) for tp, e in failed]}")
@@ -296,7 +230,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     by_topic: dict[str, list[PartitionProduceResponse]] = {}
     for tp in order:
         r = results.get(tp)
-        rejected = errors[tp] if r is None else _Rejected(r.error, r.message)
+        rejected = errors[tp] if r is None else _Rejected(r.error, r.message, r.record_errors)
         if rejected.code in _REJECTED_RECORDS:
             log.info(
                 "produce rejected client_id=%s correlation_id=%d topic=%s partition=%d error=%s record_errors=%d message=%s",
@@ -318,8 +252,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
         by_topic.setdefault(tp.topic, []).append(resp)
     return ProduceResponse(
         responses=tuple(
-            TopicProduceResponse(name=name, partition_responses=tuple(parts))
+            TopicProduceResponse(name=TopicName(name), partition_responses=tuple(parts))
             for name, parts in by_topic.items()
         ),
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
     )

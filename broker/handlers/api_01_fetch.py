@@ -16,8 +16,6 @@
 # Not supported: v13+ (topic ids in fetch), rack-aware preferred read replicas.
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.fetch.v12.request import FetchRequest
 from kio.schema.fetch.v12.response import (
     FetchableTopicResponse,
@@ -31,8 +29,9 @@ from broker.handlers import registry
 from broker.replication.partition import FetchIsolation
 from broker.replication.replica_manager import FetchRequestPartition, FetchResult
 from protocol.errors import ErrorCode
+from protocol.kio_compat import as_records
 from protocol.topic_partition import TopicPartition
-from protocol.types import Offset
+from protocol.types import NO_THROTTLE, Offset, TopicName
 
 API_KEY = 1
 READ_COMMITTED = 1
@@ -50,7 +49,7 @@ def _partition_data(result: FetchResult, read_committed: bool) -> PartitionData:
         last_stable_offset=i64(read.last_stable_offset if read else -1),
         log_start_offset=i64(read.log_start_offset if read else -1),
         aborted_transactions=() if read_committed else None,
-        records=records if records is not None else b"",
+        records=as_records(records if records is not None else b""),
     )
 
 
@@ -62,12 +61,12 @@ def _session_error(request: FetchRequest) -> ErrorCode:
     return ErrorCode.none
 
 
-@registry.api(API_KEY, 4, 12)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     session_error = _session_error(request)
     if session_error != ErrorCode.none:
         return FetchResponse(
-            throttle_time=datetime.timedelta(0),
+            throttle_time=NO_THROTTLE,
             error_code=session_error,
             session_id=i32(0),
             responses=(),
@@ -93,8 +92,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
                 current_leader_epoch=p.current_leader_epoch,
                 log_start_offset=Offset(p.log_start_offset),
             )
-    max_bytes = min(request.max_bytes, ctx.broker.config.fetch_max_bytes)
-    results = await ctx.broker.replica_manager.fetch_messages(
+    max_bytes = min(request.max_bytes, ctx.services.config.fetch_max_bytes)
+    results = await ctx.services.replica_manager.fetch_messages(
         list(wanted.values()),
         isolation,
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
@@ -109,9 +108,9 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
             last = responses[-1]
             responses[-1] = FetchableTopicResponse(topic=last.topic, partitions=(*last.partitions, data))
         else:
-            responses.append(FetchableTopicResponse(topic=result.tp.topic, partitions=(data,)))
+            responses.append(FetchableTopicResponse(topic=TopicName(result.tp.topic), partitions=(data,)))
     return FetchResponse(
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         session_id=i32(0),
         responses=tuple(responses),

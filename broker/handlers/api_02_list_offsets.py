@@ -10,7 +10,6 @@
 # Not supported: v0 (old-style offset lists; no listed client needs it), v10+ (timeout field).
 from __future__ import annotations
 
-import datetime
 from collections import Counter
 
 from kio.schema.list_offsets.v9.request import ListOffsetsRequest
@@ -27,6 +26,7 @@ from broker.handlers import registry
 from broker.replication.partition import FetchIsolation
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
+from protocol.types import NO_THROTTLE
 
 API_KEY = 2
 CONSUMER_REPLICA_ID = -1
@@ -34,9 +34,9 @@ DEBUGGING_REPLICA_ID = -2
 READ_COMMITTED = 1
 
 
-@registry.api(API_KEY, 1, 9)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    replica_manager = ctx.broker.replica_manager
+    replica_manager = ctx.services.replica_manager
     if request.replica_id >= 0:
         isolation = FetchIsolation.LOG_END
     elif request.isolation_level == READ_COMMITTED:
@@ -79,4 +79,4 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
                 ListOffsetsPartitionResponse(partition_index=i32(tp.partition), error_code=ErrorCode.invalid_request)
             )
     topics = [ListOffsetsTopicResponse(name=name, partitions=tuple(parts)) for name, parts in by_topic.items()]
-    return ListOffsetsResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))
+    return ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -19,10 +19,10 @@
 # Not supported: v13 (top-level error code, KIP-1102).
 from __future__ import annotations
 
-import datetime
 import logging
 import uuid
 
+from kio.schema.metadata.v10.response import MetadataResponse as MetadataResponseV10
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.metadata.v12.response import (
     MetadataResponse,
@@ -30,17 +30,20 @@ from kio.schema.metadata.v12.response import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from kio.schema.metadata.v10.response import MetadataResponse as MetadataResponseV10
 from kio.static.primitive import i32
 
-from broker.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from broker.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+)
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
-from controller.model import ClusterImage, NewTopic, TopicRegistration
+from controller.model import ClusterImage, TopicRegistration
 from controller.placement import topic_name_error
 from protocol.errors import ErrorCode
 from protocol.messages import convert
-from protocol.types import BrokerId
+from protocol.types import NO_THROTTLE, BrokerId, TopicName
 
 API_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
@@ -81,7 +84,7 @@ def topic_metadata(
         )
     return MetadataResponseTopic(
         error_code=ErrorCode.none,
-        name=topic.name,
+        name=TopicName(topic.name),
         topic_id=topic.topic_id,
         is_internal=topic.internal,
         partitions=tuple(partitions),
@@ -96,7 +99,7 @@ def _error_topic(
 ) -> MetadataResponseTopic:
     return MetadataResponseTopic(
         error_code=error,
-        name=name,
+        name=None if name is None else TopicName(name),
         topic_id=topic_id or ZERO_UUID,
         is_internal=False,
         partitions=(),
@@ -106,14 +109,14 @@ def _error_topic(
     )
 
 
-@registry.api(API_KEY, 0, 12)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
-    broker = ctx.broker
-    image = broker.controller.image
+    services = ctx.services
+    image = services.controller.image
     include_ops = request.include_topic_authorized_operations
     all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
     allow_auto_create = (ctx.api_version < 4 or request.allow_auto_topic_creation) and (
-        broker.config.auto_create_topics_enable
+        services.config.auto_create_topics_enable
     )
 
     topics: list[MetadataResponseTopic] = []
@@ -140,7 +143,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 to_create[name] = None
             else:
                 topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
-        cap = broker.config.samsa_auto_create_topics_max_per_request
+        cap = services.config.samsa_auto_create_topics_max_per_request
         names = list(to_create)
         deferred = set(names[cap:])
         if deferred:
@@ -156,8 +159,8 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             )
             to_create = dict.fromkeys(names[:cap])
         if to_create:
-            await broker.auto_create_topics(list(to_create))
-            image = broker.controller.image
+            await services.topic_creator.create(list(to_create))
+            image = services.controller.image
         for requested in request.topics or ():
             name = requested.name
             if name is None:
@@ -170,7 +173,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
 
     response = MetadataResponse(
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
         brokers=brokers_for(image, ctx.listener),
         cluster_id=image.cluster_id,
         controller_id=BrokerId(image.controller_id),

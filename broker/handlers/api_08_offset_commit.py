@@ -55,7 +55,7 @@ def _error_response(ctx: RequestContext, request: OffsetCommitRequest, error: Ex
     return _response(request, {TopicPartition(t.name, p.partition_index): code for t in request.topics for p in t.partitions})
 
 
-@registry.api(API_KEY, 2, 9, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     entries = [
         OffsetCommitEntry(

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kio.schema.offset_fetch.v7.response import OffsetFetchResponse as OffsetFetchResponseV7
-from kio.schema.offset_fetch.v7.response import OffsetFetchResponsePartition as PartitionV7
+from kio.schema.offset_fetch.v7.response import (
+    OffsetFetchResponse as OffsetFetchResponseV7,
+)
+from kio.schema.offset_fetch.v7.response import (
+    OffsetFetchResponsePartition as PartitionV7,
+)
 from kio.schema.offset_fetch.v7.response import OffsetFetchResponseTopic as TopicV7
 from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequest,
@@ -31,6 +35,7 @@ from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
+from protocol.types import TopicName
 
 API_KEY = 9
 
@@ -91,7 +96,7 @@ def _v7(ctx: RequestContext, error: ErrorCode, rows: list[Row]) -> OffsetFetchRe
         throttle_time=NO_THROTTLE,
         topics=tuple(
             TopicV7(
-                name=topic,
+                name=TopicName(topic),
                 partitions=tuple(
                     PartitionV7(partition_index=i32(tp.partition), error_code=code, **_fields(value))
                     for tp, value, code in items
@@ -110,7 +115,7 @@ def _group_response(group_id: str, error: ErrorCode, rows: list[Row]) -> OffsetF
         group_id=group_id,  # type: ignore[arg-type]
         topics=tuple(
             OffsetFetchResponseTopics(
-                name=topic,
+                name=TopicName(topic),
                 partitions=tuple(
                     OffsetFetchResponsePartitions(partition_index=i32(tp.partition), error_code=code, **_fields(value))
                     for tp, value, code in items
@@ -126,14 +131,16 @@ def _error_response(ctx: RequestContext, request: OffsetFetchRequest, error: Exc
     code = getattr(error, "code", ErrorCode.unknown_server_error)
     if ctx.api_version < 8:
         group = request.groups[0]
-        rows = [(TopicPartition(t.name, int(p)), None, code) for t in group.topics or () for p in t.partition_indexes]
+        rows: list[tuple[TopicPartition, OffsetAndMetadata | None, ErrorCode]] = [
+            (TopicPartition(t.name, int(p)), None, code) for t in group.topics or () for p in t.partition_indexes
+        ]
         return _v7(ctx, code, rows)
     return OffsetFetchResponse(
         throttle_time=NO_THROTTLE, groups=tuple(_group_response(g.group_id, code, []) for g in request.groups)
     )
 
 
-@registry.api(API_KEY, 1, 9, error_response=_error_response, upgrade=_upgrade)
+@registry.api(API_KEY, error_response=_error_response, upgrade=_upgrade)
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> Any:
     if ctx.api_version < 8:
         error, rows = _fetch(ctx, request.groups[0])

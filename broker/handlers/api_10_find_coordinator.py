@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kio.schema.find_coordinator.v3.response import FindCoordinatorResponse as FindCoordinatorResponseV3
+from kio.schema.find_coordinator.v3.response import (
+    FindCoordinatorResponse as FindCoordinatorResponseV3,
+)
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.find_coordinator.v4.response import Coordinator, FindCoordinatorResponse
 from kio.schema.types import BrokerId
@@ -74,7 +76,7 @@ def _error_response(ctx: RequestContext, request: FindCoordinatorRequest, error:
     )
 
 
-@registry.api(API_KEY, 0, 4, error_response=_error_response, upgrade=_upgrade)
+@registry.api(API_KEY, error_response=_error_response, upgrade=_upgrade)
 async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
     if ctx.api_version < 4:
         return _v3(await _find(ctx, request.key_type, request.coordinator_keys[0]))

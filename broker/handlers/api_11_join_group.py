@@ -49,10 +49,10 @@ def _error_response(ctx: RequestContext, request: JoinGroupRequest, error: Excep
     return _response(ctx, JoinResult(code, request.member_id))
 
 
-@registry.api(API_KEY, 0, 9, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     coord = coordinator(ctx)
-    config = ctx.broker.config
+    config = ctx.services.config
     error, part = coord.group_status(request.group_id)
     if part is None:
         return _response(ctx, JoinResult(error, request.member_id))

@@ -20,7 +20,7 @@ def _error_response(ctx: RequestContext, request: HeartbeatRequest, error: Excep
     return HeartbeatResponse(throttle_time=NO_THROTTLE, error_code=getattr(error, "code", ErrorCode.unknown_server_error))
 
 
-@registry.api(API_KEY, 0, 4, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     coord = coordinator(ctx)
     error, group = coord.get_group(request.group_id)

@@ -44,7 +44,7 @@ def _error_response(ctx: RequestContext, request: LeaveGroupRequest, error: Exce
     return _response(ctx, getattr(error, "code", ErrorCode.unknown_server_error), [])
 
 
-@registry.api(API_KEY, 0, 5, error_response=_error_response, upgrade=_upgrade)
+@registry.api(API_KEY, error_response=_error_response, upgrade=_upgrade)
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     coord = coordinator(ctx)
     error, group = coord.get_group(request.group_id)

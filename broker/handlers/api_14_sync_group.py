@@ -34,7 +34,7 @@ def _error_response(ctx: RequestContext, request: SyncGroupRequest, error: Excep
     return _response(SyncResult(getattr(error, "code", ErrorCode.unknown_server_error)))
 
 
-@registry.api(API_KEY, 0, 5, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     coord = coordinator(ctx)
     error, group = coord.get_group(request.group_id)

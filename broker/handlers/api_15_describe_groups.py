@@ -63,7 +63,7 @@ def _error_response(ctx: RequestContext, request: DescribeGroupsRequest, error: 
     )
 
 
-@registry.api(API_KEY, 0, 5, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     coord = coordinator(ctx)
     operations = GROUP_OPERATIONS if request.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED

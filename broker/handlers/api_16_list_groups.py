@@ -23,7 +23,7 @@ def _error_response(ctx: RequestContext, request: ListGroupsRequest, error: Exce
     return ListGroupsResponse(throttle_time=NO_THROTTLE, error_code=code, groups=())
 
 
-@registry.api(API_KEY, 0, 5, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     loading, groups = coordinator(ctx).all_groups()
     states = {s.lower() for s in request.states_filter} if ctx.api_version >= 4 else set()

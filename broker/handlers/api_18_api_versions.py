@@ -7,12 +7,13 @@
 # Not supported: feature flags (no supported/finalized features are advertised).
 from __future__ import annotations
 
-import datetime
 import re
 from functools import cache
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
-from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.api_versions.v0.response import (
+    ApiVersionsResponse as ApiVersionsResponseV0,
+)
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.api_versions.v4.response import ApiVersion, ApiVersionsResponse
 from kio.static.primitive import i16
@@ -21,6 +22,7 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from protocol.errors import ErrorCode
 from protocol.messages import encode_bytes
+from protocol.types import NO_THROTTLE
 
 API_KEY = 18
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
@@ -51,7 +53,7 @@ def unsupported_version_body() -> bytes:
     )
 
 
-@registry.api(API_KEY, 0, 4)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     error = ErrorCode.none
     if ctx.api_version >= 3 and not (
@@ -61,5 +63,5 @@ async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersion
     return ApiVersionsResponse(
         error_code=error,
         api_keys=_api_keys() if error == ErrorCode.none else (),
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
     )

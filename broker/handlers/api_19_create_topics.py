@@ -14,7 +14,6 @@
 # and controller mutation quotas (throttle_time is always 0).
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections import Counter
 
@@ -33,7 +32,7 @@ from broker.handlers._admin import audit, check_manual_assignment, error_message
 from controller.model import ClusterImage, NewTopic
 from controller.placement import topic_name_error
 from protocol.errors import ErrorCode, KafkaError
-from protocol.types import BrokerId
+from protocol.types import NO_THROTTLE, BrokerId, TopicName
 
 API_KEY = 19
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
@@ -106,7 +105,7 @@ def plan_topic(
                 "partitions should be a consecutive 0-based integer sequence",
             )
         return NewTopic(
-            name=name,
+            name=TopicName(name),
             num_partitions=len(assignments),
             replication_factor=rf or 0,
             assignments=assignments,
@@ -134,7 +133,7 @@ def plan_topic(
 
 def _error(name: str, e: KafkaError) -> CreatableTopicResult:
     return CreatableTopicResult(
-        name=name,
+        name=TopicName(name),
         topic_id=ZERO_UUID,
         error_code=e.code,
         error_message=error_message(e),
@@ -142,10 +141,10 @@ def _error(name: str, e: KafkaError) -> CreatableTopicResult:
     )
 
 
-@registry.api(API_KEY, 2, 7)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    broker = ctx.broker
-    controller = broker.controller
+    services = ctx.services
+    controller = services.controller
     image = controller.image
     counts = Counter(t.name for t in request.topics)
     results: dict[str, CreatableTopicResult] = {}
@@ -160,7 +159,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             continue
         try:
             planned.append(
-                plan_topic(topic, image, broker.config.num_partitions, broker.config.default_replication_factor)
+                plan_topic(topic, image, services.config.num_partitions, services.config.default_replication_factor)
             )
         except KafkaError as e:
             results[topic.name] = _error(topic.name, e)
@@ -181,10 +180,10 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
                 config_source=i8(c.source),
                 is_sensitive=c.is_sensitive,
             )
-            for c in describe_topic_configs(broker.config, dict(new.configs))
+            for c in describe_topic_configs(services.config, dict(new.configs))
         )
         results[new.name] = CreatableTopicResult(
-            name=new.name,
+            name=TopicName(new.name),
             topic_id=registration.topic_id if registration is not None else ZERO_UUID,
             error_code=ErrorCode.none,
             error_message=None,
@@ -211,5 +210,5 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             message=repr(r.error_message),
         )
     return CreateTopicsResponse(
-        throttle_time=datetime.timedelta(0), topics=tuple(results[name] for name in ordered)
+        throttle_time=NO_THROTTLE, topics=tuple(results[name] for name in ordered)
     )

@@ -11,7 +11,6 @@
 # Not supported: controller mutation quotas (throttle_time is always 0).
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections import Counter
 from typing import Any
@@ -26,6 +25,7 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import audit, default_message, error_message
 from protocol.errors import ErrorCode
+from protocol.types import NO_THROTTLE, TopicName
 
 API_KEY = 20
 ZERO_UUID = uuid.UUID(int=0)
@@ -39,29 +39,31 @@ def _upgrade(api_version: int, request: Any) -> DeleteTopicsRequest:
     )
 
 
-def _result(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, message: str | None = None):
+def _result(
+    name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, message: str | None = None
+) -> DeletableTopicResult:
     return DeletableTopicResult(
-        name=name,
+        name=None if name is None else TopicName(name),
         topic_id=topic_id or ZERO_UUID,
         error_code=code,
         error_message=message if message is not None else default_message(code),
     )
 
 
-@registry.api(API_KEY, 1, 6, upgrade=_upgrade)
+@registry.api(API_KEY, upgrade=_upgrade)
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    broker = ctx.broker
+    services = ctx.services
     results: list[DeletableTopicResult] = []
 
-    if not broker.config.delete_topic_enable:
+    if not services.config.delete_topic_enable:
         code = ErrorCode.invalid_request if ctx.api_version < 3 else ErrorCode.topic_deletion_disabled
         for t in request.topics:
             results.append(_result(t.name, t.topic_id, code, "Topic deletion is disabled."))
             audit(ctx, "delete_topic", topic=t.name, topic_id=t.topic_id, result=code.name)
-        return DeleteTopicsResponse(throttle_time=datetime.timedelta(0), responses=tuple(results))
+        return DeleteTopicsResponse(throttle_time=NO_THROTTLE, responses=tuple(results))
 
-    image = broker.controller.image
-    names = Counter(t.name for t in request.topics if t.name is not None and t.topic_id in (None, ZERO_UUID))
+    image = services.controller.image
+    names: Counter[str] = Counter(t.name for t in request.topics if t.name is not None and t.topic_id in (None, ZERO_UUID))
     ids = Counter(t.topic_id for t in request.topics if t.name is None and t.topic_id not in (None, ZERO_UUID))
     reported: set[object] = set()
     to_delete: dict[str, uuid.UUID] = {}  # name -> id, in request order
@@ -78,7 +80,7 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
         key: object = t.topic_id if by_id else t.name
         if key in reported:
             continue
-        if (by_id and ids[t.topic_id] > 1) or (not by_id and names[t.name] > 1):
+        if (by_id and ids[t.topic_id or ZERO_UUID] > 1) or (not by_id and names[t.name or ""] > 1):
             reported.add(key)
             message = "Duplicate topic id." if by_id else "Duplicate topic name."
             results.append(_result(None if by_id else t.name, t.topic_id if by_id else ZERO_UUID,
@@ -86,12 +88,12 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
             continue
         reported.add(key)
         if by_id:
-            topic = image.topic_by_id(t.topic_id)
+            topic = image.topic_by_id(t.topic_id or ZERO_UUID)
             if topic is None:
                 results.append(_result(None, t.topic_id, ErrorCode.unknown_topic_id))
                 continue
         else:
-            topic = image.topics.get(t.name)
+            topic = image.topics.get(t.name or "")
             if topic is None:
                 results.append(_result(t.name, ZERO_UUID, ErrorCode.unknown_topic_or_partition))
                 continue
@@ -103,7 +105,7 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
         to_delete[topic.name] = topic.topic_id
 
     if to_delete:
-        outcome = await broker.controller.delete_topics(list(to_delete))
+        outcome = await services.controller.delete_topics(list(to_delete))
         for name, topic_id in to_delete.items():
             failure = outcome.get(name)
             if failure is None:
@@ -113,4 +115,4 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
     for r in results:
         audit(ctx, "delete_topic", topic=r.name, topic_id=r.topic_id, result=r.error_code.name,
               message=repr(r.error_message))
-    return DeleteTopicsResponse(throttle_time=datetime.timedelta(0), responses=tuple(results))
+    return DeleteTopicsResponse(throttle_time=NO_THROTTLE, responses=tuple(results))

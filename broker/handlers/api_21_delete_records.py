@@ -12,8 +12,6 @@
 # DeleteRecords purgatory); the low watermark is the leader's.
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.delete_records.v2.request import DeleteRecordsRequest
 from kio.schema.delete_records.v2.response import (
     DeleteRecordsPartitionResult,
@@ -29,9 +27,9 @@ from broker.handlers._admin import audit
 from controller.model import INTERNAL_TOPICS
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
+from protocol.types import NO_THROTTLE, Offset
 
 API_KEY = 21
-HIGH_WATERMARK = -1
 
 
 def delete_records_on_leader(ctx: RequestContext, tp: TopicPartition, offset: int) -> int:
@@ -40,27 +38,11 @@ def delete_records_on_leader(ctx: RequestContext, tp: TopicPartition, offset: in
         raise KafkaError(
             ErrorCode.invalid_topic_exception, f"Cannot delete records of internal topic {tp.topic}"
         )
-    partition = ctx.broker.replica_manager.leader_partition(tp)
-    log_ = partition.log
-    if not log_.config.delete:
-        raise KafkaError(
-            ErrorCode.policy_violation,
-            f"Records of partition {tp} can not be deleted due to the configured policy",
-        )
-    target = partition.high_watermark if offset == HIGH_WATERMARK else offset
-    if target < 0:
-        raise KafkaError(ErrorCode.offset_out_of_range, f"The offset {target} for partition {tp} is not valid")
-    if target > partition.high_watermark:
-        raise KafkaError(
-            ErrorCode.offset_out_of_range,
-            f"Cannot increment the log start offset to {target} of partition {tp} since it is "
-            f"larger than the high watermark {partition.high_watermark}",
-        )
-    log_.maybe_increment_log_start_offset(target)
-    return log_.log_start_offset
+    partition = ctx.services.replica_manager.get_partition(tp)
+    return partition.delete_records_on_leader(Offset(offset))
 
 
-@registry.api(API_KEY, 0, 2)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     # A partition named twice is answered once, for its last entry (Kafka keeps them in a map).
     wanted: dict[TopicPartition, int] = {}
@@ -89,4 +71,4 @@ async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRe
             message=repr(message),
         )
     topics = tuple(DeleteRecordsTopicResult(name=name, partitions=tuple(parts)) for name, parts in by_topic.items())
-    return DeleteRecordsResponse(throttle_time=datetime.timedelta(0), topics=topics)
+    return DeleteRecordsResponse(throttle_time=NO_THROTTLE, topics=topics)

@@ -7,8 +7,6 @@
 # transaction timeout above transaction.max.timeout.ms INVALID_TRANSACTION_TIMEOUT.
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 from kio.schema.init_producer_id.v5.response import InitProducerIdResponse
 from kio.static.primitive import i16
@@ -16,26 +14,26 @@ from kio.static.primitive import i16
 from broker.context import RequestContext
 from broker.handlers import registry
 from protocol.errors import ErrorCode
-from protocol.types import NO_PRODUCER_ID, ProducerId
+from protocol.types import NO_PRODUCER_ID, NO_THROTTLE, ProducerId
 
 API_KEY = 22
 
 
 def _response(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = -1) -> InitProducerIdResponse:
     return InitProducerIdResponse(
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
         error_code=error,
         producer_id=ProducerId(producer_id),
         producer_epoch=i16(epoch),
     )
 
 
-@registry.api(API_KEY, 0, 5)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         timeout_ms = request.transaction_timeout.total_seconds() * 1000
-        if timeout_ms <= 0 or timeout_ms > ctx.broker.config.transaction_max_timeout_ms:
+        if timeout_ms <= 0 or timeout_ms > ctx.services.config.transaction_max_timeout_ms:
             return _response(ErrorCode.invalid_transaction_timeout)
         return _response(ErrorCode.coordinator_not_available)
-    producer_id = await ctx.broker.producer_ids.generate()
+    producer_id = await ctx.services.producer_ids.generate()
     return _response(ErrorCode.none, producer_id, 0)

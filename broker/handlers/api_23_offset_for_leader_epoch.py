@@ -9,8 +9,6 @@
 # Not supported: v0-1 (removed in Kafka 4; no listed client needs them).
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
 from kio.schema.offset_for_leader_epoch.v4.response import (
     EpochEndOffset,
@@ -21,17 +19,17 @@ from kio.static.primitive import i32, i64
 
 from broker.context import RequestContext
 from broker.handlers import registry
-from broker.replication.partition import PartitionRole
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
+from protocol.types import NO_THROTTLE
 
 API_KEY = 23
 DEBUGGING_REPLICA_ID = -2
 
 
-@registry.api(API_KEY, 2, 4)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    replica_manager = ctx.broker.replica_manager
+    replica_manager = ctx.services.replica_manager
     only_leader = request.replica_id != DEBUGGING_REPLICA_ID
     topics = []
     for topic in request.topics:
@@ -39,11 +37,9 @@ async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> O
         for p in topic.partitions:
             tp = TopicPartition(topic.topic, p.partition)
             try:
-                partition = replica_manager.get_partition(tp)
-                partition.check_leader_epoch(p.current_leader_epoch)
-                if only_leader and partition.role != PartitionRole.LEADER:
-                    raise KafkaError(ErrorCode.not_leader_or_follower)
-                epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+                epoch, end_offset = replica_manager.get_partition(tp).last_offset_for_leader_epoch(
+                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=only_leader
+                )
                 results.append(
                     EpochEndOffset(
                         error_code=ErrorCode.none,
@@ -55,4 +51,4 @@ async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> O
             except KafkaError as e:
                 results.append(EpochEndOffset(error_code=e.code, partition=i32(p.partition)))
         topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(results)))
-    return OffsetForLeaderEpochResponse(throttle_time=datetime.timedelta(0), topics=tuple(topics))
+    return OffsetForLeaderEpochResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))

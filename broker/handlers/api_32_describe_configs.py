@@ -12,8 +12,6 @@
 # Not supported: v0 (kio has no schema; every listed client uses v1+).
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.describe_configs.v4.request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
@@ -44,40 +42,41 @@ from broker.handlers._admin import (
 )
 from controller.placement import topic_name_error
 from protocol.errors import ErrorCode, KafkaError
+from protocol.types import NO_THROTTLE
 
 API_KEY = 32
 def _entries(resource: DescribeConfigsResource, ctx: RequestContext) -> list[DescribedConfig]:
-    broker = ctx.broker
-    kind = resource.resource_type
+    services = ctx.services
+    kind = int(resource.resource_type)
     name = resource.resource_name
     if kind == ResourceType.TOPIC:
         error = topic_name_error(name)
         if error:
             raise KafkaError(ErrorCode.invalid_topic_exception, error)
-        topic = broker.controller.image.topics.get(name)
+        topic = services.controller.image.topics.get(name)
         if topic is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
-        return describe_topic_configs(broker.config, topic.configs)
+        return describe_topic_configs(services.config, topic.configs)
     if kind == ResourceType.BROKER:
         if not name:
             return []  # no dynamic cluster-wide defaults
-        if broker_id_of(name) != broker.broker_id:
+        if broker_id_of(name) != services.broker_id:
             raise KafkaError(
                 ErrorCode.invalid_request,
-                f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}",
+                f"Unexpected broker id, expected {services.broker_id} or empty string, but received {name}",
             )
         return [
             DescribedConfig(c.name, c.value, True, c.source, c.is_sensitive, c.synonyms, c.config_type,
                             c.documentation)
-            for c in describe_broker_configs(broker.config)
+            for c in describe_broker_configs(services.config)
         ]
     if kind == ResourceType.BROKER_LOGGER:
         if not name:
             raise KafkaError(ErrorCode.invalid_request, "Broker id must not be empty")
-        if broker_id_of(name) != broker.broker_id:
+        if broker_id_of(name) != services.broker_id:
             raise KafkaError(
                 ErrorCode.invalid_request,
-                f"Unexpected broker id, expected {broker.broker_id} but received {name}",
+                f"Unexpected broker id, expected {services.broker_id} but received {name}",
             )
         return [
             DescribedConfig(logger, level, False, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, (),
@@ -106,7 +105,7 @@ def _result(
     )
 
 
-@registry.api(API_KEY, 1, 4)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []
     for resource in request.resources:
@@ -122,7 +121,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
                 resource_name=resource.resource_name,
                 configs=tuple(
                     _result(c, request.include_synonyms, request.include_documentation,
-                            resource.resource_type == ResourceType.BROKER_LOGGER)
+                            int(resource.resource_type) == ResourceType.BROKER_LOGGER)
                     for c in entries
                 ),
             )
@@ -145,4 +144,4 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
             result=result.error_code.name,
             message=repr(result.error_message),
         )
-    return DescribeConfigsResponse(throttle_time=datetime.timedelta(0), results=tuple(results))
+    return DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=tuple(results))

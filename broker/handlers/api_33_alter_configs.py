@@ -11,8 +11,6 @@
 # duplicate keys or null values -> INVALID_REQUEST. validate_only checks and changes nothing.
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.alter_configs.v2.request import (
     AlterConfigsRequest,
     AlterConfigsResource,
@@ -33,6 +31,7 @@ from broker.handlers._admin import (
     refuse_dynamic_broker_configs,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.types import NO_THROTTLE
 
 API_KEY = 33
 
@@ -48,9 +47,9 @@ async def _alter(
             f"Null value not supported for : {', '.join(nulls)}",
         )
     configs = {c.name: c.value for c in resource.configs if c.value is not None}
-    if resource.resource_type == ResourceType.TOPIC:
+    if int(resource.resource_type) == ResourceType.TOPIC:
         await alter_topic_configs(ctx, resource.resource_name, configs, validate_only)
-    elif resource.resource_type == ResourceType.BROKER:
+    elif int(resource.resource_type) == ResourceType.BROKER:
         check_broker_resource(ctx, resource.resource_name)
         refuse_dynamic_broker_configs(configs)
     else:
@@ -59,7 +58,7 @@ async def _alter(
         )
 
 
-@registry.api(API_KEY, 0, 2)
+@registry.api(API_KEY)
 async def handle(
     ctx: RequestContext, request: AlterConfigsRequest
 ) -> AlterConfigsResponse:
@@ -73,5 +72,5 @@ async def handle(
         request.validate_only,
     )
     return AlterConfigsResponse(
-        throttle_time=datetime.timedelta(0), responses=tuple(responses)
+        throttle_time=NO_THROTTLE, responses=tuple(responses)
     )

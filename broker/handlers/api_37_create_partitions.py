@@ -9,7 +9,6 @@
 # Not supported: controller mutation quotas (throttle_time is always 0).
 from __future__ import annotations
 
-import datetime
 from collections import Counter
 
 from kio.schema.create_partitions.v3.request import (
@@ -30,7 +29,7 @@ from broker.handlers._admin import (
 )
 from controller.model import ClusterImage
 from protocol.errors import ErrorCode, KafkaError
-from protocol.types import BrokerId
+from protocol.types import NO_THROTTLE, BrokerId
 
 API_KEY = 37
 
@@ -62,9 +61,9 @@ def check_topic(topic: CreatePartitionsTopic, image: ClusterImage) -> None:
             check_manual_assignment(a.broker_ids, image.brokers, rf)
 
 
-@registry.api(API_KEY, 0, 3)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     counts = Counter(t.name for t in request.topics)
     results: dict[str, CreatePartitionsTopicResult] = {}
     for topic in request.topics:
@@ -98,4 +97,4 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
             result=result.error_code.name,
             message=repr(result.error_message),
         )
-    return CreatePartitionsResponse(throttle_time=datetime.timedelta(0), results=tuple(results.values()))
+    return CreatePartitionsResponse(throttle_time=NO_THROTTLE, results=tuple(results.values()))

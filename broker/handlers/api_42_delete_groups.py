@@ -5,7 +5,10 @@
 from __future__ import annotations
 
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-from kio.schema.delete_groups.v2.response import DeletableGroupResult, DeleteGroupsResponse
+from kio.schema.delete_groups.v2.response import (
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+)
 
 from broker.context import RequestContext
 from broker.coordinator.wire import NO_THROTTLE, coordinator
@@ -27,7 +30,7 @@ def _error_response(ctx: RequestContext, request: DeleteGroupsRequest, error: Ex
     return _response({g: code for g in request.groups_names}, request.groups_names)
 
 
-@registry.api(API_KEY, 0, 2, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     names = tuple(dict.fromkeys(request.groups_names))
     results = await coordinator(ctx).delete_groups(list(names))

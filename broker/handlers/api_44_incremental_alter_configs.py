@@ -15,7 +15,6 @@
 # for SET/APPEND/SUBTRACT and unknown operations -> INVALID_REQUEST. validate_only changes nothing.
 from __future__ import annotations
 
-import datetime
 import enum
 import logging
 from collections.abc import Mapping, Sequence
@@ -48,6 +47,7 @@ from broker.handlers._admin import (
     refuse_dynamic_broker_configs,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.types import NO_THROTTLE
 
 API_KEY = 44
 log = logging.getLogger("samsa.admin")
@@ -133,14 +133,14 @@ def alter_loggers(
     ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool
 ) -> None:
     name = resource.resource_name
-    if broker_id_of(name, what="Node id") != ctx.broker.broker_id:
+    if broker_id_of(name, what="Node id") != ctx.services.broker_id:
         raise KafkaError(
             ErrorCode.invalid_request,
-            f"Unexpected node id. Expected {ctx.broker.broker_id}, but received {name}",
+            f"Unexpected node id. Expected {ctx.services.broker_id}, but received {name}",
         )
     known = logger_levels()
     for config in resource.configs:
-        op = config.config_operation
+        op = int(config.config_operation)
         if op in (OpType.SET, OpType.DELETE) and config.name not in known:
             raise KafkaError(
                 ErrorCode.invalid_config, f"Logger {config.name} does not exist!"
@@ -170,7 +170,7 @@ def alter_loggers(
         return
     for config in resource.configs:
         logger = python_logger(config.name)
-        if config.config_operation == OpType.SET:
+        if int(config.config_operation) == OpType.SET:
             logger.setLevel(LOG4J_TO_PYTHON[config.value or ""])
             log.warning(
                 "log level updated logger=%s level=%s", config.name, config.value
@@ -187,23 +187,23 @@ async def _alter(
     nulls = [
         c.name
         for c in resource.configs
-        if c.value is None and c.config_operation != OpType.DELETE
+        if c.value is None and int(c.config_operation) != OpType.DELETE
     ]
     if nulls:
         raise KafkaError(
             ErrorCode.invalid_request,
             f"Null value not supported for : {', '.join(nulls)}",
         )
-    kind = resource.resource_type
+    kind = int(resource.resource_type)
     if kind == ResourceType.TOPIC:
-        broker = ctx.broker
-        topic = broker.controller.image.topics.get(resource.resource_name)
+        services = ctx.services
+        topic = services.controller.image.topics.get(resource.resource_name)
         current = dict(topic.configs) if topic is not None else {}
         defaults = {
             name: TOPIC_CONFIGS[name].default_string
             if value is None
             else _render(name, value)
-            for name, value in broker.config.topic_defaults().items()
+            for name, value in services.config.topic_defaults().items()
         }
         configs = apply_topic_ops(current, resource.configs, defaults)
         await alter_topic_configs(ctx, resource.resource_name, configs, validate_only)
@@ -237,7 +237,7 @@ def _describe_ops(
     ]
 
 
-@registry.api(API_KEY, 0, 1)
+@registry.api(API_KEY)
 async def handle(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
@@ -251,5 +251,5 @@ async def handle(
         request.validate_only,
     )
     return IncrementalAlterConfigsResponse(
-        throttle_time=datetime.timedelta(0), responses=tuple(responses)
+        throttle_time=NO_THROTTLE, responses=tuple(responses)
     )

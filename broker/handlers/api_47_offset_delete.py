@@ -45,7 +45,7 @@ def _error_response(ctx: RequestContext, request: OffsetDeleteRequest, error: Ex
     return _response(getattr(error, "code", ErrorCode.unknown_server_error), {})
 
 
-@registry.api(API_KEY, 0, 0, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     partitions = [TopicPartition(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
     error, results = await coordinator(ctx).delete_offsets(str(request.group_id), partitions)

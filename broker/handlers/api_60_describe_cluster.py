@@ -7,8 +7,6 @@
 # v2: include_fenced_brokers; brokers are never fenced here (is_fenced false).
 from __future__ import annotations
 
-import datetime
-
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.describe_cluster.v2.response import (
     DescribeClusterBroker,
@@ -21,7 +19,7 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import audit
 from protocol.errors import ErrorCode
-from protocol.types import BrokerId
+from protocol.types import NO_THROTTLE, BrokerId
 
 API_KEY = 60
 BROKER_ENDPOINTS = 1
@@ -32,7 +30,7 @@ CONTROLLER_ENDPOINTS = 2
 
 def _error(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeClusterResponse:
     return DescribeClusterResponse(
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
         error_code=code,
         error_message=message,
         cluster_id="",
@@ -40,7 +38,7 @@ def _error(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeCluste
     )
 
 
-@registry.api(API_KEY, 0, 2)
+@registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     endpoint_type = request.endpoint_type
     if endpoint_type not in (BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS):
@@ -52,7 +50,7 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
             ctx, code, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
         )
     else:
-        image = ctx.broker.controller.image
+        image = ctx.services.controller.image
         brokers = []
         for broker in sorted(image.brokers.values(), key=lambda b: b.broker_id):
             ep = broker.endpoint(ctx.listener)
@@ -64,7 +62,7 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
                 )
         controller_id = image.controller_id if any(b.broker_id == image.controller_id for b in brokers) else -1
         response = DescribeClusterResponse(
-            throttle_time=datetime.timedelta(0),
+            throttle_time=NO_THROTTLE,
             error_code=ErrorCode.none,
             error_message=None,
             endpoint_type=i8(BROKER_ENDPOINTS),

@@ -9,7 +9,6 @@
 # lists are empty, as on a Kafka cluster with ELR off. No authorizer: every topic operation allowed.
 from __future__ import annotations
 
-import datetime
 import uuid
 
 from kio.schema.describe_topic_partitions.v0.request import (
@@ -28,6 +27,7 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from controller.model import ClusterImage, TopicRegistration
 from protocol.errors import ErrorCode, KafkaError
+from protocol.types import NO_THROTTLE, TopicName
 
 API_KEY = 75
 MAX_PARTITIONS_PER_RESPONSE = 2000
@@ -67,7 +67,7 @@ def _error_response(
         error.code if isinstance(error, KafkaError) else ErrorCode.unknown_server_error
     )
     return DescribeTopicPartitionsResponse(
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
         topics=tuple(
             DescribeTopicPartitionsResponseTopic(
                 error_code=code, name=t.name, topic_id=ZERO_UUID, partitions=()
@@ -77,11 +77,11 @@ def _error_response(
     )
 
 
-@registry.api(API_KEY, 0, 0, error_response=_error_response)
+@registry.api(API_KEY, error_response=_error_response)
 async def handle(
     ctx: RequestContext, request: DescribeTopicPartitionsRequest
 ) -> DescribeTopicPartitionsResponse:
-    image = ctx.broker.controller.image
+    image = ctx.services.controller.image
     names = (
         sorted({t.name for t in request.topics})
         if request.topics
@@ -104,7 +104,7 @@ async def handle(
             topics.append(
                 DescribeTopicPartitionsResponseTopic(
                     error_code=ErrorCode.unknown_topic_or_partition,
-                    name=name,
+                    name=TopicName(name),
                     topic_id=ZERO_UUID,
                     partitions=(),
                 )
@@ -116,14 +116,14 @@ async def handle(
             else 0
         )
         if budget == 0:
-            next_cursor = Cursor(topic_name=name, partition_index=i32(first))
+            next_cursor = Cursor(topic_name=TopicName(name), partition_index=i32(first))
             break
         partitions = _partitions(image, topic, first, budget)
         budget -= len(partitions)
         topics.append(
             DescribeTopicPartitionsResponseTopic(
                 error_code=ErrorCode.none,
-                name=name,
+                name=TopicName(name),
                 topic_id=topic.topic_id,
                 is_internal=topic.internal,
                 partitions=partitions,
@@ -132,11 +132,11 @@ async def handle(
         )
         if first + len(partitions) < len(topic.partitions):
             next_cursor = Cursor(
-                topic_name=name, partition_index=i32(first + len(partitions))
+                topic_name=TopicName(name), partition_index=i32(first + len(partitions))
             )
             break
     return DescribeTopicPartitionsResponse(
-        throttle_time=datetime.timedelta(0),
+        throttle_time=NO_THROTTLE,
         topics=tuple(topics),
         next_cursor=next_cursor,
     )

@@ -1,30 +1,26 @@
 """The handler registry: which API keys and versions this broker serves.
 
-Every handler module registers itself with `@api(key, min_version, max_version)`. The handler is
-written against the max_version kio classes; `dispatch` converts requests up to it and responses
-down to the version the client sent. ApiVersions is answered from this registry and nothing else,
-so a version is advertised exactly when a handler claims it.
+The versions are written once, in `broker/handlers/versions.py`. Every handler module registers
+itself with `@api(API_KEY)` and serves its row's range; the handler is written against the
+max_version kio classes, and `dispatch` converts requests up to it and responses down to the
+version the client sent. ApiVersions is answered from the table and nothing else, so a version is
+advertised exactly when its row says so.
 
 Handler modules are imported on the first request for their key: importing all of them (and the
-kio schemas they use) is about 40% of a cold start. ApiVersions still needs every key's range
-before then, so `declared()` reads it from each module's own `@registry.api(API_KEY, min, max`
-line without importing it, and registration checks that what the module registers equals what
-was read; `load_handlers()` imports every module (tests/unit/test_registry.py does, so the two can
-never disagree in CI).
+kio schemas they use) is about 40% of a cold start; `load_handlers()` imports every module
+(tests/unit/test_registry.py does, and checks each module against its row).
 """
 
 from __future__ import annotations
 
 import importlib
-import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-from kio.index import _name_from_key
-
+from broker.handlers.versions import SERVED
 from protocol import messages
+from protocol.kio_compat import api_name
 
 if TYPE_CHECKING:
     from broker.context import RequestContext
@@ -71,28 +67,28 @@ _REGISTRY: dict[int, ApiHandler] = {}
 
 def api(
     api_key: int,
-    min_version: int,
-    max_version: int,
     *,
     error_response: ErrorResponseFn | None = None,
     upgrade: UpgradeFn | None = None,
 ) -> Callable[[HandlerFn], HandlerFn]:
-    """Register the decorated coroutine as the handler of `api_key` for the given versions."""
+    """Register the decorated coroutine as the handler of `api_key`, for the versions of its row
+    in `versions.SERVED`."""
 
     def register(fn: HandlerFn) -> HandlerFn:
         if api_key in _REGISTRY:
             raise RuntimeError(f"API key {api_key} registered twice")
         declaration = declared().get(api_key)
-        if declaration is None or (declaration.min_version, declaration.max_version) != (min_version, max_version):
+        if declaration is None or fn.__module__ != declaration.module:
             raise RuntimeError(
-                f"API key {api_key} registers versions {min_version}-{max_version}, but its module declares "
-                f"{declaration}: keep `@registry.api(API_KEY, min, max` literal in broker/handlers/api_NN_*.py"
+                f"API key {api_key} registered by {fn.__module__}, but broker/handlers/versions.py "
+                f"names {declaration and declaration.module}"
             )
         # Schemas load lazily (importing every version's kio module costs start-up time);
         # tests/unit/test_registry.py checks that every registered version has both schemas.
         _REGISTRY[api_key] = ApiHandler(
-            api_key, _name_from_key(api_key), min_version, max_version, fn, error_response, upgrade
-        )
+            api_key, api_name(api_key), declaration.min_version, declaration.max_version, fn,
+            error_response, upgrade,
+        )  # fmt: skip
         return fn
 
     return register
@@ -100,7 +96,7 @@ def api(
 
 @dataclass(frozen=True, slots=True)
 class ApiDeclaration:
-    """A handler module's key and version range, as its source declares them."""
+    """A served API key: its version range and the module that handles it."""
 
     api_key: int
     min_version: int
@@ -108,26 +104,15 @@ class ApiDeclaration:
     module: str
 
 
-_HANDLER_FILE = re.compile(r"api_(\d+)_\w+\.py")
-_DECLARATION = re.compile(
-    r"^API_KEY = (\d+)$.*?^@registry\.api\(API_KEY, (\d+), (\d+)[,)]", re.MULTILINE | re.DOTALL
-)
+_DECLARED = {
+    key: ApiDeclaration(key, low, high, f"{__package__}.{module}")
+    for key, (module, low, high) in SERVED.items()
+}
 
 
-@cache
 def declared() -> dict[int, ApiDeclaration]:
-    """Every handler module's declaration, read from its source (no import), by API key."""
-    result: dict[int, ApiDeclaration] = {}
-    for path in sorted(Path(__file__).parent.glob("api_*.py")):
-        name = _HANDLER_FILE.fullmatch(path.name)
-        found = _DECLARATION.search(path.read_text())
-        if name is None or found is None or int(found.group(1)) != int(name.group(1)):
-            raise RuntimeError(f"{path}: expected API_KEY = {name and int(name.group(1))} and @registry.api(API_KEY, min, max")
-        key, low, high = (int(g) for g in found.groups())
-        result[key] = ApiDeclaration(key, low, high, f"{__package__}.{path.stem}")
-    if not result:  # e.g. an install without the .py sources: refuse rather than advertise nothing
-        raise RuntimeError(f"no handler sources (api_*.py) in {Path(__file__).parent}")
-    return result
+    """Every served API key's declaration, by key (no handler module imported)."""
+    return _DECLARED
 
 
 def load_handlers() -> dict[int, ApiHandler]:

@@ -1,13 +1,13 @@
 """Storage: partition logs of record batch segments, indexes, recovery, retention, producer state.
 
-Public names (see docs/CONTRACTS.md): `UnifiedLog`, `LogManager`, `LogConfig`, `LogAppendInfo`,
+Public names: `UnifiedLog`, `LogManager`, `LogConfig`, `LogAppendInfo`,
 `FetchDataInfo`, `FileRecords`, `TimestampAndOffset`, `LeaderEpochFileCache`,
 `ProducerStateManager`.
 """
 
 from __future__ import annotations
 
-from broker.log.config import LogConfig
+from broker.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochFileCache
 from broker.log.info import (
     FetchDataInfo,

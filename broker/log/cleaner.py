@@ -44,13 +44,14 @@ import asyncio
 import enum
 import logging
 import os
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from broker import clock
+from broker.config import LONG_MAX
 from broker.log.checkpoints import OffsetCheckpointFile
 from broker.log.compaction import (
     KAFKA_BYTES_PER_ENTRY,
@@ -60,7 +61,6 @@ from broker.log.compaction import (
     SegmentSource,
     clean_log,
 )
-from broker.log.config import LONG_MAX
 from broker.log.log import UnifiedLog
 from broker.tasks import cancel_and_wait
 from protocol.topic_partition import TopicPartition
@@ -72,9 +72,6 @@ log = logging.getLogger("samsa.log.cleaner")
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +94,12 @@ class CleanerConfig:
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> CleanerConfig:
         return cls(
-            enable=bool(config.log_cleaner_enable),
-            threads=int(config.log_cleaner_threads),
-            backoff_ms=int(config.log_cleaner_backoff_ms),
-            dedupe_buffer_size=int(config.effective("log.cleaner.dedupe.buffer.size")),  # type: ignore[call-overload]
-            io_buffer_size=int(config.effective("log.cleaner.io.buffer.size")),  # type: ignore[call-overload]
-            io_buffer_load_factor=float(config.effective("log.cleaner.io.buffer.load.factor")),  # type: ignore[arg-type]
+            enable=config.log_cleaner_enable,
+            threads=config.log_cleaner_threads,
+            backoff_ms=config.log_cleaner_backoff_ms,
+            dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+            io_buffer_size=config.log_cleaner_io_buffer_size,
+            io_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
         )
 
 
@@ -172,7 +169,7 @@ class LogCleaner:
     # ------------------------------------------------------------------ choosing
     def grab_filthiest_log(self, now_ms: int | None = None) -> LogToClean | None:
         """The compacted log most in need of cleaning that is not being cleaned, or None."""
-        now = _now_ms() if now_ms is None else now_ms
+        now = clock.now_ms() if now_ms is None else now_ms
         hws = dict(self.high_watermarks()) if self.high_watermarks is not None else {}
         best: LogToClean | None = None
         for tp, the_log in self._logs().items():
@@ -277,7 +274,7 @@ class LogCleaner:
             first_dirty_offset=target.first_dirty_offset,
             first_uncleanable_offset=target.first_uncleanable_offset,
             dirty_start_position=dirty_position,
-            now_ms=_now_ms() if now_ms is None else now_ms,
+            now_ms=clock.now_ms() if now_ms is None else now_ms,
             producer_last_offsets={pid: e.last_offset for pid, e in producers.items()},
             max_map_entries=self.config.max_map_entries,
             io_buffer_size=self.config.io_buffer_size,
@@ -424,7 +421,7 @@ class LogCleaner:
         else:
             self._delete_horizons[tp] = result.min_delete_horizon
         self._write_checkpoint(the_log.dir.parent)
-        duration_ms = (_now_ms() - plan.now_ms)
+        duration_ms = (clock.now_ms() - plan.now_ms)
         log.info(
             "cleaning done topic=%s partition=%d bytes_before=%d bytes_after=%d "
             "records_kept=%d records_removed=%d tombstones_removed=%d segments_before=%d "

@@ -51,7 +51,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.log.config import INT_MAX, LogConfig
+from broker.config import INT_MAX, LogConfig
 from broker.log.loader import CLEANED_SUFFIX
 from broker.log.segment import (
     INDEX_SUFFIX,

@@ -131,13 +131,13 @@ class _IndexFile:
             pass
 
 
-def _big_endian(arr: array) -> array:  # type: ignore[type-arg]
+def _big_endian(arr: array[int]) -> array[int]:
     if sys.byteorder == "little":
         arr.byteswap()
     return arr
 
 
-def _strictly_increasing(values: array) -> bool:  # type: ignore[type-arg]
+def _strictly_increasing(values: array[int]) -> bool:
     return all(a < b for a, b in zip(values, values[1:]))
 
 

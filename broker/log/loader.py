@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.log.config import LogConfig
+from broker.config import LogConfig
 from broker.log.index import IndexCorruptError
 from broker.log.segment import (
     DELETED_SUFFIX,

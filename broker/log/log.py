@@ -1,3 +1,4 @@
+# Over 700 lines: UnifiedLog is one state (LEO, log start, recovery point, epochs, producer state) that changes together.
 """`UnifiedLog`: one partition's log, `<log.dir>/<topic>-<partition>/`.
 
 A sequence of `LogSegment`s (only the last, the active segment, is written), a log start offset
@@ -24,12 +25,12 @@ import bisect
 import errno
 import logging
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from broker import clock
+from broker.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
-from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochFileCache
 from broker.log.info import (
     FetchDataInfo,
@@ -41,6 +42,7 @@ from broker.log.loader import CLEANED_SUFFIX, NEW_SUFFIX, SWAP_SUFFIX, load_segm
 from broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
 from broker.log.segment import DELETED_SUFFIX, AppendedBatch, LogSegment
 from broker.log.validation import (
+    CheckedRecords,
     ValidRecords,
     validate_follower_append,
     validate_leader_append,
@@ -66,9 +68,6 @@ def run_now(delay_ms: int, fn: Callable[[], None]) -> None:
     """The default scheduler: no loop, so do it immediately."""
     fn()
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class UnifiedLog:
@@ -128,7 +127,7 @@ class UnifiedLog:
         `recovery_point` and `log_start_offset` come from the log dir's checkpoints; without a
         clean shutdown every segment holding offsets at or after the recovery point is scanned.
         """
-        now = _now_ms() if now_ms is None else now_ms
+        now = clock.now_ms() if now_ms is None else now_ms
         log_dir.mkdir(parents=True, exist_ok=True)
         epoch_cache = LeaderEpochFileCache(log_dir / LEADER_EPOCH_CHECKPOINT)
         producer_state = ProducerStateManager(
@@ -236,14 +235,14 @@ class UnifiedLog:
     # ---------------------------------------------------------------- append
     def append_as_leader(
         self,
-        records: bytes | bytearray | memoryview,
+        records: CheckedRecords | bytes | bytearray | memoryview,
         leader_epoch: int,
         *,
         now_ms: int | None = None,
     ) -> LogAppendInfo:
-        """Validate, assign offsets and append a produced records blob (see CONTRACTS.md)."""
+        """Validate, assign offsets and append a produced records blob (see broker/log/validation.py)."""
         self._check_open()
-        now = _now_ms() if now_ms is None else now_ms
+        now = clock.now_ms() if now_ms is None else now_ms
         if len(records) == 0:
             return LogAppendInfo(
                 Offset(-1), Offset(-1), -1, Offset(-1), -1, self.log_start_offset, 0, 0
@@ -303,7 +302,7 @@ class UnifiedLog:
         A trailing partial batch (the leader cut its region at max_bytes) is ignored.
         """
         self._check_open()
-        now = _now_ms() if now_ms is None else now_ms
+        now = clock.now_ms() if now_ms is None else now_ms
         valid = validate_follower_append(records, self.log_end_offset)
         if not valid.batches:
             return LogAppendInfo(
@@ -371,7 +370,7 @@ class UnifiedLog:
     ) -> LogSegment:
         """Start a new active segment at the log end offset (Kafka's roll)."""
         self._check_open()
-        now = _now_ms() if now_ms is None else now_ms
+        now = clock.now_ms() if now_ms is None else now_ms
         new_base = max(expected_next_offset or 0, self.log_end_offset)
         active = self._segments[-1]
         if active.base_offset == new_base and active.size == 0:
@@ -530,7 +529,7 @@ class UnifiedLog:
         Returns the number of segments deleted.
         """
         self._check_open()
-        now = _now_ms() if now_ms is None else now_ms
+        now = clock.now_ms() if now_ms is None else now_ms
         hw = (
             self.log_end_offset
             if high_watermark is None
@@ -638,7 +637,7 @@ class UnifiedLog:
         self._log_start_offset = min(self._log_start_offset, end)
         self.leader_epoch_cache.truncate_from_end(end)
         self.producer_state.delete_snapshots_after(end)
-        self._rebuild_producer_state(_now_ms() if now_ms is None else now_ms)
+        self._rebuild_producer_state(clock.now_ms() if now_ms is None else now_ms)
         self.recovery_point = min(self.recovery_point, end)
         log.info(
             "log truncated topic=%s partition=%d target=%d log_end_offset=%d",
@@ -654,7 +653,7 @@ class UnifiedLog:
         self._check_open()
         try:  # created under a suffix first: it may share its name with a doomed segment
             segment = LogSegment(
-                self._dir, new_offset, self._config, created_ms=_now_ms(), file_suffix=NEW_SUFFIX
+                self._dir, new_offset, self._config, created_ms=clock.now_ms(), file_suffix=NEW_SUFFIX
             )
         except OSError as exc:
             raise self._storage_failed("truncate", exc) from None
@@ -716,7 +715,7 @@ class UnifiedLog:
         self._check_open()
         end = self.log_end_offset
         offset = end if up_to is None else min(up_to, end)
-        self.last_flush_ms = _now_ms() if now_ms is None else now_ms
+        self.last_flush_ms = clock.now_ms() if now_ms is None else now_ms
         if offset >= end:
             self.unflushed_messages = 0
         if offset <= self.recovery_point:
@@ -774,7 +773,7 @@ class UnifiedLog:
 
     def remove_expired_producers(self, now_ms: int | None = None) -> int:
         """Forget idle producers (producer.id.expiration.ms)."""
-        return self.producer_state.remove_expired_producers(_now_ms() if now_ms is None else now_ms)
+        return self.producer_state.remove_expired_producers(clock.now_ms() if now_ms is None else now_ms)
 
     # ------------------------------------------------------------ life cycle
     def close(self) -> None:

@@ -27,6 +27,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from broker import clock
+from broker.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -34,7 +36,6 @@ from broker.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from broker.log.cleaner import CleanerConfig, LogCleaner
-from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.log import UnifiedLog
 from broker.log.partition_metadata import read_topic_id, write_topic_id
 from broker.tasks import cancel_and_wait
@@ -48,9 +49,6 @@ INITIAL_TASK_DELAY_MS = 30_000
 """Kafka's LogManager.InitialTaskDelayMs: the first retention pass after start-up."""
 DELETE_DIR_SUFFIX = "-delete"
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class LogManager:
@@ -257,7 +255,7 @@ class LogManager:
     # ------------------------------------------------------------ maintenance
     def cleanup_logs(self, now_ms: int | None = None) -> int:
         """Retention for every log plus producer-id expiration; returns segments deleted."""
-        now = _now_ms() if now_ms is None else now_ms
+        now = clock.now_ms() if now_ms is None else now_ms
         hws = dict(self.high_watermarks()) if self.high_watermarks is not None else {}
         deleted = 0
         for tp, the_log in list(self._logs.items()):
@@ -270,7 +268,7 @@ class LogManager:
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """Flush logs whose flush.ms has elapsed since their last flush; returns how many."""
-        now = _now_ms() if now_ms is None else now_ms
+        now = clock.now_ms() if now_ms is None else now_ms
         flushed = 0
         for tp, the_log in list(self._logs.items()):
             if now - the_log.last_flush_ms >= the_log.config.flush_ms:

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, INT_MAX
 from broker.log.checkpoints import atomic_write
-from broker.log.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, INT_MAX
 from protocol.crc import crc32c
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader

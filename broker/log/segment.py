@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from broker.log.config import INT_MAX, LogConfig
+from broker.config import INT_MAX, LogConfig
 from broker.log.index import IndexCorruptError, OffsetIndex, TimeIndex
 from broker.log.info import (
     FetchDataInfo,
@@ -50,6 +50,10 @@ _IOV_MAX = 1024
 def segment_file_name(base_offset: int, suffix: str) -> str:
     """`00000000000000000042.log` and friends."""
     return f"{base_offset:020d}{suffix}"
+
+
+class _IndexMismatch(Exception):
+    """A lookup found a batch other than the one the offset index names, or none that parses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +161,7 @@ class LogSegment:
         ends exactly at its offset). False means recover this segment."""
         entry_offset, position = self.index.lookup(Offset(1 << 62))
         try:
-            for i, (pos, header, batch) in enumerate(self._iter_batches(position, check_crc=True)):
+            for i, (_, header, batch) in enumerate(self._iter_batches(position, check_crc=True)):
                 if i == 0 and len(self.index) and header.last_offset != entry_offset:
                     return False
                 if batch is not None and not verify_crc(batch, 0, header):
@@ -362,35 +366,36 @@ class LogSegment:
         rebuilt from the log, with one log line, and the lookup repeated, so no read ever skips a
         record. A batch that does not parse on the way raises CORRUPT_MESSAGE.
         """
-        found = self._translate(offset, start_position)
-        if found is not False:
-            return found
-        log.warning(
-            "offset index does not match its log, rebuilding log=%s offset=%d", self.log_path, offset
-        )
+        try:
+            return self._translate(offset, start_position)
+        except _IndexMismatch:
+            log.warning(
+                "offset index does not match its log, rebuilding log=%s offset=%d",
+                self.log_path, offset,
+            )  # fmt: skip
         self.rebuild_indexes()
-        found = self._translate(offset, start_position)
-        if found is False:
+        try:
+            return self._translate(offset, start_position)
+        except _IndexMismatch:
             raise KafkaError(
                 ErrorCode.corrupt_message,
                 f"record batches of {self.log_path} do not parse before offset {offset}",
-            )
-        return found
+            ) from None
 
-    def _translate(self, offset: int, start_position: int) -> tuple[int, BatchHeader] | None | bool:
-        """translate_offset's scan; False when the index lied or a batch did not parse."""
+    def _translate(self, offset: int, start_position: int) -> tuple[int, BatchHeader] | None:
+        """translate_offset's scan; _IndexMismatch when the index lied or a batch did not parse."""
         entry_offset, index_pos = self.index.lookup(offset)
         check_entry = index_pos > 0 or entry_offset != self.base_offset
         start = max(index_pos, start_position)
         try:
             for pos, header in self.iter_headers(start):
                 if check_entry and pos == index_pos and header.last_offset != entry_offset:
-                    return False
+                    raise _IndexMismatch
                 check_entry = False
                 if header.last_offset >= offset:
                     return pos, header
         except CorruptRecordError:
-            return False
+            raise _IndexMismatch from None
         return None
 
     def read_next_offset(self) -> int:

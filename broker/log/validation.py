@@ -31,8 +31,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from broker.log.config import LogConfig
-from protocol.compression import Compressor, CompressionType
+from broker.config import LogConfig
+from protocol.compression import CompressionType, Compressor
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.record_check import RecordRules, check_batch_records
 from protocol.records import (
@@ -80,23 +80,18 @@ class CheckedBatch:
     header: BatchHeader
 
 
-class CheckedRecords(bytes):
-    """Records that passed `check_records` for `config`: the bytes to append and their batches.
+@dataclass(frozen=True, slots=True)
+class CheckedRecords:
+    """Records that passed `check_records` for `config`: the bytes to append (the request's own
+    buffer unless a batch was rewritten) and their batches. The partition hands it to the log,
+    whose `validate_leader_append` then only assigns offsets."""
 
-    A `bytes`, so it travels through the replica manager and the partition to the log like the
-    request's own records; `validate_leader_append` then only assigns offsets."""
-
+    data: bytes | memoryview
     config: LogConfig
     batches: tuple[CheckedBatch, ...]
 
-    @classmethod
-    def of(
-        cls, data: bytes | bytearray | memoryview, config: LogConfig, batches: tuple[CheckedBatch, ...]
-    ) -> CheckedRecords:
-        checked = cls(data)
-        checked.config = config
-        checked.batches = batches
-        return checked
+    def __len__(self) -> int:
+        return len(self.data)
 
 
 @dataclass(slots=True)
@@ -238,7 +233,7 @@ def check_records(
         batches.append(CheckedBatch(size, header))
         parts.append(data)
         size += header.size
-    return CheckedRecords.of(b"".join(parts) if rewritten else buf, config, tuple(batches))
+    return CheckedRecords(b"".join(parts) if rewritten else buf, config, tuple(batches))
 
 
 class _BoundedCompressor:
@@ -284,7 +279,7 @@ def _with_section(
 
 
 def validate_leader_append(
-    records: bytes | bytearray | memoryview,
+    records: CheckedRecords | bytes | bytearray | memoryview,
     config: LogConfig,
     next_offset: int,
     leader_epoch: int,
@@ -292,11 +287,12 @@ def validate_leader_append(
 ) -> ValidRecords:
     """Assign offsets from `next_offset` to produced records (checking them first unless they
     are CheckedRecords for this config); see the module docstring."""
-    if isinstance(records, CheckedRecords) and (records.config is config or records.config == config):
-        checked = records
+    if isinstance(records, CheckedRecords):
+        same = records.config is config or records.config == config
+        checked = records if same else check_records(records.data, config, now_ms)
     else:
         checked = check_records(records, config, now_ms)
-    buf = memoryview(checked)
+    buf = memoryview(checked.data)
     result = ValidRecords()
     offset = next_offset
     for batch in checked.batches:

@@ -41,7 +41,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.offset_for_leader_epoch.v4.request import (
@@ -49,17 +49,15 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
-from kio.static.primitive import i32, i64
+from kio.static.primitive import i32, i32Timedelta, i64
 
 from broker.replication.leader_client import LeaderClient, LeaderConnectionError
-from broker.replication.partition import PartitionRole
+from broker.replication.partition import Partition, PartitionRole
+from broker.replication.settings import FetcherSettings
+from controller.model import Endpoint
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
-from protocol.types import BrokerId, LeaderEpoch, Offset
-
-if TYPE_CHECKING:
-    from broker.replication.fetcher_manager import ReplicaFetcherManager
-    from broker.replication.partition import Partition
+from protocol.types import BrokerId, LeaderEpoch, Offset, TopicName
 
 log = logging.getLogger("samsa.fetcher")
 
@@ -148,10 +146,18 @@ class PartitionFetchState:
 
 class ReplicaFetcher:
     def __init__(
-        self, manager: ReplicaFetcherManager, leader_id: BrokerId, shard: int
+        self,
+        settings: FetcherSettings,
+        leader_id: BrokerId,
+        shard: int,
+        partition: Callable[[TopicPartition], Partition | None],
+        endpoint: Callable[[BrokerId], Endpoint | None],
     ) -> None:
-        self.manager = manager
-        self.settings = manager.settings
+        """`partition(tp)`: this broker's partition of `tp`; `endpoint(broker_id)`: where a
+        broker's inter-broker listener is (both from the fetcher manager)."""
+        self.settings = settings
+        self._partition_of = partition
+        self._endpoint_of = endpoint
         self.leader_id = leader_id
         self.shard = shard
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
@@ -202,7 +208,7 @@ class ReplicaFetcher:
         """The follower partition for `st` if nothing moved since the request was built."""
         if self.partitions.get(st.tp) is not st or st.state != expected:
             return None
-        partition = self.manager.replica_manager.partitions.get(st.tp)
+        partition = self._partition_of(st.tp)
         if (
             partition is None
             or partition.role != PartitionRole.FOLLOWER
@@ -235,19 +241,12 @@ class ReplicaFetcher:
 
     def _to_fetching(self, st: PartitionFetchState, partition: Partition) -> None:
         st.state = FetchState.FETCHING
-        st.fetch_offset = partition.log.log_end_offset
+        st.fetch_offset = partition.log_end_offset
 
     # -- loop ------------------------------------------------------------------------------------
 
     def _ensure_client(self) -> LeaderClient | None:
-        broker = (
-            self.manager.image.brokers.get(self.leader_id)
-            if self.manager.image
-            else None
-        )
-        endpoint = (
-            None if broker is None else broker.endpoint(self.settings.listener_name)
-        )
+        endpoint = self._endpoint_of(self.leader_id)
         if endpoint is None:
             return None
         client = self._client
@@ -344,7 +343,7 @@ class ReplicaFetcher:
             partition = self._partition(st, FetchState.TRUNCATING)
             if partition is None:
                 continue
-            latest = partition.log.latest_epoch
+            latest = partition.latest_epoch
             if latest is None:
                 # nothing known about epochs here: only the HW is known to be on the leader
                 self._cut(partition, Offset(partition.high_watermark), "no local epoch")
@@ -354,20 +353,20 @@ class ReplicaFetcher:
         if not asked:
             return
         by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
-        for tp, (st, latest) in asked.items():
+        for tp, (st, epoch) in asked.items():
             by_topic.setdefault(tp.topic, []).append(
                 OffsetForLeaderPartition(
                     partition=i32(tp.partition),
                     current_leader_epoch=i32(st.leader_epoch),
-                    leader_epoch=i32(latest),
+                    leader_epoch=i32(epoch),
                 )
             )
         request = OffsetForLeaderEpochRequest(
-            replica_id=i32(self.settings.broker_id),
+            replica_id=BrokerId(self.settings.broker_id),
             topics=tuple(
-                OffsetForLeaderTopic(topic=t, partitions=tuple(ps))
+                OffsetForLeaderTopic(topic=TopicName(t), partitions=tuple(ps))
                 for t, ps in by_topic.items()
-            ),  # type: ignore[arg-type]
+            ),
         )
         response = await client.request(request)
         for topic in response.topics:
@@ -378,7 +377,7 @@ class ReplicaFetcher:
                     continue
                 st, sent_epoch = entry
                 partition = self._partition(st, FetchState.TRUNCATING)
-                if partition is None or partition.log.latest_epoch != sent_epoch:
+                if partition is None or partition.latest_epoch != sent_epoch:
                     continue  # moved on while we waited; the next round asks again
                 if answer.error_code != ErrorCode.none:
                     resume = FetchState.TRUNCATING
@@ -392,8 +391,8 @@ class ReplicaFetcher:
                 decision = truncation_offset(
                     answer.leader_epoch,
                     answer.end_offset,
-                    partition.log.end_offset_for_epoch,
-                    partition.log.log_end_offset,
+                    partition.end_offset_for_epoch,
+                    partition.log_end_offset,
                     partition.high_watermark,
                 )
                 self._cut(
@@ -405,14 +404,12 @@ class ReplicaFetcher:
                     self._to_fetching(st, partition)
 
     def _cut(self, partition: Partition, offset: Offset, reason: str) -> None:
-        log_ = partition.log
-        if offset < log_.log_end_offset:
+        if offset < partition.log_end_offset:
             log.info(
                 "truncating follower topic=%s partition=%d from=%d to=%d reason=%s",
-                partition.tp.topic, partition.tp.partition, log_.log_end_offset, offset, reason,
+                partition.tp.topic, partition.tp.partition, partition.log_end_offset, offset, reason,
             )  # fmt: skip
-        log_.truncate_to(max(0, offset))
-        partition.truncate_high_watermark()
+        partition.truncate_to(offset)
 
     # -- fetching --------------------------------------------------------------------------------
 
@@ -425,8 +422,8 @@ class ReplicaFetcher:
             partition = self._partition(st, FetchState.FETCHING)
             if partition is None:
                 continue
-            if st.fetch_offset != partition.log.log_end_offset:
-                st.fetch_offset = partition.log.log_end_offset
+            if st.fetch_offset != partition.log_end_offset:
+                st.fetch_offset = partition.log_end_offset
             sent[st.tp] = (st, st.fetch_offset)
             by_topic.setdefault(st.tp.topic, []).append(
                 FetchPartition(
@@ -434,7 +431,7 @@ class ReplicaFetcher:
                     current_leader_epoch=i32(st.leader_epoch),
                     fetch_offset=i64(st.fetch_offset),
                     last_fetched_epoch=i32(-1),
-                    log_start_offset=i64(partition.log.log_start_offset),
+                    log_start_offset=i64(partition.log_start_offset),
                     partition_max_bytes=i32(self.settings.max_bytes),
                 )
             )
@@ -442,16 +439,16 @@ class ReplicaFetcher:
             return
         s = self.settings
         request = FetchRequest(
-            replica_id=i32(s.broker_id),
-            max_wait=datetime.timedelta(milliseconds=s.max_wait_ms),
+            replica_id=BrokerId(s.broker_id),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=s.max_wait_ms)),
             min_bytes=i32(s.min_bytes),
             max_bytes=i32(s.response_max_bytes),
             isolation_level=0,  # type: ignore[arg-type]
             session_id=i32(0),
             session_epoch=i32(-1),
             topics=tuple(
-                FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()
-            ),  # type: ignore[arg-type]
+                FetchTopic(topic=TopicName(t), partitions=tuple(ps)) for t, ps in by_topic.items()
+            ),
             forgotten_topics_data=(),
             rack_id="",
         )
@@ -478,7 +475,7 @@ class ReplicaFetcher:
                 partition = self._partition(st, FetchState.FETCHING)
                 if (
                     partition is None
-                    or partition.log.log_end_offset != offset
+                    or partition.log_end_offset != offset
                     or st.fetch_offset != offset
                 ):
                     continue
@@ -499,10 +496,9 @@ class ReplicaFetcher:
                 st.state = FetchState.TRUNCATING
                 return
             records = data.records  # type: ignore[attr-defined]
-            log_ = partition.log
             if records:
                 try:
-                    log_.append_as_follower(records)
+                    partition.append_records_to_follower(records)
                 except KafkaError as e:
                     log.error(
                         "follower append failed topic=%s partition=%d offset=%d error=%s message=%s",
@@ -510,10 +506,8 @@ class ReplicaFetcher:
                     )  # fmt: skip
                     self._delay(st, FetchState.TRUNCATING, "append failed")
                     return
-            st.fetch_offset = log_.log_end_offset
-            leader_start = int(data.log_start_offset)  # type: ignore[attr-defined]
-            if log_.log_start_offset < leader_start <= log_.log_end_offset:
-                log_.maybe_increment_log_start_offset(leader_start)
+            st.fetch_offset = partition.log_end_offset
+            partition.update_follower_log_start_offset(Offset(int(data.log_start_offset)))  # type: ignore[attr-defined]
             partition.update_follower_high_watermark(Offset(int(data.high_watermark)))  # type: ignore[attr-defined]
             return
         if error == ErrorCode.offset_out_of_range:
@@ -523,10 +517,8 @@ class ReplicaFetcher:
                     "follower behind leader's log start topic=%s partition=%d fetch_offset=%d leader_log_start=%d",
                     tp.topic, tp.partition, offset, leader_start,
                 )  # fmt: skip
-                partition.log.truncate_fully_and_start_at(leader_start)
-                partition.truncate_high_watermark()
-                partition.update_follower_high_watermark(Offset(leader_start))
-                st.fetch_offset = partition.log.log_end_offset
+                partition.truncate_fully_and_start_at(Offset(leader_start))
+                st.fetch_offset = partition.log_end_offset
             else:
                 st.state = FetchState.TRUNCATING
             return

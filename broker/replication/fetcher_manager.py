@@ -14,51 +14,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from broker.replication.partition import PartitionRole
+from broker.replication.partition import Partition, PartitionRole
+from broker.replication.settings import FetcherSettings
+from controller.model import ClusterImage, Endpoint
 from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, LeaderEpoch
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
     from broker.replication.fetcher import ReplicaFetcher
-    from broker.replication.partition import Partition
-    from broker.replication.replica_manager import ReplicaManager
-    from controller.model import ClusterImage
 
 log = logging.getLogger("samsa.fetcher")
-
-
-@dataclass(frozen=True, slots=True)
-class FetcherSettings:
-    broker_id: BrokerId
-    listener_name: str
-    max_bytes: int = 1_048_576
-    min_bytes: int = 1
-    max_wait_ms: int = 500
-    backoff_ms: int = 1000
-    response_max_bytes: int = 10_485_760
-    socket_timeout_ms: int = 30_000
-    num_fetchers: int = 1
-
-    @classmethod
-    def from_config(cls, config: BrokerConfig) -> FetcherSettings:
-        return cls(
-            broker_id=BrokerId(config.broker_id),
-            listener_name=config.inter_broker_listener_name,
-            max_bytes=config.replica_fetch_max_bytes,
-            min_bytes=config.replica_fetch_min_bytes,
-            max_wait_ms=config.replica_fetch_wait_max_ms,
-            backoff_ms=config.replica_fetch_backoff_ms,
-            response_max_bytes=config.replica_fetch_response_max_bytes,
-            socket_timeout_ms=config.replica_socket_timeout_ms,
-            num_fetchers=max(1, config.num_replica_fetchers),
-        )
-
-
 
 
 def shard_of(tp: TopicPartition, shards: int) -> int:
@@ -74,10 +43,11 @@ class _Assignment:
 
 @dataclass(slots=True)
 class ReplicaFetcherManager:
-    """Owns the fetchers; `update` follows the replica manager's partitions (no awaits)."""
+    """Owns the fetchers; `update` follows the replica manager's partitions (no awaits).
+    `partition(tp)` is the replica manager's partition of `tp`, if it hosts one."""
 
-    replica_manager: ReplicaManager
     settings: FetcherSettings
+    partition: Callable[[TopicPartition], Partition | None]
     image: ClusterImage | None = None
     fetchers: dict[tuple[BrokerId, int], ReplicaFetcher] = field(default_factory=dict)
     _assigned: dict[TopicPartition, _Assignment] = field(default_factory=dict)
@@ -86,6 +56,8 @@ class ReplicaFetcherManager:
     def update(
         self, image: ClusterImage, partitions: Mapping[TopicPartition, Partition]
     ) -> None:
+        if self.closed:  # shut down: no fetcher starts again
+            return
         self.image = image
         desired: dict[TopicPartition, tuple[BrokerId, LeaderEpoch]] = {
             tp: (p.leader_id, p.leader_epoch)
@@ -110,7 +82,9 @@ class ReplicaFetcherManager:
                     ReplicaFetcher,  # with the first follower
                 )
 
-                fetcher = self.fetchers[key] = ReplicaFetcher(self, leader, key[1])
+                fetcher = self.fetchers[key] = ReplicaFetcher(
+                    self.settings, leader, key[1], self.partition, self.endpoint
+                )
                 fetcher.start()
             fetcher.add(tp, leader, epoch)
             self._assigned[tp] = _Assignment(key, leader, epoch)
@@ -122,6 +96,11 @@ class ReplicaFetcherManager:
             if not fetcher.partitions:
                 fetcher.stop()
                 del self.fetchers[key]
+
+    def endpoint(self, broker_id: BrokerId) -> Endpoint | None:
+        """Where a leader's inter-broker listener is, from the latest image."""
+        broker = self.image.brokers.get(broker_id) if self.image is not None else None
+        return None if broker is None else broker.endpoint(self.settings.listener_name)
 
     async def shutdown(self) -> None:
         self.closed = True

@@ -22,18 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable
-from collections.abc import Set as AbstractSet
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
+from broker import clock
+from broker.replication.settings import IsrSettings
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import BrokerId
 
 if TYPE_CHECKING:
     from broker.replication.partition import Partition
-    from broker.replication.replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.isr")
 
@@ -43,24 +42,21 @@ AlterPartition = Callable[
 
 
 class IsrManager:
+    """Built by the replica manager with what it needs: the controller's `alter_partition`, the
+    partitions to check (`partitions()`), and `on_committed(partition)`, called once an ISR
+    change took effect (waiting acks=all produces are checked again)."""
+
     def __init__(
         self,
-        replica_manager: ReplicaManager,
         alter_partition: AlterPartition,
-        *,
-        replica_lag_time_max_ms: int,
-        suspected: Callable[[], AbstractSet[BrokerId]] | None = None,
-        suspicion_timeout_ms: int = 1000,
-        suspicion_recheck_ms: int = 200,
+        partitions: Callable[[], Iterable[Partition]],
+        on_committed: Callable[[Partition], None],
+        settings: IsrSettings,
     ) -> None:
-        self.replica_manager = replica_manager
         self._alter_partition = alter_partition
-        self.replica_lag_time_max_ms = replica_lag_time_max_ms
-        self._suspected: Callable[[], AbstractSet[BrokerId]] = suspected or (lambda: frozenset())
-        """The peers that cannot follow this broker now, by its own evidence (none on a single
-        node; controller/zk_health.py `suspected_peers`)."""
-        self.suspicion_timeout_ms = suspicion_timeout_ms
-        self.suspicion_recheck_ms = suspicion_recheck_ms
+        self._partitions = partitions
+        self._on_committed = on_committed
+        self.settings = settings
         self._tasks: set[asyncio.Task[None]] = set()
         self._shrink_task: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
@@ -79,18 +75,19 @@ class IsrManager:
     # -- shrink ----------------------------------------------------------------------------------
 
     def check_shrink(self, now_ms: int | None = None) -> int:
-        """One pass of the shrink check over every led partition; returns proposals submitted."""
-        now = int(time.time() * 1000) if now_ms is None else now_ms
-        suspected = self._suspected()
-        submitted = 0
-        for partition in list(self.replica_manager.partitions.values()):
+        """One pass of the shrink check over every led partition; returns proposals made (each
+        partition sends its own, through `submit`)."""
+        now = clock.now_ms() if now_ms is None else now_ms
+        s = self.settings
+        suspected = s.suspected()
+        proposals = 0
+        for partition in list(self._partitions()):
             proposal = partition.maybe_shrink_isr(
-                now, self.replica_lag_time_max_ms, suspected, self.suspicion_timeout_ms
+                now, s.replica_lag_time_max_ms, suspected, s.suspicion_timeout_ms
             )
             if proposal is not None:
-                self.submit(partition, proposal)
-                submitted += 1
-        return submitted
+                proposals += 1
+        return proposals
 
     def wake(self) -> None:
         """Run the shrink check now (the failure detector's suspicions changed). No awaits."""
@@ -109,9 +106,10 @@ class IsrManager:
             self._wakeup = None
 
     async def _shrink_loop(self) -> None:
-        interval = max(0.01, self.replica_lag_time_max_ms / 2000)
+        s = self.settings
+        interval = max(0.01, s.replica_lag_time_max_ms / 2000)
         while True:
-            await self._sleep(self.suspicion_recheck_ms / 1000 if self._suspected() else interval)
+            await self._sleep(s.suspicion_recheck_ms / 1000 if s.suspected() else interval)
             try:
                 self.check_shrink()
             except Exception:
@@ -120,7 +118,8 @@ class IsrManager:
     # -- controller round trip -------------------------------------------------------------------
 
     def submit(self, partition: Partition, proposal: PartitionRegistration) -> None:
-        """Send `proposal` (already pending on `partition`) to the controller in a task."""
+        """Send `proposal` (already pending on `partition`) to the controller in a task: the
+        partitions' `alter_isr`."""
         task = asyncio.get_running_loop().create_task(self._alter(partition, proposal))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -141,7 +140,7 @@ class IsrManager:
                 tp.topic, tp.partition, list(proposal.isr), proposal.partition_epoch, e.code.name, e.message,
             )  # fmt: skip
             ineligible = e.code == ErrorCode.ineligible_replica
-            partition.isr_change_failed(proposal, self.suspicion_timeout_ms if ineligible else 0)
+            partition.isr_change_failed(proposal, self.settings.suspicion_timeout_ms if ineligible else 0)
             return
         except (
             Exception
@@ -152,7 +151,5 @@ class IsrManager:
             )  # fmt: skip
             partition.isr_change_failed(proposal)
             return
-        if self.replica_manager.partitions.get(tp) is not partition:
-            return
-        if partition.isr_change_committed(committed):
-            self.replica_manager.delayed_produce.check_and_complete(tp)
+        if partition.isr_change_committed(committed):  # False for a partition gone offline since
+            self._on_committed(partition)

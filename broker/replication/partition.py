@@ -32,40 +32,57 @@ of the two sets (the maximal ISR), so it never runs ahead of a replica that may 
 min.insync.replicas is checked against the committed ISR: acks=all gets NOT_ENOUGH_REPLICAS
 before the append and NOT_ENOUGH_REPLICAS_AFTER_APPEND when the HW passes the batch but the ISR
 has shrunk below it meanwhile, so a leader left alone in its ISR never acknowledges acks=all.
+
+The partition is the one gate to its log (Kafka's `Partition`): the log is private, and every rule
+that keeps HW, LEO, log start offset and ISR consistent is a method here: appends as leader and as
+follower, truncation (the HW never above the LEO), records deletion on the leader, the follower's
+log start offset, a follower fetch's state with ISR expansion and HW, last offset for an epoch,
+config changes. The replica manager, the fetcher, the coordinators and the handlers ask the
+partition, never the log.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-import time
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
+from broker import clock
+from broker.log.info import TimestampAndOffset
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
-    BrokerId,
-    LeaderEpoch,
     NO_BROKER,
     NO_LEADER_EPOCH,
+    BrokerId,
+    LeaderEpoch,
     Offset,
 )
 
+START_OFFSET = Offset(0)
+DELETE_TO_HIGH_WATERMARK = -1
+"""DeleteRecords offset meaning "up to the high watermark"."""
 EARLIEST_LOCAL_TIMESTAMP = -4
 """ListOffsets v8+ (KIP-405): the first offset in local storage; the log start offset here."""
 LATEST_TIERED_TIMESTAMP = -5
 """ListOffsets v9+ (KIP-1005): the last tiered offset; -1 since there is no tiered storage."""
 
-from broker.log.info import TimestampAndOffset
 
 if TYPE_CHECKING:
+    from broker.config import LogConfig
     from broker.log.info import FetchDataInfo, LogAppendInfo
     from broker.log.log import UnifiedLog
+    from broker.log.validation import CheckedRecords
+
+AlterIsr = Callable[["Partition", PartitionRegistration], None]
+"""Send a proposed ISR to the controller; the answer comes back through isr_change_committed or
+isr_change_failed."""
 
 log = logging.getLogger("samsa.partition")
 
@@ -118,9 +135,6 @@ class ReadResult:
     log_end_offset: Offset
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 class Partition:
     def __init__(
@@ -129,12 +143,16 @@ class Partition:
         local_broker_id: BrokerId,
         log_: UnifiedLog,
         *,
-        initial_high_watermark: Offset = Offset(0),
+        initial_high_watermark: Offset = START_OFFSET,
         on_high_watermark: Callable[[TopicPartition], None] = lambda tp: None,
+        alter_isr: AlterIsr | None = None,
     ) -> None:
+        """`alter_isr(partition, proposal)` sends an ISR change to the controller (the IsrManager);
+        without it a proposal is only marked pending (tests drive the answer themselves)."""
         self.tp = tp
         self.local_broker_id = local_broker_id
-        self.log = log_
+        self._log = log_
+        self._alter_isr = alter_isr
         self.role = PartitionRole.NONE
         self.leader_id: BrokerId = NO_BROKER
         self.leader_epoch: LeaderEpoch = NO_LEADER_EPOCH
@@ -153,8 +171,47 @@ class Partition:
         return (
             f"Partition({self.tp}, role={self.role.value}, leader={self.leader_id}, "
             f"epoch={self.leader_epoch}, isr={sorted(self.isr)}, hw={self.high_watermark}, "
-            f"leo={self.log.log_end_offset})"
+            f"leo={self._log.log_end_offset})"
         )
+
+    # -- the log's state, read only ----------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> Offset:
+        return self._log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> Offset:
+        return self._log.log_start_offset
+
+    @property
+    def latest_epoch(self) -> LeaderEpoch | None:
+        """The latest leader epoch in this replica's log (None: nothing known)."""
+        return self._log.latest_epoch
+
+    @property
+    def log_config(self) -> LogConfig:
+        return self._log.config
+
+    def update_log_config(self, config: LogConfig) -> None:
+        """The topic's configs changed (AlterConfigs): the log obeys the new ones from now on."""
+        self._log.config = config
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[LeaderEpoch, Offset]:
+        """This replica's (epoch, end offset) for `epoch` from its leader-epoch cache (Kafka's
+        LeaderEpochFileCache.endOffsetFor): the follower's side of truncation."""
+        return self._log.end_offset_for_epoch(epoch)
+
+    def last_offset_for_leader_epoch(
+        self, current_leader_epoch: int, leader_epoch: int, *, fetch_only_from_leader: bool
+    ) -> tuple[LeaderEpoch, Offset]:
+        """OffsetForLeaderEpoch (Kafka's Partition.lastOffsetForLeaderEpoch): the requester's
+        current leader epoch is fenced as for a fetch; a follower answers only to a debugging
+        client (`fetch_only_from_leader` False)."""
+        self.check_leader_epoch(current_leader_epoch)
+        if fetch_only_from_leader:
+            self._require_leader()
+        return self._log.end_offset_for_epoch(leader_epoch)
 
     # -- leadership transitions ------------------------------------------------------------------
 
@@ -177,9 +234,9 @@ class Partition:
         self.partition_epoch = reg.partition_epoch
         if is_new_leader:
             self.leader_epoch = reg.leader_epoch
-            self.leader_epoch_start_offset = self.log.log_end_offset
-            self.log.leader_epoch_cache.assign(reg.leader_epoch, self.log.log_end_offset)
-            now = _now_ms()
+            self.leader_epoch_start_offset = self._log.log_end_offset
+            self._log.leader_epoch_cache.assign(reg.leader_epoch, self._log.log_end_offset)
+            now = clock.now_ms()
             self._replica_states = {
                 b: ReplicaState(last_caught_up_time_ms=now) for b in reg.replicas if b != self.local_broker_id
             }
@@ -190,10 +247,10 @@ class Partition:
                 self.leader_epoch,
                 sorted(self.isr),
                 self.high_watermark,
-                self.log.log_end_offset,
+                self._log.log_end_offset,
             )
         else:  # same leadership, maybe a new replica set (reassignment): track exactly the replicas
-            now = _now_ms()
+            now = clock.now_ms()
             self._replica_states = {
                 b: self._replica_states.get(b) or ReplicaState(last_caught_up_time_ms=now)
                 for b in reg.replicas
@@ -215,7 +272,7 @@ class Partition:
                 reg.leader,
                 reg.leader_epoch,
                 self.high_watermark,
-                self.log.log_end_offset,
+                self._log.log_end_offset,
             )
         self.role = PartitionRole.FOLLOWER
         self.leader_id = reg.leader
@@ -256,16 +313,21 @@ class Partition:
                 f"This broker is not the leader for partition {self.tp}",
             )
 
-    def append_records_to_leader(self, records: bytes | memoryview, required_acks: int) -> LogAppendInfo:
+    def append_records_to_leader(
+        self, records: CheckedRecords | bytes | memoryview, required_acks: int
+    ) -> LogAppendInfo:
+        """Append produced records (checked by the replica manager's RecordChecker; plain bytes
+        are checked by the log first), Kafka's appendRecordsToLeader: NOT_ENOUGH_REPLICAS for
+        acks=all with the ISR below min.insync.replicas."""
         self._require_leader()
-        min_isr = self.log.config.min_insync_replicas
+        min_isr = self._log.config.min_insync_replicas
         if required_acks == -1 and len(self.isr) < min_isr:
             raise KafkaError(
                 ErrorCode.not_enough_replicas,
                 f"The size of the current ISR {sorted(self.isr)} is insufficient to satisfy the "
                 f"min.isr requirement of {min_isr} for partition {self.tp}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch, now_ms=_now_ms())
+        info = self._log.append_as_leader(records, self.leader_epoch, now_ms=clock.now_ms())
         self.maybe_increment_high_watermark()
         return info
 
@@ -279,7 +341,7 @@ class Partition:
         if self.role != PartitionRole.LEADER or (leader_epoch is not None and leader_epoch != self.leader_epoch):
             return True, ErrorCode.not_leader_or_follower
         if self.high_watermark >= required_offset:
-            if len(self.isr) < self.log.config.min_insync_replicas:
+            if len(self.isr) < self._log.config.min_insync_replicas:
                 return True, ErrorCode.not_enough_replicas_after_append
             return True, ErrorCode.none
         return False, ErrorCode.none
@@ -289,7 +351,7 @@ class Partition:
     def maybe_increment_high_watermark(self) -> bool:
         if self.role != PartitionRole.LEADER:
             return False
-        candidate = self.log.log_end_offset
+        candidate = self._log.log_end_offset
         for broker in self.maximal_isr:
             if broker == self.local_broker_id:
                 continue
@@ -311,8 +373,10 @@ class Partition:
     def update_follower_fetch_state(
         self, replica_id: BrokerId, fetch_offset: Offset, fetch_time_ms: int, leader_end_offset: Offset
     ) -> None:
-        """Record a follower's fetch (its LEO is the fetch offset). Raises NOT_LEADER_OR_FOLLOWER
-        for a broker that is not a replica of this partition or when this broker is not leader."""
+        """A follower fetched at `fetch_offset` (its LEO), Kafka's updateFollowerFetchState:
+        record its state, propose it for the ISR if it caught up, move the HW. Raises
+        NOT_LEADER_OR_FOLLOWER for a broker that is not a replica of this partition or when this
+        broker is not leader."""
         self._require_leader()
         state = self._replica_states.get(replica_id)
         if state is None:
@@ -321,22 +385,29 @@ class Partition:
                 f"broker {replica_id} is not a replica of {self.tp} (replicas {list(self.replicas)})",
             )
         state.update_fetch_state(fetch_offset, fetch_time_ms, leader_end_offset)
+        self.maybe_expand_isr(replica_id)
+        self.maybe_increment_high_watermark()
 
-    def _proposal(self, new_isr: frozenset[BrokerId]) -> PartitionRegistration:
-        return PartitionRegistration(
+    def _propose(self, new_isr: frozenset[BrokerId]) -> PartitionRegistration:
+        """Mark `new_isr` pending and send it to the controller (one change in flight at a time)."""
+        self.pending_isr = new_isr
+        proposal = PartitionRegistration(
             replicas=self.replicas,
             isr=tuple(b for b in self.replicas if b in new_isr),
             leader=self.local_broker_id,
             leader_epoch=self.leader_epoch,
             partition_epoch=self.partition_epoch,
         )
+        if self._alter_isr is not None:
+            self._alter_isr(self, proposal)
+        return proposal
 
     def maybe_expand_isr(self, replica_id: BrokerId) -> PartitionRegistration | None:
         """A proposal adding `replica_id` to the ISR if it has caught up (Kafka: its LEO reached
         the HW and the start of this leader epoch); None otherwise or while a change is pending."""
         if self.role != PartitionRole.LEADER or self.pending_isr is not None or replica_id in self.isr:
             return None
-        if _now_ms() < self._expansion_held_until_ms:
+        if clock.now_ms() < self._expansion_held_until_ms:
             return None
         state = self._replica_states.get(replica_id)
         if state is None:
@@ -344,16 +415,15 @@ class Partition:
         if state.log_end_offset < self.high_watermark or state.log_end_offset < self.leader_epoch_start_offset:
             return None
         new_isr = self.isr | {replica_id}
-        self.pending_isr = new_isr
         log.info(
             "expanding isr topic=%s partition=%d leader_epoch=%d isr=%s proposed=%s follower_leo=%d hw=%d",
             self.tp.topic, self.tp.partition, self.leader_epoch, sorted(self.isr), sorted(new_isr),
             state.log_end_offset, self.high_watermark,
         )  # fmt: skip
-        return self._proposal(new_isr)
+        return self._propose(new_isr)
 
     def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> frozenset[BrokerId]:
-        leo = self.log.log_end_offset
+        leo = self._log.log_end_offset
         lagging = set()
         for broker in self.isr:
             if broker == self.local_broker_id:
@@ -373,7 +443,7 @@ class Partition:
         Only while this leader still hears some other ISR follower: a leader cut off from every
         follower suspects them all, and must not shrink the ISR to itself before the controller
         moves its leadership away (the followers suspect it in turn)."""
-        leo = self.log.log_end_offset
+        leo = self._log.log_end_offset
         out = set()
         for broker in self.isr:
             if broker == self.local_broker_id or broker not in suspected:
@@ -402,13 +472,12 @@ class Partition:
         if not lagging and not silent:
             return None
         new_isr = self.isr - lagging - silent
-        self.pending_isr = new_isr
         log.info(
             "shrinking isr topic=%s partition=%d leader_epoch=%d isr=%s proposed=%s out_of_sync=%s suspected=%s leo=%d hw=%d",
             self.tp.topic, self.tp.partition, self.leader_epoch, sorted(self.isr), sorted(new_isr),
-            sorted(lagging), sorted(silent - lagging), self.log.log_end_offset, self.high_watermark,
+            sorted(lagging), sorted(silent - lagging), self._log.log_end_offset, self.high_watermark,
         )  # fmt: skip
-        return self._proposal(new_isr)
+        return self._propose(new_isr)
 
     def isr_change_committed(self, reg: PartitionRegistration) -> bool:
         """Apply the controller's answer to our proposal (unless an image already moved past it)."""
@@ -434,19 +503,71 @@ class Partition:
         if self.pending_isr is not None and proposal.partition_epoch == self.partition_epoch:
             self.pending_isr = None
         if hold_expansion_ms:
-            self._expansion_held_until_ms = _now_ms() + hold_expansion_ms
+            self._expansion_held_until_ms = clock.now_ms() + hold_expansion_ms
 
     def update_follower_high_watermark(self, leader_high_watermark: Offset) -> None:
         """A follower's HW is the leader's, bounded by its own LEO."""
-        new = Offset(min(leader_high_watermark, self.log.log_end_offset))
+        new = Offset(min(leader_high_watermark, self._log.log_end_offset))
         if new > self.high_watermark:
             self.high_watermark = new
             self._on_high_watermark(self.tp)
 
-    def truncate_high_watermark(self) -> None:
-        """After a truncation the HW may not exceed the LEO."""
-        if self.high_watermark > self.log.log_end_offset:
-            self.high_watermark = self.log.log_end_offset
+    # -- follower: replication ----------------------------------------------------------------
+
+    def append_records_to_follower(self, records: bytes | memoryview) -> LogAppendInfo:
+        """Append what the leader sent, keeping its offsets and epochs (Kafka's
+        appendRecordsToFollowerOrFutureReplica)."""
+        return self._log.append_as_follower(records, now_ms=clock.now_ms())
+
+    def truncate_to(self, offset: Offset) -> bool:
+        """Cut this replica's log from the batch holding `offset` on (a follower diverged from
+        its leader); the HW never stays above the new LEO. True if anything was removed."""
+        removed = self._log.truncate_to(max(0, offset))
+        self._cap_high_watermark()
+        return removed
+
+    def truncate_fully_and_start_at(self, offset: Offset) -> None:
+        """Empty the log and restart it at `offset` (the leader's log start offset is past
+        everything this replica has); the HW moves to `offset` if it was above or below it."""
+        self._log.truncate_fully_and_start_at(offset)
+        self._cap_high_watermark()
+        self.update_follower_high_watermark(offset)
+
+    def update_follower_log_start_offset(self, leader_log_start_offset: Offset) -> None:
+        """Follow the leader's log start offset (retention, DeleteRecords) when it lies within
+        this replica's log."""
+        if self._log.log_start_offset < leader_log_start_offset <= self._log.log_end_offset:
+            self._log.maybe_increment_log_start_offset(leader_log_start_offset)
+
+    def _cap_high_watermark(self) -> None:
+        if self.high_watermark > self._log.log_end_offset:
+            self.high_watermark = self._log.log_end_offset
+
+    # -- leader: DeleteRecords ------------------------------------------------------------------
+
+    def delete_records_on_leader(self, offset: Offset) -> Offset:
+        """Move the log start offset to `offset` (-1: the HW), Kafka's deleteRecordsOnLeader;
+        returns the new low watermark. POLICY_VIOLATION on a topic without the delete policy,
+        OFFSET_OUT_OF_RANGE for a negative offset or one past the HW."""
+        self._require_leader()
+        if not self._log.config.delete:
+            raise KafkaError(
+                ErrorCode.policy_violation,
+                f"Records of partition {self.tp} can not be deleted due to the configured policy",
+            )
+        target = self.high_watermark if offset == DELETE_TO_HIGH_WATERMARK else offset
+        if target < 0:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range, f"The offset {target} for partition {self.tp} is not valid"
+            )
+        if target > self.high_watermark:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range,
+                f"Cannot increment the log start offset to {target} of partition {self.tp} since it "
+                f"is larger than the high watermark {self.high_watermark}",
+            )
+        self._log.maybe_increment_log_start_offset(target)
+        return self._log.log_start_offset
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -459,19 +580,23 @@ class Partition:
         current_leader_epoch: int = -1,
         fetch_only_from_leader: bool = True,
         min_one_message: bool = True,
+        max_offset: Offset | None = None,
     ) -> ReadResult:
+        """Read from `fetch_offset` up to what `isolation` allows (and `max_offset`, if lower)."""
         self.check_leader_epoch(current_leader_epoch)
         if fetch_only_from_leader:
             self._require_leader()
         hw = self.high_watermark
-        leo = self.log.log_end_offset
-        max_offset = leo if isolation == FetchIsolation.LOG_END else hw
-        info = self.log.read(fetch_offset, max_bytes, max_offset, min_one_message=min_one_message)
+        leo = self._log.log_end_offset
+        bound = leo if isolation == FetchIsolation.LOG_END else hw
+        if max_offset is not None:
+            bound = Offset(min(bound, max_offset))
+        info = self._log.read(fetch_offset, max_bytes, bound, min_one_message=min_one_message)
         return ReadResult(
             info=info,
             high_watermark=hw,
             last_stable_offset=hw,
-            log_start_offset=self.log.log_start_offset,
+            log_start_offset=self._log.log_start_offset,
             log_end_offset=leo,
         )
 
@@ -491,18 +616,18 @@ class Partition:
         self.check_leader_epoch(current_leader_epoch)
         if fetch_only_from_leader:
             self._require_leader()
-        last_fetchable = self.log.log_end_offset if isolation == FetchIsolation.LOG_END else self.high_watermark
+        last_fetchable = self._log.log_end_offset if isolation == FetchIsolation.LOG_END else self.high_watermark
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, Offset(last_fetchable), self.leader_epoch)
         if timestamp in (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP):
-            found = self.log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP)
+            found = self._log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP)
             if found is not None:
-                epoch = self.log.leader_epoch_cache.epoch_for_offset(found.offset)
+                epoch = self._log.leader_epoch_cache.epoch_for_offset(found.offset)
                 found = TimestampAndOffset(-1, found.offset, -1 if epoch is None else epoch)
             return found
         if timestamp == LATEST_TIERED_TIMESTAMP:
             return TimestampAndOffset(-1, Offset(-1), -1)  # no tiered storage
-        found = self.log.fetch_offset_by_timestamp(timestamp)
+        found = self._log.fetch_offset_by_timestamp(timestamp)
         if found is None or found.offset >= last_fetchable:
             return None
         return found
@@ -511,11 +636,11 @@ class Partition:
         """Bytes a fetch at `fetch_offset` would get now (0 if none, or on any error)."""
         if self.role != PartitionRole.LEADER:
             return 0
-        max_offset = self.log.log_end_offset if isolation == FetchIsolation.LOG_END else self.high_watermark
+        max_offset = self._log.log_end_offset if isolation == FetchIsolation.LOG_END else self.high_watermark
         if fetch_offset >= max_offset:
             return 0
         try:
-            info = self.log.read(fetch_offset, 1 << 30, max_offset, min_one_message=True)
+            info = self._log.read(fetch_offset, 1 << 30, max_offset, min_one_message=True)
         except KafkaError:
             return 1  # an error answers the fetch at once
         return 0 if info is None or info.records is None else len(info.records)

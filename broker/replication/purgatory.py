@@ -10,7 +10,8 @@ each operation's own deadline.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Generic, Hashable, Iterable, TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 

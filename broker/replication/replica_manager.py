@@ -9,39 +9,42 @@ every partition's high watermark covers its batch. Fetch: read from each partiti
 min_bytes are available, park in the fetch purgatory until an append brings enough or max_wait_ms
 passes. Appends and HW moves call `check_and_complete` on the purgatories for their partition.
 
-Replication: partitions this broker follows are handed to the replica fetchers (fetcher.py),
-which truncate and then fetch from their leader. A fetch from a follower (replica_id >= 0)
-updates that follower's state on the leader partition, may propose an ISR expansion (isr.py)
-and may move the HW, which completes acks=all produces and consumer fetches. A leadership change
-completes waiting produces (NOT_LEADER_OR_FOLLOWER) and fetches.
+Replication: partitions this broker follows are handed to the replica fetchers (fetcher.py,
+through the fetcher manager this replica manager owns), which truncate and then fetch from their
+leader. A fetch from a follower (replica_id >= 0) is the partition's `update_follower_fetch_state`:
+the follower's state, an ISR expansion sent through the ISR manager (isr.py, also owned here) and
+the HW, which completes acks=all produces and consumer fetches. A leadership change completes
+waiting produces (NOT_LEADER_OR_FOLLOWER) and fetches.
 """
 
 from __future__ import annotations
 
 import logging
-import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from broker import clock
+from broker.replication.fetcher_manager import ReplicaFetcherManager
+from broker.replication.isr import AlterPartition, IsrManager
 from broker.replication.partition import FetchIsolation, Partition, ReadResult
 from broker.replication.purgatory import Purgatory
+from broker.replication.record_checker import RecordChecker
+from broker.replication.settings import FetcherSettings, IsrSettings
 from controller.model import ClusterImage, TopicRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, Offset
 
 if TYPE_CHECKING:
-    from broker.replication.fetcher_manager import ReplicaFetcherManager
-    from broker.replication.isr import IsrManager
-    from broker.log.config import LogConfig
+    from broker.config import LogConfig
     from broker.log.info import LogAppendInfo
     from broker.log.manager import LogManager
+    from broker.log.validation import CheckedRecords
+    from protocol.record_check import RecordError
 
 log = logging.getLogger("samsa.replica_manager")
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,8 @@ class ProduceResult:
     error: ErrorCode
     info: LogAppendInfo | None = None
     message: str | None = None
+    record_errors: tuple[RecordError, ...] = ()
+    """KIP-467: the records of a rejected batch at fault."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +79,13 @@ class ReplicaManager:
         log_manager: LogManager,
         log_config_for: Callable[[TopicRegistration], LogConfig],
         initial_high_watermarks: Mapping[TopicPartition, int],
+        *,
+        alter_partition: AlterPartition,
+        isr_settings: IsrSettings,
+        fetcher_settings: FetcherSettings,
     ) -> None:
+        """`alter_partition` is the controller's (ISR changes); the replica manager builds and
+        owns the ISR manager and the replica fetchers with them."""
         self.broker_id = broker_id
         self.log_manager = log_manager
         self._log_config_for = log_config_for
@@ -87,10 +98,28 @@ class ReplicaManager:
         self.delayed_produce: Purgatory[TopicPartition] = Purgatory("produce")
         self.delayed_fetch: Purgatory[TopicPartition] = Purgatory("fetch")
         self._leadership_listeners: list[Callable[[TopicPartition, bool], None]] = []
-        self.fetcher_manager: ReplicaFetcherManager | None = None
-        """Replica fetchers for the partitions this broker follows (set by the server)."""
-        self.isr_manager: IsrManager | None = None
-        """Sends ISR changes to the controller (set by the server)."""
+        self.isr_manager = IsrManager(
+            alter_partition,
+            lambda: self.partitions.values(),
+            self._on_isr_committed,
+            isr_settings,
+        )
+        """Sends ISR changes to the controller and runs the leader's shrink check."""
+        self.fetcher_manager = ReplicaFetcherManager(fetcher_settings, self.partitions.get)
+        """Replica fetchers for the partitions this broker follows."""
+        self._record_checker = RecordChecker()
+
+    def start(self) -> None:
+        """Start the ISR checks (on the running loop)."""
+        self.isr_manager.start()
+
+    async def shutdown(self) -> None:
+        """Stop fetching and checking, and end every waiting produce and fetch."""
+        await self.fetcher_manager.shutdown()
+        await self.isr_manager.stop()
+        self._record_checker.shutdown()
+        self.delayed_fetch.wake_all()
+        self.delayed_produce.wake_all()
 
     # -- metadata ------------------------------------------------------------------------------
 
@@ -125,10 +154,11 @@ class ReplicaManager:
                         log_,
                         initial_high_watermark=Offset(self._initial_hw.pop(tp, 0)),
                         on_high_watermark=self._on_high_watermark,
+                        alter_isr=self.isr_manager.submit,
                     )
                     self.partitions[tp] = partition
                 elif config_changed:
-                    partition.log.config = config
+                    partition.update_log_config(config)
                 was_leader = partition.is_leader
                 old_epoch = partition.leader_epoch
                 if reg.leader == self.broker_id:
@@ -160,8 +190,10 @@ class ReplicaManager:
                 for listener in self._leadership_listeners:
                     listener(tp, False)
             log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
-        if self.fetcher_manager is not None:
-            self.fetcher_manager.update(new, self.partitions)
+        self.fetcher_manager.update(new, self.partitions)
+
+    def _on_isr_committed(self, partition: Partition) -> None:
+        self.delayed_produce.check_and_complete(partition.tp)
 
     def high_watermarks(self) -> dict[TopicPartition, int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}
@@ -197,7 +229,9 @@ class ReplicaManager:
     # -- produce -------------------------------------------------------------------------------
 
     def append_local(
-        self, entries: Iterable[tuple[TopicPartition, bytes | memoryview]], required_acks: int
+        self,
+        entries: Iterable[tuple[TopicPartition, CheckedRecords | bytes | memoryview]],
+        required_acks: int,
     ) -> dict[TopicPartition, ProduceResult]:
         results: dict[TopicPartition, ProduceResult] = {}
         for tp, records in entries:
@@ -216,7 +250,11 @@ class ReplicaManager:
         required_acks: int,
         timeout_ms: int,
     ) -> dict[TopicPartition, ProduceResult]:
-        results = self.append_local(entries, required_acks)
+        """Kafka's appendRecords: check each leader partition's records (the record checker, off
+        the loop when large), append them, and for acks=all wait until the HW covers them."""
+        checked, rejected = await self._check_records(entries)
+        results = self.append_local(checked, required_acks)
+        results.update(rejected)
         if required_acks != -1:
             return results
         # (next offset, leader epoch of the append): a later epoch means the batch may be gone
@@ -239,6 +277,30 @@ class ReplicaManager:
             elif error != ErrorCode.none:
                 results[tp] = ProduceResult(error, results[tp].info)
         return results
+
+    async def _check_records(
+        self, entries: Sequence[tuple[TopicPartition, bytes | memoryview]]
+    ) -> tuple[list[tuple[TopicPartition, CheckedRecords | bytes | memoryview]], dict[TopicPartition, ProduceResult]]:
+        """The entries with their records checked against their partitions' topic configs
+        (one this broker does not lead is left to the append, which answers for it), and the
+        rejected ones' results."""
+        to_check = [
+            (tp, partition.log_config, records)
+            for tp, records in entries
+            if (partition := self.partitions.get(tp)) is not None and partition.is_leader
+        ]
+        outcomes = dict(zip((tp for tp, _, _ in to_check), await self._record_checker.check(to_check)))
+        checked: list[tuple[TopicPartition, CheckedRecords | bytes | memoryview]] = []
+        rejected: dict[TopicPartition, ProduceResult] = {}
+        for tp, records in entries:
+            outcome = outcomes.get(tp, records)
+            if isinstance(outcome, KafkaError):
+                rejected[tp] = ProduceResult(
+                    outcome.code, None, outcome.message, getattr(outcome, "record_errors", ())
+                )
+            else:
+                checked.append((tp, outcome))
+        return checked, rejected
 
     def _acks_status(
         self, tp: TopicPartition, required_offset: Offset, leader_epoch: int
@@ -277,7 +339,9 @@ class ReplicaManager:
                     min_one_message=min_one,
                 )
                 if replica_id >= 0:
-                    self._on_follower_fetch(partition, BrokerId(replica_id), req.fetch_offset, read.log_end_offset)
+                    partition.update_follower_fetch_state(
+                        BrokerId(replica_id), req.fetch_offset, clock.now_ms(), read.log_end_offset
+                    )
                 size = read.info.size if read.info is not None else 0
                 if size:
                     remaining -= size
@@ -287,18 +351,6 @@ class ReplicaManager:
                 results.append(FetchResult(req.tp, e.code, self._error_read(req.tp)))
         return results
 
-    def _on_follower_fetch(
-        self, partition: Partition, replica_id: BrokerId, fetch_offset: Offset, leader_end_offset: Offset
-    ) -> None:
-        """Kafka's updateFollowerFetchState: follower LEO and caught-up time, ISR expansion, HW."""
-        partition.update_follower_fetch_state(replica_id, fetch_offset, now_ms(), leader_end_offset)
-        proposal = partition.maybe_expand_isr(replica_id)
-        if proposal is not None and self.isr_manager is not None:
-            self.isr_manager.submit(partition, proposal)
-        elif proposal is not None:
-            partition.isr_change_failed(proposal)
-        partition.maybe_increment_high_watermark()
-
     def _error_read(self, tp: TopicPartition) -> ReadResult | None:
         partition = self.partitions.get(tp)
         if partition is None:
@@ -307,8 +359,8 @@ class ReplicaManager:
             info=None,
             high_watermark=partition.high_watermark,
             last_stable_offset=partition.high_watermark,
-            log_start_offset=partition.log.log_start_offset,
-            log_end_offset=partition.log.log_end_offset,
+            log_start_offset=partition.log_start_offset,
+            log_end_offset=partition.log_end_offset,
         )
 
     async def fetch_messages(

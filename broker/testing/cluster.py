@@ -49,6 +49,7 @@ from typing import Any
 from broker.testing.process import SamsaProcess
 from broker.testing.proxy import ProxyLoop, TcpProxy, UdpProxy
 from broker.testing.slowdisk import SlowDisk
+from protocol.types import TopicName
 
 ZK_JARS = (
     "zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-simple", "netty-handler", "netty-common",
@@ -142,7 +143,7 @@ def fetch_metadata(host: str, port: int, topics: Sequence[str] | None = None, ti
     async def ask() -> Any:
         client = LeaderClient(host, port, client_id="samsa-cluster-harness", timeout_s=timeout)
         try:
-            wanted = None if topics is None else tuple(MetadataRequestTopic(topic_id=None, name=t) for t in topics)
+            wanted = None if topics is None else tuple(MetadataRequestTopic(topic_id=None, name=TopicName(t)) for t in topics)
             return await client.request(
                 MetadataRequest(topics=wanted, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
             )
@@ -216,9 +217,9 @@ class SamsaCluster:
         for i in ids:
             for j in ids:
                 if i != j:
-                    rp, hp = ports[j][1], ports[j][2]
-                    self.peer_tcp[(i, j)] = TcpProxy(self.proxies, lambda rp=rp: ("127.0.0.1", rp)).start()
-                    self.peer_udp[(i, j)] = UdpProxy(self.proxies, lambda hp=hp: ("127.0.0.1", hp)).start()
+                    repl_target, hb_target = ("127.0.0.1", ports[j][1]), ("127.0.0.1", ports[j][2])
+                    self.peer_tcp[(i, j)] = TcpProxy(self.proxies, _constant(repl_target)).start()
+                    self.peer_udp[(i, j)] = UdpProxy(self.proxies, _constant(hb_target)).start()
         for i in ids:
             client, repl, hb = ports[i]
             zk_proxy = TcpProxy(self.proxies, lambda: ("127.0.0.1", self.zookeeper.port)).start()
@@ -273,7 +274,10 @@ class SamsaCluster:
         for slot in self.brokers.values():
             slot.process.kill()
         self.zookeeper.stop()
-        for p in [*self.peer_tcp.values(), *self.peer_udp.values(), *(s.zk_proxy for s in self.brokers.values())]:
+        proxies: list[TcpProxy | UdpProxy] = [
+            *self.peer_tcp.values(), *self.peer_udp.values(), *(s.zk_proxy for s in self.brokers.values())
+        ]
+        for p in proxies:
             p.close()
         self.proxies.close()
         if self._tmp is not None:
@@ -415,3 +419,8 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _constant(address: tuple[str, int]) -> Callable[[], tuple[str, int]]:
+    """A proxy target that never moves."""
+    return lambda: address

@@ -10,8 +10,8 @@ stopped and removed afterwards. `samsa_broker_factory(**overrides)` starts more,
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 

@@ -15,8 +15,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, TextIO
 
 _LISTENING = re.compile(r"samsa listening on (\w+)://([^:]+):(\d+)")
 
@@ -58,7 +59,7 @@ class SamsaProcess:
         """added to this process's environment (the cluster harness's slow disk, for one)"""
         self.proc: subprocess.Popen[str] | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
-        self._log_file = None
+        self._log_file: TextIO | None = None
         self._reader: threading.Thread | None = None
 
     @property

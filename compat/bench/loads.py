@@ -120,8 +120,8 @@ def consumer_perf(bootstrap: str, topic: str, records: int) -> Result:
         "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records), "--timeout", "60000",
         "--consumer.config", _consumer_config(),
     )  # fmt: skip
-    lines = [l for l in out.splitlines() if l.strip()]
-    header_i = next(i for i, l in enumerate(lines) if l.startswith("start.time"))
+    lines = [line for line in out.splitlines() if line.strip()]
+    header_i = next(i for i, line in enumerate(lines) if line.startswith("start.time"))
     header = [h.strip() for h in lines[header_i].split(",")]
     row = [v.strip() for v in lines[header_i + 1].split(",")]
     f = dict(zip(header, row))

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from compat.bench import loads
@@ -49,7 +50,8 @@ def summarize(folded: Path, top: int) -> dict[str, list[tuple[str, float]]]:
         self_c[frames[-1]] += n
         for f in set(frames):
             incl_c[f] += n
-    pct = lambda c: [(f, round(100.0 * n / total, 1)) for f, n in c.most_common(top)]
+    def pct(c: Counter[str]) -> list[tuple[str, float]]:
+        return [(f, round(100.0 * n / total, 1)) for f, n in c.most_common(top)]
     return {
         "samples": [("total", float(total))],
         "self": pct(self_c),

@@ -15,7 +15,7 @@ import argparse
 import statistics
 import time
 
-from broker.log.config import LogConfig
+from broker.config import LogConfig
 from broker.log.validation import check_records
 from protocol.compression import CompressionType
 from protocol.records import NewRecord, build_batch

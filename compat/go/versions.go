@@ -1,3 +1,4 @@
+// Over 700 lines: one case per API key, each driving the franz-go API that sends it.
 // The version sweep: every version of an API key, each sent by franz-go's ordinary API for it.
 //
 //	samsa-compat-go <bootstrap> versions <prefix> <key> <v1,v2,...>

@@ -79,14 +79,20 @@ def _compile_harness(cp_name: str) -> Path:
 
 def run_harness(cp_name: str, bootstrap: str, scenario: str, prefix: str, timeout: float = 180) -> list[dict]:
     """Runs one harness scenario; returns its JSON lines (the "start" line carries the client version)."""
+    return run_main(cp_name, "Harness", bootstrap, scenario, prefix, timeout=timeout)
+
+
+def run_main(cp_name: str, main_class: str, *args: str, timeout: float = 180) -> list[dict]:
+    """Runs one class of compat/jvm/harness against a kafka-clients classpath; returns the JSON lines
+    it prints, which must end with {"step": "end"}."""
     classes = compile_harness(cp_name)
-    cmd = [java(), *TOOL_JVM, "-cp", f"{classpath(cp_name)}{os.pathsep}{classes}", "Harness", bootstrap, scenario, prefix]
+    cmd = [java(), *TOOL_JVM, "-cp", f"{classpath(cp_name)}{os.pathsep}{classes}", main_class, *args]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines or lines[-1].get("step") != "end":
         raise RuntimeError(
-            f"harness {cp_name} {scenario} exited {result.returncode}\n--- stdout\n{result.stdout[-6000:]}\n"
-            f"--- stderr\n{result.stderr[-6000:]}"
+            f"{main_class} {cp_name} {' '.join(args)} exited {result.returncode}\n--- stdout\n"
+            f"{result.stdout[-6000:]}\n--- stderr\n{result.stderr[-6000:]}"
         )
     return lines
 

@@ -1,12 +1,14 @@
 """Produce v0-v2 (dropped from Kafka 4.x specs, still needed by librdkafka < 2.11.1).
 
-librdkafka before 2.11.1 only compresses if the broker advertises Produce v0 (shared reference,
-client requirements §1.1), so Samsa serves v0-2. The request shape is the same in all three; the
-response gains throttle_time_ms in v1 and log_append_time in v2. No `from __future__ import
-annotations` here: kio reads the field types from the annotations at run time.
+librdkafka before 2.11.1 only compresses if the broker advertises Produce v0 (docs/clients.md),
+so Samsa serves v0-2. The request shape is the same in all three; the
+response gains throttle_time_ms in v1 and log_append_time in v2. kio generates its classes from
+Kafka 4.x's specs, which no longer have these versions, so they are written here in kio's form;
+compat/test_produce_v0_2_schemas.py holds them byte for byte against the classes kafka-clients 3.9
+generated from its specs. No `from __future__ import annotations` here: kio reads the field types
+from the annotations at run time.
 """
 
-import datetime
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -16,6 +18,8 @@ from kio.schema.response_header.v0.header import ResponseHeader
 from kio.schema.types import TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import Records, TZAware, i16, i32, i32Timedelta, i64
+
+from protocol.types import NO_THROTTLE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,7 +122,7 @@ class ProduceResponseV1:
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     responses: tuple[TopicProduceResponseV0, ...]
     throttle_time: i32Timedelta = field(
-        metadata={"kafka_type": "timedelta_i32"}, default=datetime.timedelta(0)
+        metadata={"kafka_type": "timedelta_i32"}, default=NO_THROTTLE
     )
 
 
@@ -131,7 +135,7 @@ class ProduceResponseV2:
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     responses: tuple[TopicProduceResponseV2, ...]
     throttle_time: i32Timedelta = field(
-        metadata={"kafka_type": "timedelta_i32"}, default=datetime.timedelta(0)
+        metadata={"kafka_type": "timedelta_i32"}, default=NO_THROTTLE
     )
 
 

@@ -12,8 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic

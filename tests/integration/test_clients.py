@@ -12,13 +12,12 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
 from broker.testing import SamsaProcess
-from tests.support.logfiles import codec_at, stored_codecs
 from tests.support.clients import (
     CLIENTS,
     CODECS,
@@ -33,6 +32,7 @@ from tests.support.clients import (
     now_ms,
     produce,
 )
+from tests.support.logfiles import codec_at, stored_codecs
 
 MiB = 1024 * 1024
 # A 1 MiB value does not fit the default max.message.bytes (1048588) once the batch header and

@@ -245,7 +245,6 @@ def test_kill_9_during_cleaning_loses_nothing(broker: SamsaProcess) -> None:
 
 def test_produce_and_fetch_continue_while_a_large_clean_runs(broker: SamsaProcess) -> None:
     from confluent_kafka import Consumer, Producer
-
     from confluent_kafka.admin import (
         AdminClient,
         AlterConfigOpType,

@@ -14,11 +14,10 @@ import struct
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from broker.testing import SamsaProcess
 from protocol.records import BatchHeader
-from confluent_kafka import Producer
-
 from tests.support.clients import Rec, confluent_producer_config, consume, create_topic, end_offset
 from tests.support.logfiles import segment_files
 

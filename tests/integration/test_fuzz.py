@@ -23,7 +23,7 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,17 +32,17 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
-from kio.serial._introspect import (
+from kio.static.primitive import i16
+
+from broker.testing import SamsaProcess
+from protocol import messages
+from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,
     classify_field,
     get_schema_field_type,
 )
-from kio.static.primitive import i16
-
-from broker.testing import SamsaProcess
-from protocol import messages
 from protocol.records import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -586,7 +586,8 @@ def test_fuzz_malformed_frames_while_a_client_works(broker: SamsaProcess) -> Non
     consumer.start()
     try:
         cases = [make_case(i, advertised) for i in range(FUZZ_CASES)]
-        run: Callable[[Case], Outcome] = lambda c: run_case(broker.port, c)
+        def run(c: Case) -> Outcome:
+            return run_case(broker.port, c)
         with ThreadPoolExecutor(WORKERS) as pool:
             outcomes = list(pool.map(run, cases))
     finally:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import datetime
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient

@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -1,6 +1,7 @@
+# Over 700 lines: one raw-bytes test per wire behaviour clients depend on, next to the frame helpers they share.
 """The wire protocol as the broker speaks it, checked byte by byte with a raw socket client.
 
-What clients break on (shared/reference/peer-brokers.md §9, client-requirements.md §4.3-4.5): the
+What clients break on (docs/clients.md): the
 ApiVersions header, the KIP-511 fallback, advertising only what is implemented, the whole batch on a
 fetch inside it, an empty partition's high watermark, offsetsForTimes without a match, fetch
 sessions, long polls woken by appends. And the bad-input rules of issue 2: every malformed request

@@ -13,8 +13,8 @@ import json
 import logging
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 CLIENTS = ("kafka-python", "aiokafka", "confluent", "kcat")
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")

@@ -5,8 +5,8 @@ Tests use them to say exactly which producer id, epoch and sequence a batch carr
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest

@@ -18,6 +18,8 @@ from broker.config import (
     ConfigSynonym,
     ConfigType,
     Listener,
+    LogConfig,
+    Scope,
     describe_broker_configs,
     describe_topic_configs,
     load_properties,
@@ -28,7 +30,6 @@ from broker.config import (
     topic_log_config,
     validate_topic_configs,
 )
-from broker.log.config import LogConfig
 from protocol.errors import ErrorCode, KafkaError
 
 
@@ -147,12 +148,19 @@ def test_defaults_are_valid_for_their_definition() -> None:
             assert d.parse(d.default_string or "") == d.default, d.name
 
 
-def test_brokerconfig_fields_all_have_definitions() -> None:
+def test_brokerconfig_fields_are_the_broker_configs() -> None:
+    """Every BrokerConfig field is a broker config declared where it stands (or one of the three
+    values from_properties adds), and every broker config but the topic ones that are also broker
+    configs (declared in LogConfig) is a field; a field is None only when its config has no
+    default."""
     config = cfg()
-    for f in dataclasses.fields(BrokerConfig):
-        assert getattr(config, f.name) is not None or f.name in {
-            "cluster_id", "broker_rack", "zookeeper_connect",
-        }
+    extra = {"max_connections_per_listener", "overrides", "values"}
+    fields = {f.name for f in dataclasses.fields(BrokerConfig)}
+    in_log_config = {d.attr for d in BROKER_CONFIGS.values() if Scope.TOPIC in d.scope}
+    assert fields - extra == {d.attr for d in BROKER_CONFIGS.values()} - in_log_config
+    for name in fields - extra:
+        if getattr(config, name) is None:
+            assert BROKER_CONFIGS[name.replace("_", ".")].default is None, name
 
 
 # ---- BrokerConfig -------------------------------------------------------------------------------

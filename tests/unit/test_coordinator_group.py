@@ -4,11 +4,17 @@ on an asyncio loop with real (short) timers and an in-memory stand-in for __cons
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
-from broker.coordinator.group import ClassicGroup, GroupState, IllegalStateTransition, parse_subscription_topics
+from broker.coordinator.group import (
+    ClassicGroup,
+    GroupState,
+    IllegalStateTransition,
+    parse_subscription_topics,
+)
 from broker.coordinator.membership import (
     GroupMembership,
     JoinRequest,

@@ -11,11 +11,8 @@ learns of the new leader; a follower whose log is behind the leader's log start 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -23,131 +20,15 @@ from test_log_support import batch
 
 import broker.server as server_module
 from broker.config import BrokerConfig
+from broker.replication.partition import FetchIsolation
 from broker.server import Broker
-from controller.interface import ImageListener
-from controller.model import (
-    BrokerRegistration,
-    ClusterImage,
-    PartitionRegistration,
-    TopicRegistration,
-)
-from protocol.errors import ErrorCode, KafkaError
+from controller.model import PartitionRegistration
+from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
-from protocol.types import BrokerId, ControllerEpoch, LeaderEpoch
+from protocol.types import BrokerId, LeaderEpoch, Offset
+from tests.support.controller import SharedController
 
 TP = TopicPartition("orders", 0)
-
-
-class SharedController:
-    """One image for every broker; `held` brokers get no images until released."""
-
-    def __init__(self) -> None:
-        self.image = ClusterImage(
-            "test-cluster",
-            BrokerId(1),
-            ControllerEpoch(1),
-            MappingProxyType({}),
-            MappingProxyType({}),
-        )
-        self.views: dict[BrokerId, View] = {}
-        self.held: set[BrokerId] = set()
-
-    def attach(self, registration: BrokerRegistration) -> View:
-        view = View(self, registration.broker_id)
-        self.views[registration.broker_id] = view
-        self.image = replace(
-            self.image,
-            brokers=MappingProxyType(
-                {**self.image.brokers, registration.broker_id: registration}
-            ),
-        )
-        return view
-
-    def publish(self, image: ClusterImage) -> None:
-        self.image = image
-        for view in self.views.values():
-            if view.broker_id not in self.held:
-                view.deliver(image)
-
-    def release(self, broker_id: BrokerId) -> None:
-        self.held.discard(broker_id)
-        self.views[broker_id].deliver(self.image)
-
-    def set_partition(self, tp: TopicPartition, reg: PartitionRegistration) -> None:
-        topic = self.image.topics.get(tp.topic) or TopicRegistration(
-            tp.topic, uuid.uuid4(), MappingProxyType({})
-        )
-        topic = replace(
-            topic, partitions=MappingProxyType({**topic.partitions, tp.partition: reg})
-        )
-        self.publish(
-            replace(
-                self.image,
-                topics=MappingProxyType({**self.image.topics, tp.topic: topic}),
-            )
-        )
-
-    def reg(self, tp: TopicPartition) -> PartitionRegistration:
-        found = self.image.partition(tp.topic, tp.partition)
-        assert found is not None
-        return found
-
-
-class View:
-    def __init__(self, shared: SharedController, broker_id: BrokerId) -> None:
-        self.shared = shared
-        self.broker_id = broker_id
-        self.listeners: list[ImageListener] = []
-        self.seen: ClusterImage | None = None
-
-    @property
-    def image(self) -> ClusterImage:
-        return self.seen or self.shared.image
-
-    def deliver(self, image: ClusterImage) -> None:
-        old, self.seen = self.seen, image
-        for listener in self.listeners:
-            listener(old, image)
-
-    def subscribe(self, listener: ImageListener) -> None:
-        self.listeners.append(listener)
-        self.seen = self.shared.image
-        listener(None, self.shared.image)
-
-    async def start(self) -> None:
-        pass
-
-    async def stop(self) -> None:
-        pass
-
-    async def create_topics(
-        self, topics: Any, *, validate_only: bool = False
-    ) -> dict[str, KafkaError | None]:
-        return {
-            t.name: KafkaError(ErrorCode.invalid_request, "test controller")
-            for t in topics
-        }
-
-    async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
-        return 1000 * broker_id
-
-    async def alter_partition(
-        self,
-        topic: str,
-        partition: int,
-        broker_id: BrokerId,
-        proposed: PartitionRegistration,
-    ) -> PartitionRegistration:
-        if self.broker_id in self.shared.held:
-            raise KafkaError(ErrorCode.request_timed_out, "cut off from the controller")
-        current = self.shared.reg(TopicPartition(topic, partition))
-        if current.leader != broker_id or current.leader_epoch != proposed.leader_epoch:
-            raise KafkaError(ErrorCode.fenced_leader_epoch)
-        if current.partition_epoch != proposed.partition_epoch:
-            raise KafkaError(ErrorCode.invalid_update_version)
-        committed = replace(proposed, partition_epoch=current.partition_epoch + 1)
-        self.shared.set_partition(TopicPartition(topic, partition), committed)
-        return committed
 
 
 async def wait_for(
@@ -161,9 +42,11 @@ async def wait_for(
 
 
 def log_bytes(b: Broker, tp: TopicPartition = TP) -> bytes:
-    log_ = b.replica_manager.partitions[tp].log
-    info = log_.read(log_.log_start_offset, 1 << 30, None)
-    return b"" if info.records is None else info.records.read_bytes()
+    partition = b.replica_manager.partitions[tp]
+    info = partition.read_records(
+        partition.log_start_offset, 1 << 30, FetchIsolation.LOG_END, fetch_only_from_leader=False
+    ).info
+    return b"" if info is None or info.records is None else info.records.read_bytes()
 
 
 @pytest.fixture
@@ -250,9 +133,9 @@ def test_replicate_zombie_fenced_and_truncated(cluster: Callable[[], Any]) -> No
                     [(TP, batch(4))], -1, 5000
                 )
                 assert result[TP].error == ErrorCode.none, result
-            assert b2.replica_manager.partitions[TP].log.log_end_offset == 18
+            assert b2.replica_manager.partitions[TP].log_end_offset == 18
             assert (
-                b1.replica_manager.partitions[TP].log.log_end_offset == 14
+                b1.replica_manager.partitions[TP].log_end_offset == 14
             )  # 10 + 3 + 1 zombie
 
             # b1 learns of epoch 2: it truncates its zombie tail at 10 and copies b2's log
@@ -261,7 +144,7 @@ def test_replicate_zombie_fenced_and_truncated(cluster: Callable[[], Any]) -> No
                 lambda: log_bytes(b1) == log_bytes(b2),
                 what="zombie truncated and caught up",
             )
-            epochs = b1.replica_manager.partitions[TP].log.leader_epoch_cache.entries()
+            epochs = b1.replica_manager.partitions[TP]._log.leader_epoch_cache.entries()
             assert epochs == [(1, 0), (2, 10)]
             # and it rejoins the ISR through alter_partition
             await wait_for(
@@ -288,10 +171,7 @@ def test_lagging_follower_leaves_isr_and_min_isr_holds(
             result = await b1.replica_manager.append_records([(TP, batch(2))], -1, 5000)
             assert result[TP].error == ErrorCode.none
             # the follower stops fetching (its fetchers are gone)
-            fetchers = b2.replica_manager.fetcher_manager
-            assert fetchers is not None
-            b2.replica_manager.fetcher_manager = None
-            await fetchers.shutdown()
+            await b2.replica_manager.fetcher_manager.shutdown()
             pending = asyncio.create_task(
                 b1.replica_manager.append_records([(TP, batch(1))], -1, 5000)
             )
@@ -327,7 +207,7 @@ def test_follower_behind_leader_log_start_restarts_there(
             )
             for _ in range(3):
                 await b1.replica_manager.append_records([(TP, batch(2))], -1, 5000)
-            b1.replica_manager.partitions[TP].log.maybe_increment_log_start_offset(4)
+            b1.replica_manager.partitions[TP].delete_records_on_leader(Offset(4))
             shared.set_partition(
                 TP,
                 PartitionRegistration(
@@ -339,10 +219,10 @@ def test_follower_behind_leader_log_start_restarts_there(
                 what="b2 hosts the partition",
             )
             await wait_for(
-                lambda: b2.replica_manager.partitions[TP].log.log_end_offset == 6,
+                lambda: b2.replica_manager.partitions[TP].log_end_offset == 6,
                 what="b2 caught up",
             )
-            assert b2.replica_manager.partitions[TP].log.log_start_offset == 4
+            assert b2.replica_manager.partitions[TP].log_start_offset == 4
             await wait_for(lambda: shared.reg(TP).isr == ids, what="b2 joins the ISR")
         finally:
             for b in brokers.values():

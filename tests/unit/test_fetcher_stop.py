@@ -11,18 +11,16 @@ tests/cluster/test_chaos.py: every clean restart under traffic was a SIGKILL aft
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
-from typing import Any
 
 from broker.replication.fetcher import ReplicaFetcher
-from broker.replication.fetcher_manager import FetcherSettings
+from broker.replication.settings import FetcherSettings
 from protocol.types import BrokerId
 
 
 def test_stop_ends_the_fetcher_when_wait_for_swallows_the_cancellation() -> None:
     async def run() -> int:
-        manager: Any = SimpleNamespace(settings=FetcherSettings(broker_id=BrokerId(1), listener_name="REPLICATION"))
-        fetcher = ReplicaFetcher(manager, BrokerId(2), 0)
+        settings = FetcherSettings(broker_id=BrokerId(1), listener_name="REPLICATION")
+        fetcher = ReplicaFetcher(settings, BrokerId(2), 0, lambda tp: None, lambda broker_id: None)
         reads: list[asyncio.Future[bytes]] = []
 
         async def run_once() -> None:  # one round: a long-poll read as LeaderClient.request does it

@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kio.serial._introspect import (
+
+from protocol import messages
+from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,
     classify_field,
     get_schema_field_type,
 )
-
-from protocol import messages
 from protocol.prescan import LengthError, check_lengths
 from protocol.records import NewRecord, build_batch
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.log.config import LogConfig
+from broker.config import LogConfig
 from broker.log.validation import (
     CheckedRecords,
     check_records,
@@ -410,9 +410,9 @@ def test_max_timestamp_and_timestamp_type_are_rewritten_as_kafka_does() -> None:
     result = check_records(producer_lat, LogConfig(), NOW)
     assert result.batches[0].header.timestamp_type is TimestampType.CREATE_TIME
     assert result.batches[0].header.max_timestamp == NOW
-    assert result.batches[0].header.crc == compute_crc(result, 0, len(result))
+    assert result.batches[0].header.crc == compute_crc(result.data, 0, len(result))
     untouched = batch(record(), 1, base_timestamp=NOW, max_timestamp=NOW)
-    assert check_records(untouched, LogConfig(), NOW) == untouched
+    assert check_records(untouched, LogConfig(), NOW).data == untouched
 
 
 def test_recompression_streams_and_gives_up_past_max_message_bytes() -> None:
@@ -421,7 +421,7 @@ def test_recompression_streams_and_gives_up_past_max_message_bytes() -> None:
     stored = check_records(sent, LogConfig(compression_type="gzip"), NOW)
     header = stored.batches[0].header
     assert header.compression is CompressionType.GZIP
-    assert [(r.key, r.value) for r in decode_records(stored, 0, header)] == [(r.key, r.value) for r in items]
+    assert [(r.key, r.value) for r in decode_records(stored.data, 0, header)] == [(r.key, r.value) for r in items]
     with pytest.raises(KafkaError) as info:
         check_records(sent, LogConfig(compression_type="uncompressed", max_message_bytes=100_000), NOW)
     assert info.value.code == ErrorCode.message_too_large

@@ -7,6 +7,7 @@ the handler's version, and the handler's response must convert down to it and en
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,19 +80,27 @@ def test_delete_topics_old_versions_keep_their_topic_names() -> None:
         assert [t.name for t in upgraded.topics] == ["a", "b"]
 
 
-def test_declarations_read_from_the_sources_equal_the_registrations() -> None:
-    """ApiVersions answers from `declared()` (read without importing the handlers); importing
-    every handler (HANDLERS above) would have raised on any difference, and here is the check."""
+def test_every_handler_module_is_in_the_versions_table_and_says_the_same() -> None:
+    """broker/handlers/versions.py is the one place versions are written: every api_NN_*.py
+    module has its row, registers under it, and its opening comment names the same versions."""
     declared = registry.declared()
+    modules = sorted(p.stem for p in (ROOT / "broker" / "handlers").glob("api_*.py"))
+    assert sorted(d.module.rsplit(".", 1)[1] for d in declared.values()) == modules
     assert set(declared) == set(HANDLERS)
     for key, d in declared.items():
-        assert (d.api_key, d.min_version, d.max_version) == (key, HANDLERS[key].min_version, HANDLERS[key].max_version)
-        assert d.module == HANDLERS[key].handle.__module__
+        handler = HANDLERS[key]
+        assert (handler.min_version, handler.max_version) == (d.min_version, d.max_version)
+        assert d.module == handler.handle.__module__
+        source = (ROOT / "broker" / "handlers" / (d.module.rsplit(".", 1)[1] + ".py")).read_text()
+        assert re.search(rf"^API_KEY = {key}$", source, re.MULTILINE), d.module
+        first = source.splitlines()[0]
+        said = f"version {d.min_version}" if d.min_version == d.max_version else f"versions {d.min_version}-{d.max_version}"
+        assert f"(key {key}), {said}" in first, f"{d.module}: opening comment {first!r} does not say {said}"
 
 
-def test_a_registration_its_module_does_not_declare_is_refused() -> None:
-    with pytest.raises(RuntimeError, match="API key 9999 registers versions 0-1"):
-        registry.api(9999, 0, 1)(HANDLERS[18].handle)
+def test_a_registration_its_row_does_not_name_is_refused() -> None:
+    with pytest.raises(RuntimeError, match="API key 9999 registered by"):
+        registry.api(9999)(HANDLERS[18].handle)
     assert registry.get(9999) is None
 
 

@@ -16,11 +16,13 @@ from test_log_support import TP, batch, close_opened_logs, open_log  # noqa: F40
 from broker.log.epoch_cache import LeaderEpochFileCache
 from broker.replication.fetcher import Truncation, truncation_offset
 from broker.replication.isr import IsrManager
-from broker.replication.partition import Partition, PartitionRole
+from broker.replication.partition import AlterIsr, Partition, PartitionRole
 from broker.replication.replica_manager import ReplicaManager
-from controller.model import ClusterImage, PartitionRegistration, TopicRegistration
+from broker.replication.settings import FetcherSettings, IsrSettings
+from controller.model import BrokerRegistration, ClusterImage, PartitionRegistration, TopicRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import BrokerId, ControllerEpoch, LeaderEpoch, Offset
+from tests.support.controller import SharedController, View
 
 B1, B2, B3 = BrokerId(1), BrokerId(2), BrokerId(3)
 LAG = 10_000
@@ -105,42 +107,28 @@ def test_empty_follower_never_moves_forward(tmp_path: Path) -> None:
 # -- leader side -----------------------------------------------------------------------------------
 
 
-class TinyController:
-    """alter_partition with compare-and-set on partition_epoch; nothing else (tests only)."""
+def controller_for(reg: PartitionRegistration) -> tuple[SharedController, View]:
+    """The controller double holding `reg` for TP, and the leader's (B1's) view of it."""
+    shared = SharedController()
+    view = shared.attach(BrokerRegistration(B1, (), None))
+    shared.set_partition(TP, reg)
+    return shared, view
 
-    def __init__(self, reg: PartitionRegistration) -> None:
-        self.reg = reg
-        self.calls: list[PartitionRegistration] = []
-        self.fail_with: KafkaError | None = None
-        self.listeners: list = []
 
-    async def alter_partition(
-        self,
-        topic: str,
-        partition: int,
-        broker_id: BrokerId,
-        proposed: PartitionRegistration,
-    ) -> PartitionRegistration:
-        self.calls.append(proposed)
-        await asyncio.sleep(0)
-        if self.fail_with is not None:
-            raise self.fail_with
-        if (
-            broker_id != self.reg.leader
-            or proposed.leader_epoch != self.reg.leader_epoch
-        ):
-            raise KafkaError(ErrorCode.fenced_leader_epoch)
-        if proposed.partition_epoch != self.reg.partition_epoch:
-            raise KafkaError(ErrorCode.invalid_update_version)
-        self.reg = replace(proposed, partition_epoch=self.reg.partition_epoch + 1)
-        return self.reg
+def isr_manager(view: View, partitions: list[Partition], **settings: object) -> IsrManager:
+    """An ISR manager sending `partitions`' ISR changes to `view`."""
+    config = {"replica_lag_time_max_ms": LAG, **settings}
+    return IsrManager(view.alter_partition, lambda: partitions, lambda p: None, IsrSettings(**config))  # type: ignore[arg-type]
 
 
 def leader_partition(
-    tmp_path: Path, isr: tuple[BrokerId, ...] = (B1, B2, B3), **config: object
+    tmp_path: Path,
+    isr: tuple[BrokerId, ...] = (B1, B2, B3),
+    alter_isr: AlterIsr | None = None,
+    **config: object,
 ) -> Partition:
     log_ = open_log(tmp_path / "orders-0", **config)
-    partition = Partition(TP, B1, log_)
+    partition = Partition(TP, B1, log_, alter_isr=alter_isr)
     assert partition.make_leader(
         PartitionRegistration((B1, B2, B3), isr, B1, LeaderEpoch(3), 7)
     )
@@ -196,24 +184,15 @@ def test_caught_up_time_follows_kafkas_rules(tmp_path: Path) -> None:
 
 def test_shrink_then_expand_through_controller(tmp_path: Path) -> None:
     async def main() -> None:
-        p = leader_partition(tmp_path)
-        controller = TinyController(
-            PartitionRegistration((B1, B2, B3), (B1, B2, B3), B1, LeaderEpoch(3), 7)
-        )
-        rm = ReplicaManager.__new__(
-            ReplicaManager
-        )  # only .partitions and the purgatories are used
-        from broker.replication.purgatory import Purgatory
-
-        rm.partitions = {TP: p}
-        rm.delayed_produce = Purgatory("produce")
-        rm.delayed_fetch = Purgatory("fetch")
-        isr = IsrManager(rm, controller.alter_partition, replica_lag_time_max_ms=LAG)
+        shared, view = controller_for(PartitionRegistration((B1, B2, B3), (B1, B2, B3), B1, LeaderEpoch(3), 7))
+        partitions: list[Partition] = []
+        isr = isr_manager(view, partitions)
+        p = leader_partition(tmp_path, alter_isr=isr.submit)
+        partitions.append(p)
         t0 = p.replica_state(B2).last_caught_up_time_ms
         end = append(p, 4)
         p.update_follower_fetch_state(B2, end, t0 + 10, end)
         p.update_follower_fetch_state(B3, Offset(0), t0 + 10, end)
-        p.maybe_increment_high_watermark()
         assert p.high_watermark == 0
 
         # B3 stuck at 0 for longer than the lag: proposed out; HW waits until committed
@@ -224,22 +203,14 @@ def test_shrink_then_expand_through_controller(tmp_path: Path) -> None:
         await asyncio.sleep(0.01)
         assert p.isr == {B1, B2} and p.pending_isr is None and p.partition_epoch == 8
         assert p.high_watermark == 4
-        assert (
-            controller.calls[0].isr == (B1, B2)
-            and controller.calls[0].partition_epoch == 7
-        )
+        assert shared.calls[0].isr == (B1, B2) and shared.calls[0].partition_epoch == 7
 
-        # B3 catches up to the HW: expansion proposed on its fetch; HW computation includes it
+        # B3 catches up to the HW: its fetch proposes the expansion; the HW computation includes it
         append(p, 2)  # leader at 6, HW 4
         p.update_follower_fetch_state(B3, Offset(4), t0 + LAG + 20, Offset(6))
-        proposal = p.maybe_expand_isr(B3)
-        assert (
-            proposal is not None
-            and proposal.isr == (B1, B2, B3)
-            and proposal.partition_epoch == 8
-        )
-        isr.submit(p, proposal)
+        assert p.pending_isr == {B1, B2, B3} and p.maximal_isr == {B1, B2, B3}
         await asyncio.sleep(0.01)
+        assert shared.calls[1].isr == (B1, B2, B3) and shared.calls[1].partition_epoch == 8
         assert p.isr == {B1, B2, B3} and p.partition_epoch == 9
         await isr.stop()
 
@@ -252,32 +223,23 @@ def test_expand_needs_leader_epoch_start(tmp_path: Path) -> None:
     p = Partition(TP, B1, log_, initial_high_watermark=Offset(5))
     p.make_leader(PartitionRegistration((B1, B2), (B1,), B1, LeaderEpoch(3), 0))
     assert p.leader_epoch_start_offset == 10
-    p.update_follower_fetch_state(
-        B2, Offset(8), 1, Offset(10)
-    )  # past the HW, short of epoch start
-    assert p.maybe_expand_isr(B2) is None
-    p.update_follower_fetch_state(B2, Offset(10), 2, Offset(10))
-    assert p.maybe_expand_isr(B2) is not None
+    p.update_follower_fetch_state(B2, Offset(8), 1, Offset(10))  # past the HW, short of epoch start
+    assert p.pending_isr is None
+    p.update_follower_fetch_state(B2, Offset(10), 2, Offset(10))  # its fetch proposes it
+    assert p.pending_isr == {B1, B2}
 
 
 def test_stale_alter_clears_pending_and_keeps_isr(tmp_path: Path) -> None:
     async def main() -> None:
-        p = leader_partition(tmp_path)
-        controller = TinyController(
-            PartitionRegistration((B1, B2, B3), (B1, B2, B3), B1, LeaderEpoch(3), 9)
-        )
-        rm = ReplicaManager.__new__(ReplicaManager)
-        from broker.replication.purgatory import Purgatory
-
-        rm.partitions = {TP: p}
-        rm.delayed_produce = Purgatory("produce")
-        isr = IsrManager(rm, controller.alter_partition, replica_lag_time_max_ms=LAG)
+        shared, view = controller_for(PartitionRegistration((B1, B2, B3), (B1, B2, B3), B1, LeaderEpoch(3), 9))
+        partitions: list[Partition] = []
+        isr = isr_manager(view, partitions)
+        p = leader_partition(tmp_path, alter_isr=isr.submit)  # partition epoch 7, the controller's 9
+        partitions.append(p)
         t0 = p.replica_state(B2).last_caught_up_time_ms
         assert isr.check_shrink(t0 + LAG + 1) == 1  # neither follower ever fetched
         await asyncio.sleep(0.01)
-        assert (
-            p.isr == {B1, B2, B3} and p.pending_isr is None
-        )  # stale partition epoch 7 != 9
+        assert p.isr == {B1, B2, B3} and p.pending_isr is None  # stale partition epoch 7 != 9
         await isr.stop()
 
     asyncio.run(main())
@@ -358,7 +320,7 @@ def test_replica_manager_follower_fetch_moves_hw_and_completes_acks(
     tmp_path: Path,
 ) -> None:
     """acks=all through the replica manager: a follower fetch at the new LEO completes it."""
-    from broker.log.config import LogConfig
+    from broker.config import LogConfig
     from broker.log.manager import LogManager
     from broker.replication.partition import FetchIsolation
     from broker.replication.replica_manager import FetchRequestPartition
@@ -366,7 +328,11 @@ def test_replica_manager_follower_fetch_moves_hw_and_completes_acks(
     async def main() -> None:
         lm = LogManager([tmp_path / "data"], LogConfig())
         lm.load_logs()
-        rm = ReplicaManager(B1, lm, lambda t: LogConfig(), {})
+        _, view = controller_for(PartitionRegistration((B1, B2), (B1, B2), B1, LeaderEpoch(1), 0))
+        rm = ReplicaManager(
+            B1, lm, lambda t: LogConfig(), {}, alter_partition=view.alter_partition,
+            isr_settings=IsrSettings(), fetcher_settings=FetcherSettings(B1, "PLAINTEXT"),
+        )  # fmt: skip
         reg = PartitionRegistration((B1, B2), (B1, B2), B1, LeaderEpoch(1), 0)
         topic = TopicRegistration("orders", uuid.uuid4(), MappingProxyType({0: reg}))
         image = ClusterImage(
@@ -458,11 +424,11 @@ def test_leader_that_suspects_every_follower_does_not_shrink_to_itself(tmp_path:
 
 
 def test_refused_expansion_is_held_off(tmp_path: Path) -> None:
-    p = leader_partition(tmp_path, isr=(B1, B2))
-    p.update_follower_fetch_state(B3, Offset(0), 1, Offset(0))
-    proposal = p.maybe_expand_isr(B3)
-    assert proposal is not None
-    p.isr_change_failed(proposal, hold_expansion_ms=60_000)  # INELIGIBLE_REPLICA: suspected
+    proposals: list[PartitionRegistration] = []
+    p = leader_partition(tmp_path, isr=(B1, B2), alter_isr=lambda _, proposal: proposals.append(proposal))
+    p.update_follower_fetch_state(B3, Offset(0), 1, Offset(0))  # its fetch proposes it
+    assert [x.isr for x in proposals] == [(B1, B2, B3)]
+    p.isr_change_failed(proposals[0], hold_expansion_ms=60_000)  # INELIGIBLE_REPLICA: suspected
     assert p.pending_isr is None and p.maybe_expand_isr(B3) is None
     p._expansion_held_until_ms = 0  # the hold is over
     assert p.maybe_expand_isr(B3) is not None
@@ -470,18 +436,15 @@ def test_refused_expansion_is_held_off(tmp_path: Path) -> None:
 
 def test_isr_manager_runs_the_check_when_the_detector_suspects(tmp_path: Path) -> None:
     async def main() -> None:
-        from broker.replication.purgatory import Purgatory
-
-        p = leader_partition(tmp_path)
-        controller = TinyController(PartitionRegistration((B1, B2, B3), (B1, B2, B3), B1, LeaderEpoch(3), 7))
-        rm = ReplicaManager.__new__(ReplicaManager)
-        rm.partitions = {TP: p}
-        rm.delayed_produce = Purgatory("produce")
+        shared, view = controller_for(PartitionRegistration((B1, B2, B3), (B1, B2, B3), B1, LeaderEpoch(3), 7))
         suspected: set[BrokerId] = set()
-        isr = IsrManager(
-            rm, controller.alter_partition, replica_lag_time_max_ms=600_000,  # the lag check: never
+        partitions: list[Partition] = []
+        isr = isr_manager(
+            view, partitions, replica_lag_time_max_ms=600_000,  # the lag check: never
             suspected=lambda: frozenset(suspected), suspicion_timeout_ms=0, suspicion_recheck_ms=50,
         )  # fmt: skip
+        p = leader_partition(tmp_path, alter_isr=isr.submit)
+        partitions.append(p)
         isr.start()
         append(p, 2)  # neither follower fetched it
         await asyncio.sleep(0.05)
@@ -489,7 +452,7 @@ def test_isr_manager_runs_the_check_when_the_detector_suspects(tmp_path: Path) -
         suspected.add(B3)
         isr.wake()
         await asyncio.sleep(0.05)
-        assert p.isr == {B1, B2} and controller.calls[0].isr == (B1, B2)
+        assert p.isr == {B1, B2} and shared.calls[0].isr == (B1, B2)
         await isr.stop()
 
     asyncio.run(main())

@@ -1,5 +1,5 @@
 """Leader failover with real clients, three brokers in one process (a background event loop)
-sharing the in-memory test controller of test_fetcher.py. The controller's part of a failover
+sharing one in-memory controller (tests/support/controller.py). The controller's part of a failover
 (detecting the death, electing) is instantaneous here, so the time measured is the data path's:
 clients finding the new leader, followers truncating and fetching from it, the HW moving.
 
@@ -23,7 +23,6 @@ import pytest
 from confluent_kafka import Consumer as CKConsumer
 from confluent_kafka import Producer as CKProducer
 from confluent_kafka import TopicPartition as CKTopicPartition
-from test_fetcher import SharedController, View
 
 import broker.server as server_module
 from broker.config import BrokerConfig
@@ -32,6 +31,7 @@ from controller.model import NewTopic, PartitionRegistration, TopicRegistration
 from protocol.errors import KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, LeaderEpoch
+from tests.support.controller import SharedController, View
 from tests.support.loop_thread import LoopThread
 
 TOPIC = "events"
@@ -268,7 +268,7 @@ def test_leader_failover_keeps_acknowledged_records_and_offsets(cluster: Any) ->
             tp = TopicPartition(TOPIC, p)
             leader = brokers[shared.reg(tp).leader].replica_manager.partitions[tp]
             mine = restarted.replica_manager.partitions.get(tp)
-            if mine is None or mine.log.log_end_offset != leader.log.log_end_offset:
+            if mine is None or mine.log_end_offset != leader.log_end_offset:
                 return False
         return True
 

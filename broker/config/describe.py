@@ -1,0 +1,101 @@
+"""DescribeConfigs answers: each config's value, source, synonyms (in Kafka's order), type and
+documentation, for a broker and for a topic."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from broker.config.broker import BROKER_CONFIGS, CONFIG_DEFS, BrokerConfig, broker_synonyms
+from broker.config.topic import TOPIC_CONFIGS, parse_topic_configs
+from broker.config.values import ConfigSource, render_value
+
+
+class ConfigSynonym(NamedTuple):
+    """One DescribeConfigs synonym: (name, value, source)."""
+
+    name: str
+    value: str | None
+    source: int
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConfig:
+    """One DescribeConfigs result entry (v1-v4). `value` is None for passwords and unset
+    configs; `source` is a ConfigSource; `config_type` a ConfigType."""
+
+    name: str
+    value: str | None
+    read_only: bool
+    source: int
+    is_sensitive: bool
+    synonyms: tuple[ConfigSynonym, ...]
+    config_type: int
+    documentation: str
+
+    @property
+    def is_default(self) -> bool:
+        """DescribeConfigs v0's is_default flag."""
+        return self.source == ConfigSource.DEFAULT_CONFIG
+
+
+def _broker_synonym_entries(config: BrokerConfig, name: str,
+                            sensitive: bool) -> list[ConfigSynonym]:
+    """Kafka's synonym list for broker config `name`: the members of its synonym group set in
+    server.properties, then the members that have a default, with every entry before the
+    first one for `name` itself dropped (so log.retention.ms lists nothing when only
+    log.retention.hours is set or defaulted, exactly as Kafka reports it)."""
+    group = [s.name for s in broker_synonyms(name)]
+    entries: list[ConfigSynonym] = []
+    for member in group:
+        if member in config.overrides:
+            value = None if sensitive else config.overrides[member]
+            entries.append(ConfigSynonym(member, value, ConfigSource.STATIC_BROKER_CONFIG))
+    for member in group:
+        default = CONFIG_DEFS[member].default_string
+        if default is not None:
+            entries.append(ConfigSynonym(member, None if sensitive else default,
+                                         ConfigSource.DEFAULT_CONFIG))
+    while entries and entries[0].name != name:
+        entries.pop(0)
+    return entries
+
+
+def describe_broker_configs(config: BrokerConfig) -> list[DescribedConfig]:
+    """DescribeConfigs entries for the broker resource, sorted by name.
+
+    Each config shows its own value (log.retention.ms is None when only log.retention.hours
+    applies, as in Kafka); the source is that of its first synonym."""
+    out: list[DescribedConfig] = []
+    for name in sorted(BROKER_CONFIGS):
+        d = BROKER_CONFIGS[name]
+        synonyms = _broker_synonym_entries(config, name, d.is_sensitive)
+        value = None if d.is_sensitive else render_value(d.type, config.values[name])
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+        out.append(DescribedConfig(name, value, d.read_only, int(source), d.is_sensitive,
+                                   tuple(synonyms), int(d.type), d.doc))
+    return out
+
+
+def describe_topic_configs(defaults: BrokerConfig,
+                           overrides: Mapping[str, str]) -> list[DescribedConfig]:
+    """DescribeConfigs entries for a topic with the given overrides, sorted by name.
+
+    Synonyms in Kafka's order: the topic's own setting (DYNAMIC_TOPIC_CONFIG), then the broker
+    synonyms set in server.properties (STATIC_BROKER_CONFIG), then their defaults
+    (DEFAULT_CONFIG); the source is that of the first synonym. Raises KafkaError
+    (invalid_config) if an override is not a valid topic config."""
+    typed = {**defaults.topic_defaults(), **parse_topic_configs(overrides, allow_null=True)}
+    out: list[DescribedConfig] = []
+    for name in sorted(TOPIC_CONFIGS):
+        d = TOPIC_CONFIGS[name]
+        value = None if d.is_sensitive else render_value(d.type, typed[name])
+        synonyms: list[ConfigSynonym] = []
+        if overrides.get(name) is not None:
+            synonyms.append(ConfigSynonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        synonyms += _broker_synonym_entries(defaults, d.synonyms[0].name, d.is_sensitive)
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+        out.append(DescribedConfig(name, value, False, int(source), d.is_sensitive,
+                                   tuple(synonyms), int(d.type), d.doc))
+    return out

@@ -1,0 +1,243 @@
+"""Topic configs: `LogConfig`, the per-topic settings the storage layer obeys, declared here with
+Apache Kafka's names, types, defaults and documentation; CreateTopics/AlterConfigs validation;
+a topic's effective config from the broker defaults and its own overrides.
+
+Each field is a topic config with dots as underscores (`retention.ms` -> `retention_ms`). A
+LogConfig is frozen: a topic's config changes by building a new one (`topic_log_config`) and
+assigning it to the log. Defaults apply as in Kafka: a topic's own setting, else the broker config
+it falls back to (`retention.ms` <- `log.retention.ms`, `.minutes`, `.hours`), else Kafka's default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from broker.config.settings import (
+    BOOLEAN,
+    BOTH,
+    CLEANUP,
+    COMPRESSION,
+    DOUBLE,
+    HOUR_MS,
+    INT,
+    LIST,
+    LONG,
+    MINUTE_MS,
+    NO_DOWNCONVERSION,
+    NO_PREALLOCATE,
+    STRING,
+    TIMESTAMP_TYPE,
+    ConfigDef,
+    Range,
+    at_least,
+    definitions,
+    syn,
+    topic_setting,
+)
+from broker.config.values import LONG_MAX, ConfigError
+from protocol.compression import CompressionType
+from protocol.errors import ErrorCode, KafkaError
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Topic-level log settings (the topic configs), with Apache Kafka 4.x's defaults."""
+
+    # ---- broker configs that are also topic configs under the same name ----------------------
+    compression_type: str = topic_setting(STRING, "producer",
+        "The codec batches are stored in: `producer` keeps each batch as the producer compressed "
+        "it (byte for byte); `uncompressed`, `gzip`, `snappy`, `lz4` or `zstd` makes the leader "
+        "rewrite a produced batch in another codec with that one (same records, producer id, epoch "
+        "and sequence); a batch already in it is stored as produced.", COMPRESSION, scope=BOTH)
+    min_insync_replicas: int = topic_setting(INT, 1,
+        "Minimum ISR size for acks=all produce requests.", at_least(1), scope=BOTH)
+    unclean_leader_election_enable: bool = topic_setting(BOOLEAN, False,
+        "Allow replicas outside the ISR to become leader (may lose acknowledged data).", scope=BOTH)
+    # ---- topic configs, with the broker configs they default to ---------------------------------
+    cleanup_policy: str = topic_setting(LIST, ("delete",),
+        "delete, compact, or both.", CLEANUP, synonyms=syn("log.cleanup.policy"))
+    segment_bytes: int = topic_setting(INT, 1_073_741_824,
+        "Segment file size.", at_least(14), synonyms=syn("log.segment.bytes"))
+    segment_ms: int = topic_setting(LONG, 604_800_000,
+        "Roll a segment after this long even if not full.",
+        at_least(1), synonyms=syn("log.roll.ms", ("log.roll.hours", HOUR_MS)))
+    segment_jitter_ms: int = topic_setting(LONG, 0,
+        "Maximum random jitter subtracted from segment.ms.",
+        at_least(0), synonyms=syn("log.roll.jitter.ms", ("log.roll.jitter.hours", HOUR_MS)))
+    segment_index_bytes: int = topic_setting(INT, 10_485_760,
+        "Size of the offset and time index files.",
+        at_least(4), synonyms=syn("log.index.size.max.bytes"))
+    index_interval_bytes: int = topic_setting(INT, 4096,
+        "Bytes between offset index entries.",
+        at_least(0), synonyms=syn("log.index.interval.bytes"))
+    retention_ms: int = topic_setting(LONG, 604_800_000,
+        "Keep segments this long; -1 means forever.",
+        at_least(-1), synonyms=syn("log.retention.ms", ("log.retention.minutes", MINUTE_MS), ("log.retention.hours", HOUR_MS)))
+    retention_bytes: int = topic_setting(LONG, -1,
+        "Largest partition size before old segments are deleted; -1 means no limit.",
+        synonyms=syn("log.retention.bytes"))
+    max_message_bytes: int = topic_setting(INT, 1_048_588,
+        "Largest record batch accepted.", at_least(0), synonyms=syn("message.max.bytes"))
+    flush_messages: int = topic_setting(LONG, LONG_MAX,
+        "fsync after this many messages.",
+        at_least(1), synonyms=syn("log.flush.interval.messages"))
+    flush_ms: int = topic_setting(LONG, LONG_MAX,
+        "fsync when unflushed data is this old.",
+        at_least(0), synonyms=syn("log.flush.interval.ms", "log.flush.scheduler.interval.ms"))
+    file_delete_delay_ms: int = topic_setting(LONG, 60_000,
+        "Delay before deleted segment files are removed.",
+        at_least(0), synonyms=syn("log.segment.delete.delay.ms"))
+    delete_retention_ms: int = topic_setting(LONG, 86_400_000,
+        "How long tombstones are kept on compacted topics.",
+        at_least(0), synonyms=syn("log.cleaner.delete.retention.ms"))
+    min_compaction_lag_ms: int = topic_setting(LONG, 0,
+        "Minimum age before a message may be compacted.",
+        at_least(0), synonyms=syn("log.cleaner.min.compaction.lag.ms"))
+    max_compaction_lag_ms: int = topic_setting(LONG, LONG_MAX,
+        "Maximum time a message stays ineligible for compaction.",
+        at_least(1), synonyms=syn("log.cleaner.max.compaction.lag.ms"))
+    min_cleanable_dirty_ratio: float = topic_setting(DOUBLE, 0.5,
+        "Dirty ratio at which the log is compacted.",
+        Range(0, 1), synonyms=syn("log.cleaner.min.cleanable.ratio"))
+    message_timestamp_type: str = topic_setting(STRING, "CreateTime",
+        "CreateTime or LogAppendTime.",
+        TIMESTAMP_TYPE, synonyms=syn("log.message.timestamp.type"))
+    message_timestamp_before_max_ms: int = topic_setting(LONG, LONG_MAX,
+        "How far in the past a record timestamp may be.",
+        at_least(0), synonyms=syn("log.message.timestamp.before.max.ms"))
+    message_timestamp_after_max_ms: int = topic_setting(LONG, 3_600_000,
+        "How far in the future a record timestamp may be.",
+        at_least(0), synonyms=syn("log.message.timestamp.after.max.ms"))
+    message_downconversion_enable: bool = topic_setting(BOOLEAN, True,
+        NO_DOWNCONVERSION, synonyms=syn("log.message.downconversion.enable"))
+    preallocate: bool = topic_setting(BOOLEAN, False,
+        NO_PREALLOCATE, synonyms=syn("log.preallocate"))
+
+    @property
+    def compact(self) -> bool:
+        """True when cleanup.policy includes `compact`."""
+        return "compact" in _policies(self.cleanup_policy)
+
+    @property
+    def delete(self) -> bool:
+        """True when cleanup.policy includes `delete` (time and size retention apply)."""
+        return "delete" in _policies(self.cleanup_policy)
+
+    @property
+    def max_segment_ms(self) -> int:
+        """How long the active segment may stay open (Kafka's LogConfig.maxSegmentMs): segment.ms,
+        or max.compaction.lag.ms when that is shorter on a compacted topic (KIP-354), so records
+        become cleanable in time."""
+        if self.compact and 0 < self.max_compaction_lag_ms < self.segment_ms:
+            return self.max_compaction_lag_ms
+        return self.segment_ms
+
+    @property
+    def log_append_time(self) -> bool:
+        """True when message.timestamp.type is LogAppendTime."""
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def target_compression(self) -> CompressionType | None:
+        """The codec compression.type stores batches in; None for `producer` (as produced)."""
+        return _TARGET_COMPRESSION.get(self.compression_type)
+
+    @property
+    def max_offset_index_entries(self) -> int:
+        """How many 8-byte entries fit in segment.index.bytes."""
+        return max(1, self.segment_index_bytes // 8)
+
+    @property
+    def max_time_index_entries(self) -> int:
+        """How many 12-byte entries fit in segment.index.bytes."""
+        return max(1, self.segment_index_bytes // 12)
+
+
+_TARGET_COMPRESSION = {
+    "uncompressed": CompressionType.NONE,
+    "gzip": CompressionType.GZIP,
+    "snappy": CompressionType.SNAPPY,
+    "lz4": CompressionType.LZ4,
+    "zstd": CompressionType.ZSTD,
+}
+
+
+def _policies(value: str) -> set[str]:
+    return {p.strip() for p in value.split(",") if p.strip()}
+
+
+def _finish(d: ConfigDef) -> ConfigDef:
+    """A topic config without broker synonyms (compression.type) is its own synonym."""
+    return d if d.synonyms else dataclasses.replace(d, synonyms=syn(d.name))
+
+
+TOPIC_CONFIGS: Mapping[str, ConfigDef] = MappingProxyType(
+    {d.name: d for d in map(_finish, definitions(LogConfig))})
+"""Configs a topic may override (CreateTopics, AlterConfigs), by name."""
+
+
+def build_log_config(base: LogConfig, typed: Mapping[str, object]) -> LogConfig:
+    """`base` with the topic configs in `typed` (name -> typed value) replaced; a LIST value
+    becomes its comma-joined string, as LogConfig holds it (cleanup_policy)."""
+    changes = {
+        name.replace(".", "_"): ",".join(value) if isinstance(value, tuple) else value
+        for name, value in typed.items()
+    }
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def parse_topic_configs(configs: Mapping[str, str | None], *,
+                         allow_null: bool) -> dict[str, object]:
+    """Parse topic overrides (None values skipped); raise KafkaError(invalid_config)."""
+    unknown = [k for k in configs if k not in TOPIC_CONFIGS]
+    if unknown:
+        raise KafkaError(ErrorCode.invalid_config, f"Unknown topic config name: {unknown[0]}")
+    nulls = [k for k, v in configs.items() if v is None]
+    if nulls and not allow_null:
+        raise KafkaError(ErrorCode.invalid_config,
+                         f"Null value not supported for topic configs: {','.join(nulls)}")
+    typed: dict[str, object] = {}
+    for key, raw in configs.items():
+        if raw is None:
+            continue
+        try:
+            typed[key] = TOPIC_CONFIGS[key].parse(raw)
+        except ConfigError as e:
+            raise KafkaError(ErrorCode.invalid_config, str(e)) from None
+    return typed
+
+
+def _check_compaction_lag(min_lag: object, max_lag: object) -> None:
+    assert isinstance(min_lag, int) and isinstance(max_lag, int)
+    if min_lag > max_lag:
+        raise KafkaError(ErrorCode.invalid_config,
+                         f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+                         f"max.compaction.lag.ms ({max_lag})")
+
+
+def validate_topic_configs(configs: Mapping[str, str | None], *, allow_null: bool = True) -> None:
+    """Check topic config overrides from CreateTopics / AlterConfigs.
+
+    Raises `KafkaError(ErrorCode.invalid_config, msg)` with Kafka's wording for an unknown name
+    (`Unknown topic config name: x`), a value of the wrong type or out of range
+    (`Invalid value -2 for configuration retention.ms: Value must be at least -1`), or
+    min.compaction.lag.ms above max.compaction.lag.ms. A None value means "remove the
+    override" and passes unless `allow_null` is False (CreateTopics rejects nulls).
+    """
+    typed = parse_topic_configs(configs, allow_null=allow_null)
+    _check_compaction_lag(
+        typed.get("min.compaction.lag.ms", TOPIC_CONFIGS["min.compaction.lag.ms"].default),
+        typed.get("max.compaction.lag.ms", TOPIC_CONFIGS["max.compaction.lag.ms"].default))
+
+
+def topic_log_config(defaults: LogConfig, overrides: Mapping[str, str | None]) -> LogConfig:
+    """`defaults` (usually `BrokerConfig.log_config()`) with a topic's overrides applied.
+
+    Raises KafkaError(invalid_config) like `validate_topic_configs`; None values are ignored.
+    """
+    config = build_log_config(defaults, parse_topic_configs(overrides, allow_null=True))
+    _check_compaction_lag(config.min_compaction_lag_ms, config.max_compaction_lag_ms)
+    return config

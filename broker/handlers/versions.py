@@ -1,0 +1,41 @@
+"""The API keys and versions this broker serves: the one place they are written.
+
+`key: (handler module, min version, max version)`. ApiVersions is answered from this table before
+any handler module is imported (importing them all and their kio schemas is about 40% of a cold
+start); each handler registers with `@registry.api(API_KEY)` and takes its range from here, and
+tests/unit/test_registry.py checks that every `api_NN_*.py` module is listed, that its API_KEY is
+its row's and that its opening comment names the same versions. Raising a max version here is
+the whole of advertising it: do it only once the handler serves that version completely.
+"""
+
+from __future__ import annotations
+
+SERVED: dict[int, tuple[str, int, int]] = {
+    0: ('api_00_produce', 0, 11),
+    1: ('api_01_fetch', 4, 12),
+    2: ('api_02_list_offsets', 1, 9),
+    3: ('api_03_metadata', 0, 12),
+    8: ('api_08_offset_commit', 2, 9),
+    9: ('api_09_offset_fetch', 1, 9),
+    10: ('api_10_find_coordinator', 0, 4),
+    11: ('api_11_join_group', 0, 9),
+    12: ('api_12_heartbeat', 0, 4),
+    13: ('api_13_leave_group', 0, 5),
+    14: ('api_14_sync_group', 0, 5),
+    15: ('api_15_describe_groups', 0, 5),
+    16: ('api_16_list_groups', 0, 5),
+    18: ('api_18_api_versions', 0, 4),
+    19: ('api_19_create_topics', 2, 7),
+    20: ('api_20_delete_topics', 1, 6),
+    21: ('api_21_delete_records', 0, 2),
+    22: ('api_22_init_producer_id', 0, 5),
+    23: ('api_23_offset_for_leader_epoch', 2, 4),
+    32: ('api_32_describe_configs', 1, 4),
+    33: ('api_33_alter_configs', 0, 2),
+    37: ('api_37_create_partitions', 0, 3),
+    42: ('api_42_delete_groups', 0, 2),
+    44: ('api_44_incremental_alter_configs', 0, 1),
+    47: ('api_47_offset_delete', 0, 0),
+    60: ('api_60_describe_cluster', 0, 2),
+    75: ('api_75_describe_topic_partitions', 0, 0),
+}

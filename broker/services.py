@@ -1,0 +1,34 @@
+"""What request handlers may use: the broker's services, each built with what it needs.
+
+Handlers reach these through `RequestContext.services` and nothing else: never the `Broker`
+(the process's wiring, listeners and lifecycle). Each service is constructed with its own
+collaborators (constructor injection, see `Broker.start`), so none of them knows the broker
+either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.config import BrokerConfig
+from broker.coordinator.coordinator import GroupCoordinator
+from broker.producer_ids import ProducerIdManager
+from broker.replication.replica_manager import ReplicaManager
+from broker.topic_creation import AutoTopicCreator
+from controller.interface import Controller
+from protocol.types import BrokerId
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerServices:
+    broker_id: BrokerId
+    config: BrokerConfig
+    """The broker's configuration (read only)."""
+    controller: Controller
+    """The cluster metadata image and the admin writes (topics, partitions, configs)."""
+    replica_manager: ReplicaManager
+    """The partitions this broker hosts: produce, fetch, offsets, records deletion."""
+    group_coordinator: GroupCoordinator
+    producer_ids: ProducerIdManager
+    topic_creator: AutoTopicCreator
+    """Topics created on first use (Metadata with auto-creation)."""
