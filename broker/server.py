@@ -86,6 +86,7 @@ class Broker:
             high_watermark_checkpoint_interval_ms=(
                 self.config.replica_high_watermark_checkpoint_interval_ms),
             cleaner_config=CleanerConfig.from_broker_config(self.config),
+            io_threads=self.config.num_io_threads,
         )
         await asyncio.to_thread(self.log_manager.load_logs)
         hw_checkpoints = self.log_manager.read_high_watermarks()

@@ -173,7 +173,10 @@ class BrokerConfig:
         "Accepted for compatibility; Samsa serves all connections on one asyncio loop.",
         at_least(1), read_only=False)
     num_io_threads: int = setting(INT, 8,
-        "Accepted for compatibility; Samsa handles requests on one asyncio loop.",
+        "The threads that write appends to the logs while the disk is slow (a write over 5 ms "
+        "sends writes there for 10 s), so that a slow disk holds up the partitions it writes and "
+        "not the event loop; requests are handled on one asyncio loop (Kafka: the request "
+        "handler threads).",
         at_least(1), read_only=False)
     background_threads: int = setting(INT, 10,
         "Accepted for compatibility; Samsa runs background work (retention, flushes, checkpoints, "

@@ -346,7 +346,7 @@ class ReplicaFetcher:
             latest = partition.latest_epoch
             if latest is None:
                 # nothing known about epochs here: only the HW is known to be on the leader
-                self._cut(partition, Offset(partition.high_watermark), "no local epoch")
+                await self._cut(partition, Offset(partition.high_watermark), "no local epoch")
                 self._to_fetching(st, partition)
                 continue
             asked[st.tp] = (st, latest)
@@ -395,7 +395,7 @@ class ReplicaFetcher:
                     partition.log_end_offset,
                     partition.high_watermark,
                 )
-                self._cut(
+                await self._cut(
                     partition,
                     decision.offset,
                     f"epoch {sent_epoch}: leader epoch {answer.leader_epoch} ends at {answer.end_offset}",
@@ -403,13 +403,13 @@ class ReplicaFetcher:
                 if decision.completed:
                     self._to_fetching(st, partition)
 
-    def _cut(self, partition: Partition, offset: Offset, reason: str) -> None:
+    async def _cut(self, partition: Partition, offset: Offset, reason: str) -> None:
         if offset < partition.log_end_offset:
             log.info(
                 "truncating follower topic=%s partition=%d from=%d to=%d reason=%s",
                 partition.tp.topic, partition.tp.partition, partition.log_end_offset, offset, reason,
             )  # fmt: skip
-        partition.truncate_to(offset)
+        await partition.truncate_to(offset)
 
     # -- fetching --------------------------------------------------------------------------------
 
@@ -479,9 +479,9 @@ class ReplicaFetcher:
                     or st.fetch_offset != offset
                 ):
                     continue
-                self._apply_fetched(st, partition, offset, data)
+                await self._apply_fetched(st, partition, offset, data)
 
-    def _apply_fetched(
+    async def _apply_fetched(
         self,
         st: PartitionFetchState,
         partition: Partition,
@@ -498,7 +498,7 @@ class ReplicaFetcher:
             records = data.records  # type: ignore[attr-defined]
             if records:
                 try:
-                    partition.append_records_to_follower(records)
+                    await partition.append_records_to_follower(records)
                 except KafkaError as e:
                     log.error(
                         "follower append failed topic=%s partition=%d offset=%d error=%s message=%s",
@@ -517,7 +517,7 @@ class ReplicaFetcher:
                     "follower behind leader's log start topic=%s partition=%d fetch_offset=%d leader_log_start=%d",
                     tp.topic, tp.partition, offset, leader_start,
                 )  # fmt: skip
-                partition.truncate_fully_and_start_at(Offset(leader_start))
+                await partition.truncate_fully_and_start_at(Offset(leader_start))
                 st.fetch_offset = partition.log_end_offset
             else:
                 st.state = FetchState.TRUNCATING

@@ -114,8 +114,11 @@ class ReplicaManager:
         self.isr_manager.start()
 
     async def shutdown(self) -> None:
-        """Stop fetching and checking, and end every waiting produce and fetch."""
+        """Stop fetching and checking, let every append in progress end, and end every waiting
+        produce and fetch."""
         await self.fetcher_manager.shutdown()
+        for partition in list(self.partitions.values()):
+            await partition.quiesce()
         await self.isr_manager.stop()
         self._record_checker.shutdown()
         self.delayed_fetch.wake_all()
@@ -155,6 +158,7 @@ class ReplicaManager:
                         initial_high_watermark=Offset(self._initial_hw.pop(tp, 0)),
                         on_high_watermark=self._on_high_watermark,
                         alter_isr=self.isr_manager.submit,
+                        writer=self.log_manager.writer,
                     )
                     self.partitions[tp] = partition
                 elif config_changed:
@@ -228,7 +232,7 @@ class ReplicaManager:
 
     # -- produce -------------------------------------------------------------------------------
 
-    def append_local(
+    async def append_local(
         self,
         entries: Iterable[tuple[TopicPartition, CheckedRecords | bytes | memoryview]],
         required_acks: int,
@@ -237,7 +241,7 @@ class ReplicaManager:
         for tp, records in entries:
             try:
                 partition = self.get_partition(tp)
-                info = partition.append_records_to_leader(records, required_acks)
+                info = await partition.append_records_to_leader(records, required_acks)
                 results[tp] = ProduceResult(ErrorCode.none, info)
                 self.delayed_fetch.check_and_complete(tp)
             except KafkaError as e:
@@ -253,7 +257,7 @@ class ReplicaManager:
         """Kafka's appendRecords: check each leader partition's records (the record checker, off
         the loop when large), append them, and for acks=all wait until the HW covers them."""
         checked, rejected = await self._check_records(entries)
-        results = self.append_local(checked, required_acks)
+        results = await self.append_local(checked, required_acks)
         results.update(rejected)
         if required_acks != -1:
             return results
