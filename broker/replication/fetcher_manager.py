@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from broker.metrics.stats import BrokerTopicStats
 from broker.replication.partition import Partition, PartitionRole
 from broker.replication.settings import FetcherSettings
 from controller.model import ClusterImage, Endpoint
@@ -52,6 +53,8 @@ class ReplicaFetcherManager:
     fetchers: dict[tuple[BrokerId, int], ReplicaFetcher] = field(default_factory=dict)
     _assigned: dict[TopicPartition, _Assignment] = field(default_factory=dict)
     closed: bool = False
+    stats: BrokerTopicStats = field(default_factory=BrokerTopicStats)
+    """The broker's BrokerTopicMetrics: the fetchers count ReplicationBytesIn."""
 
     def update(
         self, image: ClusterImage, partitions: Mapping[TopicPartition, Partition]
@@ -83,7 +86,7 @@ class ReplicaFetcherManager:
                 )
 
                 fetcher = self.fetchers[key] = ReplicaFetcher(
-                    self.settings, leader, key[1], self.partition, self.endpoint
+                    self.settings, leader, key[1], self.partition, self.endpoint, stats=self.stats
                 )
                 fetcher.start()
             fetcher.add(tp, leader, epoch)
@@ -101,6 +104,10 @@ class ReplicaFetcherManager:
         """Where a leader's inter-broker listener is, from the latest image."""
         broker = self.image.brokers.get(broker_id) if self.image is not None else None
         return None if broker is None else broker.endpoint(self.settings.listener_name)
+
+    def max_lag(self) -> int:
+        """The largest replica lag over every followed partition (Kafka's MaxLag)."""
+        return max((lag for f in list(self.fetchers.values()) for _, lag in f.lags()), default=0)
 
     async def shutdown(self) -> None:
         self.closed = True
