@@ -43,12 +43,13 @@ def to_metrics(family: Family) -> list[Metric]:
         for labels, value in family.samples:
             gauge.add_sample(family.name, dict(labels), value)
         return [gauge]
+    # a summary: Strimzi's `..._count` counter rule, which the JMX exporter 1.x names `..._count_total`
     quantiles = Metric(family.name, family.doc, "gauge")
     count = Metric(f"{family.name}_count", family.doc, "counter")
     for labels, values, n in family.summaries:
         for (_, quantile), value in zip(QUANTILES, values):
             quantiles.add_sample(family.name, {**dict(labels), "quantile": quantile}, value)
-        count.add_sample(f"{family.name}_count", dict(labels), n)
+        count.add_sample(f"{family.name}_count_total", dict(labels), n)
     return [quantiles, count]
 
 

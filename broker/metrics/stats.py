@@ -210,7 +210,8 @@ class RequestMetrics:
         remote_s: float,
         request_bytes: int,
     ) -> None:
-        """One request (monotonic seconds): its frame `received` whole, its handling `started`,
+        """One request under each of `names` (the API's name last; Fetch is also FetchConsumer or
+        FetchFollower), in monotonic seconds: its frame `received` whole, its handling `started`,
         its response encoded and `sending`, and written (`done`); `remote_s` of its handling was
         spent waiting in a purgatory. There is no response queue (the connection's own task
         writes the response at once) and no throttling yet: both histograms get 0."""
@@ -231,8 +232,9 @@ class RequestMetrics:
             s.response_send_time.update(send_ms, done)
             s.total_time.update(total_ms, done)
             s.request_bytes.update(request_bytes, done)
-            for code, n in errors.items():
-                s.errors[code] = s.errors.get(code, 0) + n
+        api = self.stats(names[-1])  # errors go to the API's own name only (Kafka's updateErrorMetrics)
+        for code, n in errors.items():
+            api.errors[code] = api.errors.get(code, 0) + n
 
 
 # -- error counts of a response ---------------------------------------------------------------------
@@ -297,7 +299,8 @@ Labels = tuple[tuple[str, str], ...]
 class Family:
     """One metric family as the collector renders it. `kind` "counter": samples named
     `<name>_total`; "gauge"; "summary": Strimzi's emulation of a Yammer histogram, a gauge with
-    a `quantile` label per percentile and a `<name>_count` counter (no `_sum`)."""
+    a `quantile` label per percentile and a `<name>_count_total` counter (no `_sum`; Strimzi's
+    rule names it `<name>_count`, to which the JMX exporter 1.x adds `_total`)."""
 
     name: str
     kind: str
