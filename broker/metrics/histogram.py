@@ -10,7 +10,6 @@ quantile covers the last 4-5 minutes. A quantile is reported as the largest valu
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 WINDOW_S = 60.0
@@ -43,7 +42,7 @@ class Histogram:
     def __init__(self) -> None:
         self.count = 0
         self._windows: list[dict[int, int]] = [{}]
-        self._window_end = time.monotonic() + WINDOW_S
+        self._window_end = 0.0  # the first update starts the first window
 
     def update(self, value: int, now: float) -> None:
         if now >= self._window_end:
