@@ -40,6 +40,7 @@ from controller.zk_settings import ZkSettings
 from protocol.types import BrokerId
 
 if TYPE_CHECKING:
+    from broker.metrics.end_offsets import RemoteEndOffsets
     from broker.metrics.endpoint import PrometheusEndpoint
 
 log = logging.getLogger("samsa.broker")
@@ -58,6 +59,7 @@ class Broker:
         self._receive_buffer = receive_buffer()
         self.metrics = BrokerMetrics()
         self._metrics_endpoint: PrometheusEndpoint | None = None
+        self._remote_end_offsets: RemoteEndOffsets | None = None
         self._connections: dict[asyncio.Task[None], Connection | None] = {}
         """Every connection task; None until its transport is set up."""
         self._sweep: asyncio.Task[None] | None = None
@@ -143,10 +145,14 @@ class Broker:
 
     def _start_metrics_endpoint(self) -> None:
         from broker.metrics.collector import BrokerCollector
+        from broker.metrics.end_offsets import RemoteEndOffsets
         from broker.metrics.endpoint import PrometheusEndpoint
         from broker.metrics.loop import loop_idle_fraction
 
         assert self.log_manager is not None
+        controller = self.controller
+        self._remote_end_offsets = RemoteEndOffsets(
+            self.broker_id, lambda: controller.image, self.config.inter_broker_listener_name)
         collector = BrokerCollector(
             self.metrics,
             broker_id=self.broker_id,
@@ -157,6 +163,7 @@ class Broker:
             quotas=lambda: self.quotas,
             loop_idle=loop_idle_fraction,
             now=time.monotonic,
+            remote_end_offsets=self._remote_end_offsets,
         )
         self._metrics_endpoint = PrometheusEndpoint(
             self.config.metrics_prometheus_host, self.config.metrics_prometheus_port, collector.families
@@ -172,9 +179,12 @@ class Broker:
         return EmbeddedController(data_dir, self.registration(), self.config.cluster_id)
 
     async def stop(self) -> None:
-        if self._metrics_endpoint is not None:
-            self._metrics_endpoint.stop()
+        if self._metrics_endpoint is not None:  # its server thread notices within half a second
+            await asyncio.to_thread(self._metrics_endpoint.stop)
             self._metrics_endpoint = None
+        if self._remote_end_offsets is not None:
+            await self._remote_end_offsets.close()
+            self._remote_end_offsets = None
         if self.config.controlled_shutdown_enable and self.serving:
             try:
                 await self.controller.controlled_shutdown()  # move leadership away while still serving

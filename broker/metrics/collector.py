@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from broker.coordinator.coordinator import GroupCoordinator
     from broker.coordinator.group import ClassicGroup
     from broker.log.manager import LogManager
+    from broker.metrics.end_offsets import RemoteEndOffsets
     from broker.replication.replica_manager import ReplicaManager
     from controller.interface import Controller
 
@@ -79,7 +80,11 @@ class BrokerCollector:
         quotas: Callable[[], ConnectionQuotas],
         loop_idle: Callable[[], float | None],
         now: Callable[[], float],
+        remote_end_offsets: RemoteEndOffsets | None = None,
     ) -> None:
+        """`remote_end_offsets`: where the high watermarks of partitions this broker does not
+        host come from (group lag); without it they have no lag sample."""
+        self._remote = remote_end_offsets
         self.metrics = metrics
         self.broker_id = broker_id
         self.replica_manager = replica_manager
@@ -345,11 +350,16 @@ class BrokerCollector:
 
     def _lag(self, groups: Iterable[ClassicGroup]) -> list[Family]:
         """Consumer group lag per group/topic/partition, computed on the coordinator: a committed
-        offset against the partition's high watermark on this broker (leader or follower; a
-        partition this broker does not host has no lag sample). Under kafka_exporter's names
-        (Strimzi's Kafka Exporter) and kafka-lag-exporter's."""
+        offset against the partition's high watermark on this broker (leader or follower), or,
+        for a partition it does not host, its leader's as the last refresh learned. Under
+        kafka_exporter's names (Strimzi's Kafka Exporter) and kafka-lag-exporter's."""
+        groups = list(groups)
         cluster = self.controller.image.cluster_id
-        partitions = self.replica_manager.partitions
+        local = self.replica_manager.partitions
+        high_watermarks = {tp: int(p.high_watermark) for tp, p in list(local.items())}
+        if self._remote is not None:
+            elsewhere = {tp for g in groups for tp in g.offsets if tp not in high_watermarks}
+            high_watermarks.update(self._remote.wanted(elsewhere))
         lag = Family("kafka_consumergroup_lag", "gauge", "High watermark minus the group's committed offset.")
         current = Family("kafka_consumergroup_current_offset", "gauge", "The group's committed offset.")
         lag_sum = Family("kafka_consumergroup_lag_sum", "gauge", "The group's lag summed over a topic's partitions.")
@@ -365,10 +375,10 @@ class BrokerCollector:
             sums: dict[str, int] = {}
             largest = total = 0
             for tp, committed in sorted(group.offsets.items()):
-                partition = partitions.get(tp)
-                if partition is None:
+                high_watermark = high_watermarks.get(tp)
+                if high_watermark is None:
                     continue
-                n = max(0, partition.high_watermark - committed.offset)
+                n = max(0, high_watermark - committed.offset)
                 part = str(tp.partition)
                 lag.add((("consumergroup", gid), ("topic", tp.topic), ("partition", part)), n)
                 current.add((("consumergroup", gid), ("topic", tp.topic), ("partition", part)), committed.offset)

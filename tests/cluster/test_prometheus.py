@@ -6,7 +6,8 @@ and the test asks it through its HTTP API what an operator's dashboards and aler
 - the active controller count sums to 1 over the brokers;
 - under-replicated partitions go to 1 when a follower stops, and back to 0 when it is back;
 - a consumer group's lag, computed on its coordinator, is what it has not committed, and falls
-  to 0 when the consumer catches up.
+  to 0 when the consumer catches up, also on partitions of a topic with one replica, most of which
+  the coordinator does not host (their leaders' high watermarks, asked with ListOffsets).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from tests.cluster.conftest import create_topic
 pytestmark = pytest.mark.timeout(240)
 
 TOPIC = "watched"
+SPREAD = "spread"
+"""one replica per partition, a partition on each broker"""
 GROUP = "watchers"
 RECORDS = 500
 
@@ -146,19 +149,28 @@ def test_prometheus_sees_load_replication_controller_and_lag(cluster: SamsaClust
                           "still one active controller")  # fmt: skip
 
     # group lag on the coordinator: half committed, then everything
-    lag = f'sum(kafka_consumergroup_lag{{consumergroup="{GROUP}",topic="{TOPIC}"}})'
+    create_topic(cluster, SPREAD, assignments=[[b] for b in sorted(cluster.brokers)],
+                 configs={"min.insync.replicas": "1"})  # the cluster's 2 would refuse acks=all  # fmt: skip
+    for p in range(3):
+        for i in range(RECORDS // 5):
+            producer.produce(SPREAD, f"spread-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    lag = f'sum(kafka_consumergroup_lag{{consumergroup="{GROUP}"}})'
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": GROUP,
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
     try:
-        consumer.commit(offsets=[CKTopicPartition(TOPIC, 0, RECORDS // 2)], asynchronous=False)
-        prometheus.wait_value(lag, lambda v: v == RECORDS // 2, 30, "lag of the half committed")
-        consumer.subscribe([TOPIC])
+        half = [CKTopicPartition(TOPIC, 0, RECORDS // 2)] + [CKTopicPartition(SPREAD, p, RECORDS // 10) for p in range(3)]
+        consumer.commit(offsets=half, asynchronous=False)
+        expected = RECORDS // 2 + 3 * (RECORDS // 10)
+        prometheus.wait_value(lag, lambda v: v == expected, 30, "lag of the half committed")
+        assert prometheus.query(f'count(kafka_consumergroup_lag{{consumergroup="{GROUP}"}})') == 4
+        consumer.subscribe([TOPIC, SPREAD])
         got, deadline = 0, time.monotonic() + 60
-        while got < RECORDS // 2 and time.monotonic() < deadline:
+        while got < expected and time.monotonic() < deadline:
             message = consumer.poll(1.0)
             if message is not None and message.error() is None:
                 got += 1
-        assert got == RECORDS // 2
+        assert got == expected
         consumer.commit(asynchronous=False)
         prometheus.wait_value(lag, lambda v: v == 0, 30, "lag after the consumer caught up")
     finally:
