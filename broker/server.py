@@ -5,8 +5,9 @@ its endpoints), recover and load the logs, start the controller (embedded, or Zo
 cluster), follow its metadata image with the replica manager, then serve. Shutdown reverses it and
 leaves a clean-shutdown marker so the next start skips log recovery.
 
-Metrics: `self.metrics` (broker/metrics) is counted into by the connections and the replica
-manager; with metrics.prometheus.port set, the Prometheus endpoint starts last and stops first.
+Metrics: `self.metrics` (broker/metrics) is counted into by the replica manager and, with
+metrics.prometheus.port set, by the connections (per-request histograms); the Prometheus endpoint
+starts last and stops first.
 """
 
 from __future__ import annotations
@@ -224,10 +225,12 @@ class Broker:
 
     async def _serve(self, listener: str, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        # request metrics (the per-request histograms) only when something will read them
+        requests = self.metrics.requests if self.config.metrics_prometheus_port else None
         try:
             _, connection = await loop.connect_accepted_socket(
                 lambda: Connection(self.services, listener, self.memory_pool, self._receive_buffer,
-                                   self.config.socket_request_max_bytes, self.metrics.requests), sock)
+                                   self.config.socket_request_max_bytes, requests), sock)
         except OSError as e:
             sock.close()
             log.warning("connection setup failed listener=%s error=%s", listener, e)
