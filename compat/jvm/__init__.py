@@ -56,7 +56,9 @@ def compile_harness(cp_name: str) -> Path:
 
 
 def _compile_harness(cp_name: str) -> Path:
-    sources = sorted(HARNESS_SRC.glob("*.java"))
+    # harness/*.java build against every classpath; harness/<cp_name>/*.java only against theirs
+    # (WireSchemas uses classes kafka-clients 4 moved).
+    sources = sorted(HARNESS_SRC.glob("*.java")) + sorted((HARNESS_SRC / cp_name).glob("*.java"))
     cp = classpath(cp_name)
     digest = hashlib.sha256()
     for s in sources:
