@@ -105,10 +105,6 @@ class ReplicaFetcherManager:
         broker = self.image.brokers.get(broker_id) if self.image is not None else None
         return None if broker is None else broker.endpoint(self.settings.listener_name)
 
-    def max_lag(self) -> int:
-        """The largest replica lag over every followed partition (Kafka's MaxLag)."""
-        return max((lag for f in list(self.fetchers.values()) for _, lag in f.lags()), default=0)
-
     async def shutdown(self) -> None:
         self.closed = True
         tasks = [t for f in self.fetchers.values() if (t := f.stop()) is not None]
