@@ -2,8 +2,9 @@
 
 Counting happens where the work already is, once per request or per append, never per record:
 plain integer fields and dicts on the broker's one event loop thread, no locks, nothing
-imported from a metrics library (so a broker without the endpoint pays a few additions per
-request and no start-up time). Gauges (partition counts, ISR state, log sizes, group lag) are
+imported from a metrics library. A broker without the endpoint pays a few additions per
+produced or fetched partition and no start-up time: its connections are given no
+`RequestMetrics`, so the per-request histograms are not kept. Gauges (partition counts, ISR state, log sizes, group lag) are
 not counted here: the collector computes them when Prometheus scrapes.
 
 The names follow Kafka's MBeans: `TopicStats` is BrokerTopicMetrics (one per topic and one for
