@@ -4,7 +4,9 @@ their rendering, a scrape while the loop serves)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import struct
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -162,3 +164,38 @@ def test_a_scrape_is_served_while_the_loop_runs(broker: tuple[Broker, LoopThread
     assert "process_cpu_seconds_total" in samples
     assert 0 <= samples["kafka_network_socketserver_networkprocessoravgidle_percent"].value <= 1
     assert {"kafka_consumergroup_lag", "kafka_network_requestmetrics_totaltimems"} <= exported_names(b, loop)
+
+
+def _api_versions(port: int) -> None:
+    """One ApiVersions v0 request over TCP, and its whole response."""
+    header = struct.pack(">hhih", 18, 0, 7, 4) + b"test"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(header)) + header)
+        (size,) = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))
+        assert len(s.recv(size, socket.MSG_WAITALL)) == size
+
+
+async def _requests_counted(b: Broker, name: str) -> int:
+    for _ in range(100):  # counted just after the response is written
+        if stats := b.metrics.requests.by_name.get(name):
+            return sum(stats.requests.values())
+        await asyncio.sleep(0.01)
+    return 0
+
+
+def test_requests_are_counted_only_with_the_endpoint_on(
+    broker: tuple[Broker, LoopThread, int], tmp_path: Path
+) -> None:
+    b, loop, _ = broker
+    _api_versions(b.bound[0][1])
+    assert loop.run(_requests_counted(b, "ApiVersions")) == 1
+
+    config, _ = BrokerConfig.from_properties(
+        {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "off")})
+    off = Broker(config)
+    loop.run(off.start())
+    try:
+        _api_versions(off.bound[0][1])
+        assert loop.run(_requests_counted(off, "ApiVersions")) == 0
+    finally:
+        loop.run(off.stop())
