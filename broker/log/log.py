@@ -25,6 +25,7 @@ import bisect
 import errno
 import logging
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ from broker.log.validation import (
     validate_follower_append,
     validate_leader_append,
 )
+from broker.metrics.stats import LOG_FLUSH_MICROS
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
 from protocol.topic_partition import TopicPartition
@@ -847,6 +849,7 @@ class UnifiedLog:
         if offset <= self.recovery_point:
             return
         first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+        started = time.monotonic()
         try:
             self.leader_epoch_cache.persist()
             for segment in self._segments[first:]:
@@ -855,6 +858,8 @@ class UnifiedLog:
                 segment.flush()
         except OSError as exc:
             raise self._storage_failed("flush", exc) from None
+        done = time.monotonic()
+        LOG_FLUSH_MICROS.update(round((done - started) * 1_000_000), done)
         self._storage_succeeded()
         self.recovery_point = offset
 
