@@ -1,0 +1,144 @@
+"""Protocol fidelity (issue 13, part A), each case as the exact request on the wire.
+
+Fetch sessions by every session id and epoch (Kafka's FetchManager.newContext), a delayed fetch
+that completes as soon as Kafka's DelayedFetch.tryComplete would. compat/test_fidelity.py sends
+the same requests to Apache Kafka.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from broker.testing import SamsaProcess
+from tests.support import fidelity
+from tests.support.raw_client import RawClient
+
+NONE = 0
+FETCH_SESSION_ID_NOT_FOUND = 70
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaProcess]:
+    b = SamsaProcess(tmp_path_factory.mktemp("fidelity") / "data", {"num.partitions": "1"}).start()
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def client(broker: SamsaProcess) -> Iterator[RawClient]:
+    with RawClient(broker.port) as c:
+        yield c
+
+
+def unique(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+# -- A1: fetch sessions --------------------------------------------------------------------------
+
+FULL = [(0, -1), (-1, -1), (12345, -1), (0, 0), (-1, 0), (12345, 0)]
+"""(session id, epoch) of full fetches: epoch -1 (FINAL_EPOCH, sessionless) or 0 (INITIAL_EPOCH)."""
+INCREMENTAL = [(0, 1), (-1, 1), (12345, 1), (12345, 7), (0, -2)]
+"""Incremental epochs: each names a session this broker does not have."""
+
+
+@pytest.mark.parametrize(("session_id", "epoch"), FULL)
+def test_full_fetch_is_served_with_any_session_id(client: RawClient, session_id: int, epoch: int) -> None:
+    topic = unique()
+    fidelity.create_topic(client, topic)
+    assert fidelity.produce(client, topic, 0, fidelity.batch_of(3)).error == NONE
+    answer = fidelity.fetch(client, [(topic, 0, 0)], session_id=session_id, session_epoch=epoch)
+    assert answer.error == NONE
+    assert answer.session_id == 0  # sessionless (-1), or no session created (0)
+    assert answer.partitions == ((topic, 0, NONE, 3, (0,), answer.partitions[0][5]),)
+
+
+@pytest.mark.parametrize(("session_id", "epoch"), INCREMENTAL)
+def test_incremental_fetch_without_a_session_is_session_id_not_found(
+    client: RawClient, session_id: int, epoch: int
+) -> None:
+    topic = unique()
+    fidelity.create_topic(client, topic)
+    answer = fidelity.fetch(client, [(topic, 0, 0)], session_id=session_id, session_epoch=epoch)
+    assert (answer.error, answer.session_id, answer.partitions) == (FETCH_SESSION_ID_NOT_FOUND, 0, ())
+
+
+# -- A2: delayed fetch ---------------------------------------------------------------------------
+
+
+def rolled_topic(client: RawClient, segments: int, records_per_segment: int, configs: dict[str, str] | None = None) -> str:
+    """A topic whose log has `segments` segments (segment.ms rolls the next append), each of one
+    batch of `records_per_segment` records."""
+    topic = unique("rolled")
+    fidelity.create_topic(client, topic, {"segment.ms": "100", **(configs or {})})
+    for _ in range(segments):
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(records_per_segment)).error == NONE
+        time.sleep(0.15)
+    return topic
+
+
+def test_fetch_on_an_older_segment_completes_at_once(client: RawClient) -> None:
+    """The issue's case: min_bytes=200, max_wait 2 s, an offset on an older segment with hundreds
+    of records after it. Kafka's case F answers at once with what that segment holds."""
+    topic = rolled_topic(client, 3, 100)
+    answer = fidelity.fetch(client, [(topic, 0, 50)], min_bytes=200_000, max_wait_ms=2000)
+    assert answer.seconds < 1.0, answer
+    ((_, _, error, hw, bases, size),) = answer.partitions
+    assert (error, hw, bases) == (NONE, 300, (0,))
+    assert size < 200_000  # less than min_bytes: only that segment's batch
+
+
+def test_fetch_on_the_active_segment_waits_for_min_bytes(broker: SamsaProcess, client: RawClient) -> None:
+    """On the active segment the bytes between the fetch offset and the high watermark count
+    (case G): one small batch is not enough, the second is."""
+    topic = unique()
+    fidelity.create_topic(client, topic)
+    assert fidelity.produce(client, topic, 0, fidelity.batch_of(1)).error == NONE
+    one = len(fidelity.batch_of(20, value_size=20))
+    result: dict[str, fidelity.FetchAnswer] = {}
+
+    def long_poll() -> None:
+        with RawClient(broker.port) as c:
+            result["answer"] = fidelity.fetch(c, [(topic, 0, 1)], min_bytes=one + 1, max_wait_ms=8000)
+
+    poller = threading.Thread(target=long_poll)
+    poller.start()
+    time.sleep(0.3)
+    assert fidelity.produce(client, topic, 0, fidelity.batch_of(20, value_size=20)).error == NONE
+    time.sleep(0.5)
+    assert poller.is_alive(), "completed with fewer than min_bytes"
+    produced = time.monotonic()
+    assert fidelity.produce(client, topic, 0, fidelity.batch_of(20, value_size=20)).error == NONE
+    poller.join(10)
+    assert not poller.is_alive()
+    assert time.monotonic() - produced < 1.0
+    ((_, _, error, hw, bases, _),) = result["answer"].partitions
+    assert (error, hw, bases) == (NONE, 41, (1, 21))
+
+
+def test_compacted_topic_with_small_sparse_batches_is_read_without_stalls(client: RawClient) -> None:
+    """A reader with a large min_bytes goes through a compacted topic's small batches, one
+    segment per fetch, without waiting max_wait on any segment before the active one."""
+    topic = rolled_topic(client, 5, 2, {"cleanup.policy": "compact"})
+    offset, slow = 0, []
+    while offset < 8:  # the four segments before the active one
+        answer = fidelity.fetch(client, [(topic, 0, offset)], min_bytes=1 << 20, max_wait_ms=3000)
+        ((_, _, error, hw, bases, _),) = answer.partitions
+        assert error == NONE and hw == 10 and bases == (offset,), answer
+        if answer.seconds >= 1.0:
+            slow.append((offset, answer.seconds))
+        offset += 2
+    assert not slow, slow
+
+
+def test_unsatisfied_fetch_still_waits_max_wait(client: RawClient) -> None:
+    topic = rolled_topic(client, 1, 5)
+    answer = fidelity.fetch(client, [(topic, 0, 5)], min_bytes=1, max_wait_ms=700)
+    assert 0.6 <= answer.seconds < 3, answer
+    assert answer.partitions[0][4] == ()
+
