@@ -116,20 +116,6 @@ def _keep(*fields: str, **replace: Any) -> Callable[[Obs], Obs]:
 
 DIFFERENCES += [
     Difference(
-        name="Metadata v0-3 auto-creation answer",
-        kind="explained",
-        where="franz-go version sweep: Metadata v0-3 naming an unknown topic",
-        text=(
-            "Metadata v0-3 requests always allow auto-creation (auto.create.topics.enable is on in both). "
-            "Kafka 4.x passes the unknown topic to its controller and answers that request "
-            "UNKNOWN_TOPIC_OR_PARTITION, the topic appearing a moment later; Samsa creates the topic before "
-            "answering and returns it with its partitions, saving the client a retry. The answer to that one "
-            "request is not compared; that the topic then exists, listed by the next requests, is."
-        ),
-        applies=_sweep_step(3, "described", below=4, topic="missing"),
-        normalise=_keep("step", "topic", "v", "present", answer="<topic being auto-created>"),
-    ),
-    Difference(
         name="topic id of a validate-only CreateTopics",
         kind="explained",
         where="franz-go version sweep: CreateTopics v7 with validate_only",
@@ -223,5 +209,23 @@ DIFFERENCES += [
         ),
         applies=_malformed("gzip record length past the stream"),
         normalise=_keep("step", "case", answer="<differs>"),
+    ),
+]
+
+
+DIFFERENCES += [
+    Difference(
+        name="no incremental fetch sessions",
+        kind="explained",
+        where="raw Fetch: a full fetch with epoch 0 (INITIAL_EPOCH)",
+        text=(
+            "Kafka creates an incremental fetch session (KIP-227) for a full fetch with epoch 0 and answers "
+            "its id; Samsa keeps no fetch sessions and answers session id 0, which is Kafka's own answer when "
+            "its session cache is full, and on which every client goes on with full fetches. The rest of the "
+            "answer (error, partitions, records) is compared, and so are the sessionless (epoch -1) and "
+            "incremental cases."
+        ),
+        applies=lambda k, o: k == "raw-fetch-sessions" and o.get("epoch") == 0,
+        normalise=lambda o: {**o, "sessionCreated": "<differs>"},
     ),
 ]

@@ -81,13 +81,12 @@ class BrokerConfig:
     listeners: tuple[Listener, ...] = setting(STRING, "PLAINTEXT://127.0.0.1:9092",
         "Comma-separated listeners NAME://host:port the broker binds; an empty host binds the "
         "default interface, port 0 picks a free port. Samsa serves only the PLAINTEXT security "
-        "protocol: a listener mapped to SSL or SASL_* is refused at start-up.", read_only=False)
+        "protocol: a listener mapped to SSL or SASL_* is refused at start-up.")
     advertised_listeners: tuple[Listener, ...] = setting(STRING, None,
-        "Listeners published to clients in Metadata, if different from `listeners`.",
-        read_only=False)
+        "Listeners published to clients in Metadata, if different from `listeners`.")
     listener_security_protocol_map: Mapping[str, str] = setting(STRING, DEFAULT_PROTOCOL_MAP,
         "Map of listener name to security protocol, as NAME:PROTOCOL pairs separated by commas. "
-        "Listeners in use must map to PLAINTEXT, the only protocol Samsa serves.", read_only=False)
+        "Listeners in use must map to PLAINTEXT, the only protocol Samsa serves.")
     inter_broker_listener_name: str = setting(STRING, None,
         "Listener name followers use to fetch from leaders; defaults to PLAINTEXT, or the first "
         "advertised listener.")
@@ -244,9 +243,9 @@ class BrokerConfig:
     log_cleaner_enable: bool = setting(BOOLEAN, True,
         "Run the log cleaner (compaction).")
     log_cleaner_threads: int = setting(INT, 1,
-        "Cleaner threads.", at_least(0), read_only=False)
+        "Cleaner threads.", at_least(0))
     log_cleaner_backoff_ms: int = setting(LONG, 15_000,
-        "Sleep between cleaner passes when nothing needs cleaning.", at_least(0), read_only=False)
+        "Sleep between cleaner passes when nothing needs cleaning.", at_least(0))
     log_cleaner_min_cleanable_ratio: float = setting(DOUBLE, 0.5,
         "Minimum dirty ratio before a log is compacted.", Range(0, 1))
     log_cleaner_delete_retention_ms: int = setting(LONG, 86_400_000,
@@ -291,7 +290,7 @@ class BrokerConfig:
         "Most members a consumer group may have.", at_least(1))
     # ---- transactions and producer ids ------------------------------------------------------
     producer_id_expiration_ms: int = setting(INT, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-        "Idle producer ids are forgotten after this long.", at_least(1), read_only=False)
+        "Idle producer ids are forgotten after this long.", at_least(1))
     transaction_max_timeout_ms: int = setting(INT, 900_000,
         "Largest transaction timeout a producer may ask for.", at_least(1))
     transactional_id_expiration_ms: int = setting(INT, 604_800_000,
@@ -325,7 +324,7 @@ class BrokerConfig:
     replica_high_watermark_checkpoint_interval_ms: int = setting(LONG, 5000,
         "How often high watermarks are checkpointed; 0 or less checkpoints them only at shutdown.")
     num_replica_fetchers: int = setting(INT, 1,
-        "Fetcher tasks per source broker.", read_only=False)
+        "Fetcher tasks per source broker.")
     # ---- controller, ZooKeeper, shutdown -------------------------------------------------------
     zookeeper_connect: str | None = setting(STRING, None,
         "ZooKeeper connect string host:port[,...][/chroot]; when unset Samsa uses its embedded "
@@ -393,6 +392,10 @@ class BrokerConfig:
     """listener.name.<name>.max.connections, by listener name."""
     overrides: Mapping[str, str] = field(default_factory=dict, repr=False)
     values: Mapping[str, object] = field(default_factory=dict, repr=False)
+    dynamic_default: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The cluster-wide dynamic broker configs (DYNAMIC_DEFAULT_BROKER_CONFIG, config/dynamic.py)."""
+    dynamic_broker: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """This broker's own dynamic configs (DYNAMIC_BROKER_CONFIG)."""
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -415,7 +418,7 @@ class BrokerConfig:
         kwargs = _derived_settings(values, overrides)
         kwargs.update(_connection_limits(values, props))
         for f in dataclasses.fields(cls):
-            if f.name in ("overrides", "values") or f.name in kwargs:
+            if f.name in ("overrides", "values", "dynamic_default", "dynamic_broker") or f.name in kwargs:
                 continue
             key = f.name.replace("_", ".")
             if key not in BROKER_CONFIGS:

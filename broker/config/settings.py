@@ -136,7 +136,9 @@ def setting(
     synonyms: tuple[Synonym, ...] = (),
 ) -> Any:
     """A broker config (a `BrokerConfig` field): server.properties sets it; DescribeConfigs shows
-    it. The field has no Python default: `BrokerConfig.from_properties` fills every field."""
+    it. The field has no Python default: `BrokerConfig.from_properties` fills every field.
+    `read_only=False` makes it a dynamic broker config (config/dynamic.py): only for a config whose
+    new value takes effect at once, or that says it has no effect."""
     spec = _Spec(type, default, doc, validator, read_only, Scope.BROKER, synonyms)
     return dataclasses.field(metadata={_SPEC: spec})
 

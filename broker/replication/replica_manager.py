@@ -248,6 +248,16 @@ class ReplicaManager:
             log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
         self.fetcher_manager.update(new, self.partitions)
 
+    def update_log_configs(self) -> None:
+        """The broker's topic defaults changed (dynamic broker configs): every hosted partition's
+        log obeys its topic's config as it is now."""
+        if self._image is None:
+            return
+        for tp, partition in self.partitions.items():
+            topic = self._image.topics.get(tp.topic)
+            if topic is not None:
+                partition.update_log_config(self._log_config_for(topic))
+
     def _on_isr_committed(self, partition: Partition) -> None:
         self.delayed_produce.check_and_complete(partition.tp)
 

@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from tests.support import fidelity
 from tests.support.raw_client import RawClient
 
 NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
 FETCH_SESSION_ID_NOT_FOUND = 70
 
 
@@ -142,3 +144,71 @@ def test_unsatisfied_fetch_still_waits_max_wait(client: RawClient) -> None:
     assert 0.6 <= answer.seconds < 3, answer
     assert answer.partitions[0][4] == ()
 
+
+
+# -- A5: Metadata auto-creation ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [1, 4, 12])
+def test_metadata_auto_creation_answers_as_kafka_4(client: RawClient, version: int) -> None:
+    """The request that creates a topic gets UNKNOWN_TOPIC_OR_PARTITION and no partitions (Kafka
+    4.x's AutoTopicCreationManager); the next request finds the topic with its partitions."""
+    topic = unique("auto")
+    first = fidelity.metadata(client, [topic], version)
+    assert first == [(topic, UNKNOWN_TOPIC_OR_PARTITION, 0)]
+    assert fidelity.metadata(client, [topic], version) == [(topic, NONE, 1)]
+
+
+def test_metadata_without_auto_creation_leaves_the_topic_unknown(client: RawClient) -> None:
+    topic = unique("auto")
+    assert fidelity.metadata(client, [topic], 12, allow_auto_creation=False) == [(topic, UNKNOWN_TOPIC_OR_PARTITION, 0)]
+    assert fidelity.metadata(client, [topic], 12, allow_auto_creation=False) == [(topic, UNKNOWN_TOPIC_OR_PARTITION, 0)]
+
+
+# -- A6: dynamic broker configs ----------------------------------------------------------------
+
+DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 5
+INVALID_CONFIG, INVALID_REQUEST, MESSAGE_TOO_LARGE = 40, 42, 10
+
+
+def test_dynamic_broker_configs_apply_without_restart_and_persist(tmp_path: Path) -> None:
+    b, d = fidelity.BROKER, fidelity.describe_configs
+    with SamsaProcess(tmp_path / "data") as broker:
+        with RawClient(broker.port) as c:
+            # the cluster-wide min.insync.replicas Kafka 4.x writes when a cluster is created
+            assert d(c, b, "") == {"min.insync.replicas": ("1", DYNAMIC_DEFAULT_BROKER_CONFIG, False)}
+            topic = unique()
+            fidelity.create_topic(c, topic)
+            topic_configs = d(c, fidelity.TOPIC, topic)
+            assert topic_configs["min.insync.replicas"] == ("1", DYNAMIC_DEFAULT_BROKER_CONFIG, False)
+
+            # the cluster default applies at once to every topic without its own setting
+            assert fidelity.incremental_alter_configs(c, b, "", [("message.max.bytes", fidelity.SET, "2000")]) == (0, None)
+            assert d(c, b, "0", ["message.max.bytes"]) == {"message.max.bytes": ("2000", DYNAMIC_DEFAULT_BROKER_CONFIG, False)}
+            assert d(c, fidelity.TOPIC, topic, ["max.message.bytes"]) == {
+                "max.message.bytes": ("2000", DYNAMIC_DEFAULT_BROKER_CONFIG, False)
+            }
+            big = fidelity.batch_of(1, value_size=3000)
+            assert fidelity.produce(c, topic, 0, big).error == MESSAGE_TOO_LARGE
+            # this broker's own value wins over the default
+            assert fidelity.incremental_alter_configs(c, b, "0", [("message.max.bytes", fidelity.SET, "5000")]) == (0, None)
+            assert d(c, b, "0", ["message.max.bytes"]) == {"message.max.bytes": ("5000", DYNAMIC_BROKER_CONFIG, False)}
+            assert fidelity.produce(c, topic, 0, big).error == NONE
+            # what cannot change, and Kafka 4.x's rules for min.insync.replicas
+            assert fidelity.incremental_alter_configs(c, b, "0", [("num.partitions", fidelity.SET, "3")]) == (
+                INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)")
+            assert fidelity.incremental_alter_configs(c, b, "0", [("message.max.bytes", fidelity.SET, "abc")]) == (
+                INVALID_REQUEST, "Invalid value abc for configuration message.max.bytes: Not a number of type INT")
+            assert fidelity.incremental_alter_configs(c, b, "0", [("min.insync.replicas", fidelity.SET, "2")]) == (
+                INVALID_CONFIG, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+            assert fidelity.incremental_alter_configs(c, b, "", [("min.insync.replicas", fidelity.DELETE, None)]) == (
+                INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+            assert fidelity.incremental_alter_configs(c, b, "", [("min.insync.replicas", fidelity.SET, "1")]) == (0, None)
+        broker.restart()
+        with RawClient(broker.port) as c:
+            assert d(c, b, "0", ["message.max.bytes"]) == {"message.max.bytes": ("5000", DYNAMIC_BROKER_CONFIG, False)}
+            assert fidelity.produce(c, topic, 0, fidelity.batch_of(1, value_size=6000)).error == MESSAGE_TOO_LARGE
+            assert fidelity.incremental_alter_configs(c, b, "0", [("message.max.bytes", fidelity.DELETE, None)]) == (0, None)
+            assert fidelity.incremental_alter_configs(c, b, "", [("message.max.bytes", fidelity.DELETE, None)]) == (0, None)
+            assert d(c, b, "0", ["message.max.bytes"]) == {"message.max.bytes": ("1048588", DEFAULT_CONFIG, False)}
+            assert fidelity.produce(c, topic, 0, fidelity.batch_of(1, value_size=6000)).error == NONE

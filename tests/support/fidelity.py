@@ -8,7 +8,9 @@ new topic's leadership (which reaches Kafka a moment after CreateTopics answers)
 from __future__ import annotations
 
 import datetime
+import importlib
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,7 +27,7 @@ from protocol.records import HEADER_SIZE, BatchHeader, NewRecord, build_batch
 from tests.support.raw_client import RawClient
 from tests.support.wire import produce
 
-__all__ = ["FetchAnswer", "batch_of", "create_topic", "fetch", "produce", "wait_for_leader"]
+__all__ = ["FetchAnswer", "batch_of", "create_topic", "fetch", "metadata", "produce", "wait_for_leader"]
 
 
 def create_topic(client: RawClient, topic: str, configs: dict[str, str] | None = None, partitions: int = 1) -> None:
@@ -137,3 +139,84 @@ def fetch(
                 (str(t.topic), int(p.partition_index), int(p.error_code), int(p.high_watermark), tuple(bases), len(data))
             )
     return FetchAnswer(int(response.error_code), int(response.session_id), tuple(partitions), seconds)
+
+
+def metadata(
+    client: RawClient, topics: Sequence[str], version: int, *, allow_auto_creation: bool = True
+) -> list[tuple[str, int, int]]:
+    """Metadata of `version` naming `topics`: (name, error code, partition count) per topic.
+    v0-3 have no auto-creation flag (they always allow it)."""
+    schema = importlib.import_module(f"kio.schema.metadata.v{version}.request")
+    fields: dict[str, object] = {}
+    if version >= 4:
+        fields["allow_auto_topic_creation"] = allow_auto_creation
+    if 8 <= version <= 10:
+        fields["include_cluster_authorized_operations"] = False
+    if version >= 8:
+        fields["include_topic_authorized_operations"] = False
+    named = [
+        schema.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=TopicName(t))
+        if version >= 10
+        else schema.MetadataRequestTopic(name=TopicName(t))
+        for t in topics
+    ]
+    response = client.request(schema.MetadataRequest(topics=tuple(named), **fields))
+    return [(str(t.name), int(t.error_code), len(t.partitions)) for t in response.topics]
+
+
+BROKER = 4
+TOPIC = 2
+SET, DELETE = 0, 1
+
+
+def incremental_alter_configs(
+    client: RawClient, resource_type: int, name: str, ops: Sequence[tuple[str, int, str | None]]
+) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs v1 of one resource with (config, operation, value)s: (error code,
+    message)."""
+    from kio.schema.incremental_alter_configs.v1.request import (
+        AlterableConfig,
+        AlterConfigsResource,
+        IncrementalAlterConfigsRequest,
+    )
+
+    response = client.request(
+        IncrementalAlterConfigsRequest(
+            resources=(
+                AlterConfigsResource(
+                    resource_type=i8(resource_type),
+                    resource_name=name,
+                    configs=tuple(
+                        AlterableConfig(name=k, config_operation=i8(op), value=v) for k, op, v in ops
+                    ),
+                ),
+            ),
+            validate_only=False,
+        )
+    )
+    (answer,) = response.responses
+    return int(answer.error_code), answer.error_message
+
+
+def describe_configs(
+    client: RawClient, resource_type: int, name: str, keys: Sequence[str] | None = None
+) -> dict[str, tuple[str | None, int, bool]]:
+    """DescribeConfigs v4 of one resource: config -> (value, source, read only)."""
+    from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
+
+    response = client.request(
+        DescribeConfigsRequest(
+            resources=(
+                DescribeConfigsResource(
+                    resource_type=i8(resource_type),
+                    resource_name=name,
+                    configuration_keys=None if keys is None else tuple(keys),
+                ),
+            ),
+            include_synonyms=False,
+            include_documentation=False,
+        )
+    )
+    (result,) = response.results
+    assert result.error_code == 0, (result.error_code, result.error_message)
+    return {c.name: (c.value, int(c.config_source), bool(c.read_only)) for c in result.configs}

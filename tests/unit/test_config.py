@@ -150,11 +150,11 @@ def test_defaults_are_valid_for_their_definition() -> None:
 
 def test_brokerconfig_fields_are_the_broker_configs() -> None:
     """Every BrokerConfig field is a broker config declared where it stands (or one of the three
-    values from_properties adds), and every broker config but the topic ones that are also broker
+    values from_properties adds, or the dynamic configs applied), and every broker config but the topic ones that are also broker
     configs (declared in LogConfig) is a field; a field is None only when its config has no
     default."""
     config = cfg()
-    extra = {"max_connections_per_listener", "overrides", "values"}
+    extra = {"max_connections_per_listener", "overrides", "values", "dynamic_default", "dynamic_broker"}
     fields = {f.name for f in dataclasses.fields(BrokerConfig)}
     in_log_config = {d.attr for d in BROKER_CONFIGS.values() if Scope.TOPIC in d.scope}
     assert fields - extra == {d.attr for d in BROKER_CONFIGS.values()} - in_log_config
