@@ -10,6 +10,7 @@ requests with exact assertions.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -26,6 +27,11 @@ def _port(target: Any) -> int:
     return int(target.bootstrap_servers.rsplit(":", 1)[1])
 
 
+def _partitions(answer: fidelity.FetchAnswer) -> list[list[Any]]:
+    """(topic, partition, error, high watermark, [base offsets of the batches]) per partition."""
+    return [[t, p, error, hw, list(bases)] for t, p, error, hw, bases, _ in answer.partitions]
+
+
 def observe_sessions(target: Any) -> list[dict[str, Any]]:
     obs: list[dict[str, Any]] = []
     with RawClient(_port(target)) as client:
@@ -40,7 +46,7 @@ def observe_sessions(target: Any) -> list[dict[str, Any]]:
                 "epoch": epoch,
                 "error": answer.error,
                 "sessionCreated": answer.session_id != 0,
-                "partitions": [list(p[:5]) for p in answer.partitions],
+                "partitions": _partitions(answer),
             })
     return obs
 
@@ -74,7 +80,7 @@ def observe_delayed_fetch(target: Any) -> list[dict[str, Any]]:
         obs.append({
             "step": "older segment",
             "atOnce": answer.seconds < 1.5,
-            "partitions": [list(p[:5]) for p in answer.partitions],
+            "partitions": _partitions(answer),
         })
 
         # the active segment: one batch is fewer than min_bytes, the second is enough
@@ -101,7 +107,7 @@ def observe_delayed_fetch(target: Any) -> list[dict[str, Any]]:
             "step": "active segment",
             "waitingAfterOneBatch": waiting_after_one,
             "completedOnTheSecond": time.monotonic() - produced < 1.5,
-            "partitions": [list(p[:5]) for p in result["answer"].partitions],
+            "partitions": _partitions(result["answer"]),
         })
 
         # a compacted topic's small batches, one per segment, read with a large min_bytes
@@ -112,7 +118,7 @@ def observe_delayed_fetch(target: Any) -> list[dict[str, Any]]:
                 "step": "compacted",
                 "offset": offset,
                 "atOnce": answer.seconds < 1.5,
-                "partitions": [list(p[:5]) for p in answer.partitions],
+                "partitions": _partitions(answer),
             })
     return obs
 
@@ -147,3 +153,53 @@ def test_metadata_auto_creation(differential: Any) -> None:
     obs = differential("raw-metadata-auto-creation", observe_auto_creation)
     # UNKNOWN_TOPIC_OR_PARTITION, no partitions; then the topic with num.partitions (1)
     assert [(o["v"], o["first"], o["then"]) for o in obs] == [(v, [3, 0], [0, 1]) for v in (1, 4, 12)]
+
+
+def observe_dynamic_configs(target: Any) -> list[dict[str, Any]]:
+    """Dynamic broker configs on node 1 and the cluster default: what is described, what each
+    change answers. Every change is undone at the end (the targets are shared by the session)."""
+    b, d, alter = fidelity.BROKER, fidelity.describe_configs, fidelity.incremental_alter_configs
+    obs: list[dict[str, Any]] = []
+
+    def settle(client: RawClient, name: str, keys: list[str], want: Any) -> dict[str, Any]:
+        """Kafka's brokers apply a change when the controller's record reaches them: wait for it."""
+        deadline = time.monotonic() + 15
+        while (got := d(client, b, name, keys)) != want and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return got
+
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-dynamic-configs"
+        fidelity.create_topic(client, topic)
+        obs.append({"step": "cluster default", "configs": sorted(d(client, b, "").items())})
+        obs.append({"step": "topic min.insync.replicas", "config": d(client, fidelity.TOPIC, topic, ["min.insync.replicas"])})
+        for entity, value in (("", "2000"), ("1", "3000")):
+            answer = alter(client, b, entity, [("message.max.bytes", fidelity.SET, value)])
+            source = 2 if entity else 3
+            got = settle(client, "1", ["message.max.bytes"], {"message.max.bytes": (value, source, False)})
+            obs.append({"step": f"set message.max.bytes at {entity!r}", "answer": list(answer), "described": got})
+        obs.append({"step": "topic max.message.bytes", "config": d(client, fidelity.TOPIC, topic, ["max.message.bytes"])})
+        for entity, op, key, value in (
+            ("1", fidelity.SET, "num.partitions", "3"),
+            ("1", fidelity.SET, "message.max.bytes", "abc"),
+            ("1", fidelity.SET, "min.insync.replicas", "2"),
+            ("", fidelity.DELETE, "min.insync.replicas", None),
+            ("7", fidelity.SET, "message.max.bytes", "1"),
+        ):
+            obs.append({"step": f"{key} at {entity!r}", "answer": list(alter(client, b, entity, [(key, op, value)]))})
+        for entity in ("1", ""):
+            assert alter(client, b, entity, [("message.max.bytes", fidelity.DELETE, None)]) == (0, None)
+        obs.append({"step": "undone", "described": settle(client, "1", ["message.max.bytes"], {"message.max.bytes": ("1048588", 5, False)})})
+    return json.loads(json.dumps(obs))  # tuples as lists, as compared
+
+
+@pytest.mark.compat(client="raw protocol", scenario="dynamic broker configs (one broker, cluster default)")
+def test_dynamic_broker_configs(differential: Any) -> None:
+    obs = {o["step"]: o for o in differential("raw-dynamic-broker-configs", observe_dynamic_configs)}
+    assert obs["cluster default"]["configs"] == [["min.insync.replicas", ["1", 3, False]]]
+    assert obs["set message.max.bytes at ''"]["described"] == {"message.max.bytes": ["2000", 3, False]}
+    assert obs["set message.max.bytes at '1'"]["described"] == {"message.max.bytes": ["3000", 2, False]}
+    assert obs["num.partitions at '1'"]["answer"][0] == 42  # INVALID_REQUEST: not dynamic
+    assert obs["min.insync.replicas at '1'"]["answer"][0] == 40  # INVALID_CONFIG: ELR
+    assert obs["undone"]["described"] == {"message.max.bytes": ["1048588", 5, False]}
+

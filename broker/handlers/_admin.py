@@ -77,9 +77,9 @@ def audit(ctx: RequestContext, action: str, **fields: object) -> None:
     )
 
 
-def scala_set(names: Iterable[str]) -> str:
-    """How Kafka's messages render a set of names: `Set(a, b)`."""
-    return f"Set({', '.join(sorted(names))})"
+def java_set(names: Iterable[str]) -> str:
+    """How Kafka 4.x's messages render a set of names (a Java Set): `[a, b]`."""
+    return f"[{', '.join(sorted(names))}]"
 
 
 def broker_id_of(name: str, *, what: str = "Broker id") -> int:
@@ -206,7 +206,7 @@ async def alter_topic_configs(
     error = topic_name_error(name)
     if error:
         raise KafkaError(ErrorCode.invalid_topic_exception, error)
-    validate_topic_configs(configs, allow_null=False)
+    validate_topic_configs(configs, allow_null=False, topic=name)
     controller = ctx.services.controller
     if name not in controller.image.topics:
         raise KafkaError(
@@ -244,13 +244,13 @@ async def alter_broker_configs(
     check_broker_resource(ctx, name)
     fixed = [n for n in configs if n in BROKER_CONFIGS and n not in DYNAMIC_CONFIGS]
     if fixed:
-        raise KafkaError(ErrorCode.invalid_request, f"Cannot update these configs dynamically: {scala_set(fixed)}")
+        raise KafkaError(ErrorCode.invalid_request, f"Cannot update these configs dynamically: {java_set(fixed)}")
     per_broker = [n for n in configs if n in PER_BROKER_CONFIGS]
     if not name and per_broker:
         raise KafkaError(
             ErrorCode.invalid_request,
             "Cannot update these configs at default cluster level, broker id must be specified: "
-            f"{scala_set(per_broker)}",
+            f"{java_set(per_broker)}",
         )
     for key, value in configs.items():
         if key in BROKER_CONFIGS:

@@ -6,7 +6,7 @@
 # BROKER (4): the given configs become the dynamic broker configs of this broker (its id) or of
 # the cluster default (""), applied by every broker at once (broker/config/dynamic.py); a config
 # that cannot change at runtime -> INVALID_REQUEST "Cannot update these configs dynamically:
-# Set(...)", a bad value -> INVALID_REQUEST with the parse error (Kafka's KAFKA-13609 answers),
+# [...]", a bad value -> INVALID_REQUEST with the parse error (Kafka's KAFKA-13609 answers),
 # min.insync.replicas per broker, or removed from the default -> INVALID_CONFIG (Kafka 4.x's ELR
 # rules). Another broker id -> INVALID_REQUEST. BROKER_LOGGER and other types -> INVALID_REQUEST "Unknown resource type N" (as
 # Kafka: loggers are altered through IncrementalAlterConfigs only). A resource named twice,

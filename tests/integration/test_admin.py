@@ -561,7 +561,7 @@ def test_alter_configs_errors_over_the_wire(samsa_broker: SamsaProcess, admin: K
     r = [(x.error_code, x.error_message) for x in response.responses]
     assert r[0] == (40, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
     assert r[1] == (3, "The topic 'missing' does not exist.")
-    assert r[2] == (42, "Cannot update these configs dynamically: Set(num.partitions)")
+    assert r[2] == (42, "Cannot update these configs dynamically: [num.partitions]")
     # replacing the cluster defaults with none would remove min.insync.replicas (Kafka 4.x's ELR rule)
     assert r[3] == (40, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     assert r[4] == (42, "Unknown resource type 8")

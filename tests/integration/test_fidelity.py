@@ -196,7 +196,7 @@ def test_dynamic_broker_configs_apply_without_restart_and_persist(tmp_path: Path
             assert fidelity.produce(c, topic, 0, big).error == NONE
             # what cannot change, and Kafka 4.x's rules for min.insync.replicas
             assert fidelity.incremental_alter_configs(c, b, "0", [("num.partitions", fidelity.SET, "3")]) == (
-                INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)")
+                INVALID_REQUEST, "Cannot update these configs dynamically: [num.partitions]")
             assert fidelity.incremental_alter_configs(c, b, "0", [("message.max.bytes", fidelity.SET, "abc")]) == (
                 INVALID_REQUEST, "Invalid value abc for configuration message.max.bytes: Not a number of type INT")
             assert fidelity.incremental_alter_configs(c, b, "0", [("min.insync.replicas", fidelity.SET, "2")]) == (
