@@ -203,3 +203,47 @@ def test_dynamic_broker_configs(differential: Any) -> None:
     assert obs["min.insync.replicas at '1'"]["answer"][0] == 40  # INVALID_CONFIG: ELR
     assert obs["undone"]["described"] == {"message.max.bytes": ["1048588", 5, False]}
 
+
+CONFIG_CASES: list[dict[str, str]] = [
+    {"compression.gzip.level": "5", "compression.lz4.level": "17", "compression.zstd.level": "-5",
+     "leader.replication.throttled.replicas": "0:1", "follower.replication.throttled.replicas": "*",
+     "local.retention.ms": "-2", "local.retention.bytes": "1000", "remote.log.copy.disable": "true",
+     "remote.log.delete.on.disable": "false", "remote.storage.enable": "false"},
+    {"remote.storage.enable": "true"},
+    {"compression.gzip.level": "10"},
+    {"compression.gzip.level": "0"},
+    {"compression.lz4.level": "18"},
+    {"compression.zstd.level": "23"},
+    {"local.retention.ms": "-3"},
+    {"leader.replication.throttled.replicas": "0-1"},
+    {"internal.segment.bytes": "1000"},
+]
+"""CreateTopics configs that Kafka 3.9 and 4.x both know (valid and invalid values)."""
+
+
+def observe_config_names(target: Any) -> list[dict[str, Any]]:
+    """CreateTopics with the topic configs Kafka 3.9 and 4.x both accept (the deprecated ones 4.0
+    removed are Samsa's and 3.9's alone: tests/integration/test_fidelity.py), and how a topic
+    created with them describes them."""
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        for i, configs in enumerate(CONFIG_CASES):
+            topic = f"fidelity-config-names-{i}"
+            error, message = fidelity.create_topics(client, topic, configs)
+            step: dict[str, Any] = {"step": "create", "configs": configs, "error": error, "message": message}
+            if error == 0:
+                fidelity.wait_for_leader(client, topic)
+                step["described"] = fidelity.describe_configs(client, fidelity.TOPIC, topic, list(configs))
+            obs.append(step)
+        # an internal config is described only where it is set
+        listed = fidelity.describe_configs(client, fidelity.TOPIC, "fidelity-config-names-0")
+        obs.append({"step": "describe all", "internalListed": "internal.segment.bytes" in listed})
+    return json.loads(json.dumps(obs))
+
+
+@pytest.mark.compat(client="raw protocol", scenario="topic configs Kafka 3.9 and 4.x accept (CreateTopics)")
+def test_config_names(differential: Any) -> None:
+    obs = differential("raw-config-names", observe_config_names)
+    assert obs[0]["error"] == 0 and obs[0]["described"]["compression.gzip.level"] == ["5", 1, False]
+    assert [o["error"] for o in obs[1:8]] == [40] * 7
+    assert obs[-1] == {"step": "describe all", "internalListed": False}

@@ -31,7 +31,10 @@ from broker.config.settings import (
     LONG,
     MINUTE_MS,
     NO_DOWNCONVERSION,
+    NO_MESSAGE_FORMAT,
     NO_PREALLOCATE,
+    NO_TIERED_STORAGE,
+    NO_TIMESTAMP_DIFFERENCE,
     NO_TLS,
     NO_TRANSACTIONS,
     PASSWORD,
@@ -239,6 +242,13 @@ class BrokerConfig:
         "How far in the future a record timestamp may be, relative to the broker's clock.",
         at_least(0))
     log_message_downconversion_enable: bool = setting(BOOLEAN, True, NO_DOWNCONVERSION)
+    log_message_format_version: str = setting(STRING, "3.0-IV1", NO_MESSAGE_FORMAT)
+    log_message_timestamp_difference_max_ms: int = setting(LONG, LONG_MAX, NO_TIMESTAMP_DIFFERENCE,
+        at_least(0))
+    log_local_retention_ms: int = setting(LONG, -2, NO_TIERED_STORAGE + "(Kafka: the default of "
+        "local.retention.ms).", at_least(-2))
+    log_local_retention_bytes: int = setting(LONG, -2, NO_TIERED_STORAGE + "(Kafka: the default of "
+        "local.retention.bytes).", at_least(-2))
     # ---- log cleaner ---------------------------------------------------------------------------
     log_cleaner_enable: bool = setting(BOOLEAN, True,
         "Run the log cleaner (compaction).")
@@ -441,13 +451,17 @@ class BrokerConfig:
         """Each topic config's default on this broker (typed), from its broker synonyms."""
         out: dict[str, object] = {}
         for name, d in TOPIC_CONFIGS.items():
-            v = self.effective(d.synonyms[0].name)
+            v = self.effective(d.synonyms[0].name) if d.synonyms[0].name in self.values else None
             out[name] = d.default if v is None else v
         return out
 
     def log_config(self) -> LogConfig:
         """The broker's defaults for topics, as the storage layer's LogConfig."""
         return build_log_config(LogConfig(), self.topic_defaults())
+
+
+_STATIC_TOPIC_DEFAULTS = frozenset({"log.message.format.version"})
+"""Topic defaults Kafka never changed at runtime (its DynamicLogConfig's excluded configs)."""
 
 
 def _broker_table() -> dict[str, ConfigDef]:
@@ -461,8 +475,9 @@ def _broker_table() -> dict[str, ConfigDef]:
                 raise AssertionError(f"{d.name} declared twice")
             table[d.name] = d
     for d in TOPIC_CONFIGS.values():
-        primary = table[d.synonyms[0].name]
-        table[primary.name] = dataclasses.replace(primary, read_only=False)
+        primary = table.get(d.synonyms[0].name)  # None: a topic config with no broker default
+        if primary is not None and primary.name not in _STATIC_TOPIC_DEFAULTS:
+            table[primary.name] = dataclasses.replace(primary, read_only=False)
     return table
 
 

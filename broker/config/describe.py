@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from broker.config.broker import BROKER_CONFIGS, CONFIG_DEFS, BrokerConfig, broker_synonyms
-from broker.config.topic import TOPIC_CONFIGS, parse_topic_configs
+from broker.config.topic import INTERNAL_TOPIC_CONFIGS, TOPIC_CONFIGS, parse_topic_configs
 from broker.config.values import ConfigSource, render_value
 
 
@@ -103,6 +103,8 @@ def describe_topic_configs(defaults: BrokerConfig,
     typed = {**defaults.topic_defaults(), **parse_topic_configs(overrides, allow_null=True)}
     out: list[DescribedConfig] = []
     for name in sorted(TOPIC_CONFIGS):
+        if name in INTERNAL_TOPIC_CONFIGS and overrides.get(name) is None:
+            continue  # Kafka describes an internal config only where it is set
         d = TOPIC_CONFIGS[name]
         value = None if d.is_sensitive else render_value(d.type, typed[name])
         synonyms: list[ConfigSynonym] = []

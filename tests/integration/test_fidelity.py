@@ -16,12 +16,15 @@ from pathlib import Path
 import pytest
 
 from broker.testing import SamsaProcess
+from protocol.records import NewRecord, build_batch
 from tests.support import fidelity
 from tests.support.raw_client import RawClient
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 FETCH_SESSION_ID_NOT_FOUND = 70
+DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 5
+INVALID_CONFIG, INVALID_REQUEST, MESSAGE_TOO_LARGE = 40, 42, 10
 
 
 @pytest.fixture(scope="module")
@@ -165,10 +168,62 @@ def test_metadata_without_auto_creation_leaves_the_topic_unknown(client: RawClie
     assert fidelity.metadata(client, [topic], 12, allow_auto_creation=False) == [(topic, UNKNOWN_TOPIC_OR_PARTITION, 0)]
 
 
+# -- A4: the config names Kafka 3.9 or 4.x accepts (compat/test_config_names.py compares the lists) --
+
+TOPIC_CONFIG, STATIC_BROKER_CONFIG = 1, 4
+DEPRECATED = {"message.format.version": "2.8", "message.timestamp.difference.max.ms": "1000",
+              "message.downconversion.enable": "false"}
+"""Topic configs Kafka 3.9 accepts and 4.0 removed, with values that would matter if they had an effect."""
+
+
+def test_deprecated_topic_configs_are_accepted_with_kafkas_warning(broker: SamsaProcess, client: RawClient) -> None:
+    topic = unique("deprecated")
+    assert fidelity.create_topics(client, topic, DEPRECATED) == (NONE, None)
+    fidelity.wait_for_leader(client, topic)
+    assert fidelity.describe_configs(client, fidelity.TOPIC, topic, list(DEPRECATED)) == {
+        k: (v, TOPIC_CONFIG, False) for k, v in DEPRECATED.items()
+    }
+    assert fidelity.incremental_alter_configs(client, fidelity.TOPIC, topic, [("message.format.version", fidelity.SET, "3.0")]) == (NONE, None)
+    log = broker.read_log()
+    for name, value in (("message.format.version", "2.8"), ("message.timestamp.difference.max.ms", "1000"),
+                        ("message.format.version", "3.0")):
+        assert f"deprecated topic config accepted with no effect topic={topic} config={name} value={value} " in log
+    assert f"topic={topic} config=message.downconversion.enable" not in log  # Kafka 3.9 does not call it deprecated
+    # no effect: an hour-old timestamp passes (message.timestamp.before.max.ms alone decides, as in 4.x)
+    old = build_batch([NewRecord(key=b"k", value=b"v", timestamp=int(time.time() * 1000) - 3_600_000)])
+    assert fidelity.produce(client, topic, 0, old).error == NONE
+
+
+@pytest.mark.parametrize(("configs", "answer"), [
+    ({"compression.gzip.level": "5", "compression.lz4.level": "17", "compression.zstd.level": "-5",
+      "leader.replication.throttled.replicas": "0:1", "follower.replication.throttled.replicas": "*",
+      "local.retention.ms": "-2", "local.retention.bytes": "1000", "remote.log.copy.disable": "true",
+      "remote.log.delete.on.disable": "false", "remote.storage.enable": "false"}, (NONE, None)),
+    ({"remote.storage.enable": "true"}, (INVALID_CONFIG, "Tiered Storage functionality is disabled in the "
+                                         "broker. Topic cannot be configured with remote log storage.")),
+    ({"compression.gzip.level": "0"}, (INVALID_CONFIG, "Invalid value 0 for configuration compression.gzip.level: "
+                                       "Value must be between 1 and 9 or equal to -1")),
+    ({"leader.replication.throttled.replicas": "0:1, 1-2"}, (INVALID_CONFIG, "Invalid value [0:1, 1-2] for configuration "
+        "leader.replication.throttled.replicas: leader.replication.throttled.replicas must be the literal '*' or a "
+        "list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")),
+])
+def test_topic_configs_kafka_4_accepts(client: RawClient, configs: dict[str, str], answer: tuple[int, str | None]) -> None:
+    assert fidelity.create_topics(client, unique("names"), configs) == answer
+
+
+def test_deprecated_broker_configs_start_the_broker_with_kafkas_warning(tmp_path: Path) -> None:
+    overrides = {"log.message.format.version": "2.8", "log.message.timestamp.difference.max.ms": "1000",
+                 "offsets.commit.required.acks": "-1"}  # the last one: deprecated in 3.9, unknown to Samsa
+    with SamsaProcess(tmp_path / "data", overrides) as broker, RawClient(broker.port) as c:
+        described = fidelity.describe_configs(c, fidelity.BROKER, "0", ["log.message.format.version"])
+        assert described == {"log.message.format.version": ("2.8", STATIC_BROKER_CONFIG, True)}
+        log = broker.read_log()
+        assert "deprecated broker config accepted with no effect config=log.message.format.version value=2.8 " in log
+        assert "unknown config keys ignored keys=offsets.commit.required.acks" in log
+
+
 # -- A6: dynamic broker configs ----------------------------------------------------------------
 
-DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 5
-INVALID_CONFIG, INVALID_REQUEST, MESSAGE_TOO_LARGE = 40, 42, 10
 
 
 def test_dynamic_broker_configs_apply_without_restart_and_persist(tmp_path: Path) -> None:

@@ -27,11 +27,21 @@ from protocol.records import HEADER_SIZE, BatchHeader, NewRecord, build_batch
 from tests.support.raw_client import RawClient
 from tests.support.wire import produce
 
-__all__ = ["FetchAnswer", "batch_of", "create_topic", "fetch", "metadata", "produce", "wait_for_leader"]
+__all__ = ["FetchAnswer", "batch_of", "create_topic", "create_topics", "fetch", "metadata", "produce", "wait_for_leader"]
 
 
 def create_topic(client: RawClient, topic: str, configs: dict[str, str] | None = None, partitions: int = 1) -> None:
     """CreateTopics v7 (replication factor 1), then wait until the partitions have a leader."""
+    answer = create_topics(client, topic, configs, partitions)
+    assert answer[0] == 0, (topic, answer)
+    for p in range(partitions):
+        wait_for_leader(client, topic, p)
+
+
+def create_topics(
+    client: RawClient, topic: str, configs: dict[str, str] | None = None, partitions: int = 1
+) -> tuple[int, str | None]:
+    """CreateTopics v7 of one topic (replication factor 1): (error code, message)."""
     response = client.request(
         CreateTopicsRequest(
             topics=(
@@ -50,9 +60,7 @@ def create_topic(client: RawClient, topic: str, configs: dict[str, str] | None =
         )
     )
     (created,) = response.topics
-    assert created.error_code == 0, (topic, created.error_code, created.error_message)
-    for p in range(partitions):
-        wait_for_leader(client, topic, p)
+    return int(created.error_code), created.error_message
 
 
 def wait_for_leader(client: RawClient, topic: str, partition: int = 0, timeout: float = 30) -> None:
