@@ -301,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         "--render", type=Path, help="only write the doc and chart from a results JSON"
     )
     args = parser.parse_args(argv)
+    try:  # the chart is drawn at the end: fail now, not after the run
+        import matplotlib  # noqa: F401, PLC0415
+    except ImportError:
+        parser.error("the benchmark needs its extras: .venv/bin/pip install -e '.[bench]'")
     command = ".venv/bin/python -m compat.bench " + shlex.join(
         argv if argv is not None else sys.argv[1:]
     )

@@ -1,4 +1,3 @@
-// only: clients-3.9 (kafka-clients 4.x has neither Produce v0-2 nor these MemoryRecords/MessageUtil methods)
 // Produce v0-2 as kafka-clients writes it: the request and the response of each version, built from
 // Kafka's generated message classes (ProduceRequestData, ProduceResponseData) and written with
 // MessageUtil, printed in hex, one JSON object per line. kafka-clients 3.9 is the last release with
