@@ -126,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "serve":
         try:
-            asyncio.run(serve(config))
+            if config.metrics_prometheus_port:  # the loop measures its idle time for the metrics
+                from broker.metrics.loop import IdleTrackingEventLoop
+
+                with asyncio.Runner(loop_factory=IdleTrackingEventLoop) as runner:
+                    runner.run(serve(config))
+            else:
+                asyncio.run(serve(config))
         except KeyboardInterrupt:
             pass
         except StartupFailed as e:

@@ -4,6 +4,10 @@ Start-up order: bind the listeners (so port 0 resolves to a real port before the
 its endpoints), recover and load the logs, start the controller (embedded, or ZooKeeper in a
 cluster), follow its metadata image with the replica manager, then serve. Shutdown reverses it and
 leaves a clean-shutdown marker so the next start skips log recovery.
+
+Metrics: `self.metrics` (broker/metrics) is counted into by the replica manager and, with
+metrics.prometheus.port set, by the connections (per-request histograms); the Prometheus endpoint
+starts last and stops first.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import logging
 import socket
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrides
 from broker.config import BrokerConfig, Listener, LogConfig, topic_log_config
@@ -21,6 +26,7 @@ from broker.coordinator.coordinator import GroupCoordinator
 from broker.log.cleaner import CleanerConfig
 from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
+from broker.metrics.stats import BrokerMetrics
 from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
 from broker.replication.replica_manager import ReplicaManager
@@ -34,6 +40,10 @@ from controller.interface import Controller
 from controller.model import BrokerRegistration, Endpoint, TopicRegistration
 from controller.zk_settings import ZkSettings
 from protocol.types import BrokerId
+
+if TYPE_CHECKING:
+    from broker.metrics.end_offsets import RemoteEndOffsets
+    from broker.metrics.endpoint import PrometheusEndpoint
 
 log = logging.getLogger("samsa.broker")
 
@@ -49,6 +59,9 @@ class Broker:
         self.memory_pool = MemoryPool(
             max(queued, config.socket_request_max_bytes) if queued > 0 else -1)
         self._receive_buffer = receive_buffer()
+        self.metrics = BrokerMetrics()
+        self._metrics_endpoint: PrometheusEndpoint | None = None
+        self._remote_end_offsets: RemoteEndOffsets | None = None
         self._connections: dict[asyncio.Task[None], Connection | None] = {}
         """Every connection task; None until its transport is set up."""
         self._sweep: asyncio.Task[None] | None = None
@@ -89,6 +102,7 @@ class Broker:
             high_watermark_checkpoint_interval_ms=(
                 self.config.replica_high_watermark_checkpoint_interval_ms),
             cleaner_config=CleanerConfig.from_broker_config(self.config),
+            io_threads=self.config.num_io_threads,
         )
         await asyncio.to_thread(self.log_manager.load_logs)
         hw_checkpoints = self.log_manager.read_high_watermarks()
@@ -101,6 +115,7 @@ class Broker:
             # a cluster's failure detector: a suspected follower leaves the ISR at once
             isr_settings=IsrSettings.from_config(self.config, self.controller.suspected_peers),
             fetcher_settings=FetcherSettings.from_config(self.config),
+            metrics=self.metrics,
         )  # fmt: skip
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
         self.controller.add_suspicion_listener(self.replica_manager.isr_manager.wake)
@@ -125,6 +140,8 @@ class Broker:
         self.log_manager.start()
         for acceptor in self.acceptors:
             acceptor.start()
+        if self.config.metrics_prometheus_port:
+            self._start_metrics_endpoint()
         self.serving = True
         self._sweep = asyncio.create_task(self._sweep_connections(), name="connection-sweep")
         log.info(
@@ -133,6 +150,33 @@ class Broker:
             ",".join(self.advertised_addresses()),
             (time.monotonic() - started) * 1000,
         )
+
+    def _start_metrics_endpoint(self) -> None:
+        from broker.metrics.collector import BrokerCollector
+        from broker.metrics.end_offsets import RemoteEndOffsets
+        from broker.metrics.endpoint import PrometheusEndpoint
+        from broker.metrics.loop import loop_idle_fraction
+
+        assert self.log_manager is not None
+        controller = self.controller
+        self._remote_end_offsets = RemoteEndOffsets(
+            self.broker_id, lambda: controller.image, self.config.inter_broker_listener_name)
+        collector = BrokerCollector(
+            self.metrics,
+            broker_id=self.broker_id,
+            replica_manager=self.replica_manager,
+            log_manager=self.log_manager,
+            controller=self.controller,
+            group_coordinator=self.group_coordinator,
+            quotas=lambda: self.quotas,
+            loop_idle=loop_idle_fraction,
+            now=time.monotonic,
+            remote_end_offsets=self._remote_end_offsets,
+        )
+        self._metrics_endpoint = PrometheusEndpoint(
+            self.config.metrics_prometheus_host, self.config.metrics_prometheus_port, collector.families
+        )
+        self._metrics_endpoint.start()
 
     def _new_controller(self, data_dir: Path) -> Controller:
         """The ZooKeeper controller when zookeeper.connect is set, else the embedded one."""
@@ -146,6 +190,12 @@ class Broker:
         )
 
     async def stop(self) -> None:
+        if self._metrics_endpoint is not None:  # its server thread notices within half a second
+            await asyncio.to_thread(self._metrics_endpoint.stop)
+            self._metrics_endpoint = None
+        if self._remote_end_offsets is not None:
+            await self._remote_end_offsets.close()
+            self._remote_end_offsets = None
         if self.config.controlled_shutdown_enable and self.serving:
             try:
                 await self.controller.controlled_shutdown()  # move leadership away while still serving
@@ -185,10 +235,12 @@ class Broker:
 
     async def _serve(self, listener: str, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        # request metrics (the per-request histograms) only when something will read them
+        requests = self.metrics.requests if self.config.metrics_prometheus_port else None
         try:
             _, connection = await loop.connect_accepted_socket(
                 lambda: Connection(self.services, listener, self.memory_pool, self._receive_buffer,
-                                   self.config.socket_request_max_bytes), sock)
+                                   self.config.socket_request_max_bytes, requests), sock)
         except OSError as e:
             sock.close()
             log.warning("connection setup failed listener=%s error=%s", listener, e)

@@ -175,7 +175,10 @@ class BrokerConfig:
         "Accepted for compatibility; Samsa serves all connections on one asyncio loop.",
         at_least(1), read_only=False)
     num_io_threads: int = setting(INT, 8,
-        "Accepted for compatibility; Samsa handles requests on one asyncio loop.",
+        "The threads that write appends to the logs while the disk is slow (a write over 5 ms "
+        "sends writes there for 10 s), so that a slow disk holds up the partitions it writes and "
+        "not the event loop; requests are handled on one asyncio loop (Kafka: the request "
+        "handler threads).",
         at_least(1), read_only=False)
     background_threads: int = setting(INT, 10,
         "Accepted for compatibility; Samsa runs background work (retention, flushes, checkpoints, "
@@ -378,6 +381,13 @@ class BrokerConfig:
     leader_imbalance_per_broker_percentage: int = setting(INT, 10,
         "The share of a broker's preferred partitions led elsewhere above which the controller "
         "moves them back.", Range(0, 100))
+    # ---- metrics (broker/metrics) ----------------------------------------------------------------
+    metrics_prometheus_port: int = setting(INT, 0,
+        "Port of the Prometheus endpoint (GET /metrics): Kafka's broker metrics under the names "
+        "the Prometheus JMX exporter gives them with Strimzi's rules (docs/operations.md). 0: no "
+        "endpoint.", Range(0, 65535))
+    metrics_prometheus_host: str = setting(STRING, "0.0.0.0",
+        "Address the Prometheus endpoint listens on (metrics.prometheus.port set).")
     # ---- TLS: not served (passwords are never shown) -------------------------------------------
     ssl_keystore_location: str | None = setting(STRING, None,
         NO_TLS + "(Kafka: the key store file of "

@@ -15,6 +15,11 @@ leader. A fetch from a follower (replica_id >= 0) is the partition's `update_fol
 the follower's state, an ISR expansion sent through the ISR manager (isr.py, also owned here) and
 the HW, which completes acks=all produces and consumer fetches. A leadership change completes
 waiting produces (NOT_LEADER_OR_FOLLOWER) and fetches.
+
+Metrics (broker/metrics): each produced partition entry and each partition a fetch reads are
+counted once per request in the broker's BrokerTopicMetrics (`metrics.topics`), as Kafka's
+appendToLocalLog and fetchMessages count them; the ISR manager and the replica fetchers count
+ISR changes and replicated bytes.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker import clock
+from broker.metrics.stats import BrokerMetrics
 from broker.replication.fetcher_manager import ReplicaFetcherManager
 from broker.replication.isr import AlterPartition, IsrManager
 from broker.replication.partition import FetchIsolation, Partition, ReadResult
@@ -139,10 +145,14 @@ class ReplicaManager:
         alter_partition: AlterPartition,
         isr_settings: IsrSettings,
         fetcher_settings: FetcherSettings,
+        metrics: BrokerMetrics | None = None,
     ) -> None:
         """`alter_partition` is the controller's (ISR changes); the replica manager builds and
-        owns the ISR manager and the replica fetchers with them."""
+        owns the ISR manager and the replica fetchers with them. `metrics`: the broker's
+        counters (a fresh set when not given)."""
         self.broker_id = broker_id
+        self.metrics = metrics if metrics is not None else BrokerMetrics()
+        self._topic_stats = self.metrics.topics
         self.log_manager = log_manager
         self._log_config_for = log_config_for
         self._initial_hw = dict(initial_high_watermarks)
@@ -159,9 +169,11 @@ class ReplicaManager:
             lambda: self.partitions.values(),
             self._on_isr_committed,
             isr_settings,
+            self.metrics.replica,
         )
         """Sends ISR changes to the controller and runs the leader's shrink check."""
-        self.fetcher_manager = ReplicaFetcherManager(fetcher_settings, self.partitions.get)
+        self.fetcher_manager = ReplicaFetcherManager(
+            fetcher_settings, self.partitions.get, stats=self.metrics.topics)
         """Replica fetchers for the partitions this broker follows."""
         self._record_checker = RecordChecker()
 
@@ -170,8 +182,11 @@ class ReplicaManager:
         self.isr_manager.start()
 
     async def shutdown(self) -> None:
-        """Stop fetching and checking, and end every waiting produce and fetch."""
+        """Stop fetching and checking, let every append in progress end, and end every waiting
+        produce and fetch."""
         await self.fetcher_manager.shutdown()
+        for partition in list(self.partitions.values()):
+            await partition.quiesce()
         await self.isr_manager.stop()
         self._record_checker.shutdown()
         self.delayed_fetch.wake_all()
@@ -211,6 +226,7 @@ class ReplicaManager:
                         initial_high_watermark=Offset(self._initial_hw.pop(tp, 0)),
                         on_high_watermark=self._on_high_watermark,
                         alter_isr=self.isr_manager.submit,
+                        writer=self.log_manager.writer,
                     )
                     self.partitions[tp] = partition
                 elif config_changed:
@@ -294,7 +310,7 @@ class ReplicaManager:
 
     # -- produce -------------------------------------------------------------------------------
 
-    def append_local(
+    async def append_local(
         self,
         entries: Iterable[tuple[TopicPartition, CheckedRecords | bytes | memoryview]],
         required_acks: int,
@@ -303,7 +319,7 @@ class ReplicaManager:
         for tp, records in entries:
             try:
                 partition = self.get_partition(tp)
-                info = partition.append_records_to_leader(records, required_acks)
+                info = await partition.append_records_to_leader(records, required_acks)
                 results[tp] = ProduceResult(ErrorCode.none, info)
                 self.delayed_fetch.check_and_complete(tp)
             except KafkaError as e:
@@ -319,8 +335,12 @@ class ReplicaManager:
         """Kafka's appendRecords: check each leader partition's records (the record checker, off
         the loop when large), append them, and for acks=all wait until the HW covers them."""
         checked, rejected = await self._check_records(entries)
-        results = self.append_local(checked, required_acks)
+        results = await self.append_local(checked, required_acks)
         results.update(rejected)
+        stats = self._topic_stats
+        for tp, records in entries:
+            r = results[tp]
+            stats.produced(tp.topic, r.error, len(records), r.info.num_messages if r.info is not None else 0)
         if required_acks != -1:
             return results
         # (next offset, leader epoch of the append): a later epoch means the batch may be gone
@@ -445,13 +465,23 @@ class ReplicaManager:
             requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id
         )
         if max_wait_ms <= 0 or not requests or self._fetch_satisfied(results, min_bytes):
-            return results
+            return self._count_fetch(results, replica_id)
 
         delayed = DelayedFetch(self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader)
         await self.delayed_fetch.wait([r.tp for r in requests], delayed.try_complete, max_wait_ms / 1000)
-        return self.read_local(
+        return self._count_fetch(self.read_local(
             requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id
-        )
+        ), replica_id)
+
+    def _count_fetch(self, results: list[FetchResult], replica_id: int) -> list[FetchResult]:
+        """Count each partition of a fetch's response (TotalFetchRequests, FailedFetchRequests,
+        BytesOut or, for a follower, ReplicationBytesOut)."""
+        stats = self._topic_stats
+        follower = replica_id >= 0
+        for r in results:
+            info = r.read.info if r.read is not None else None
+            stats.fetched(r.tp.topic, r.error, info.size if info is not None else 0, follower)
+        return results
 
     @staticmethod
     def _fetch_satisfied(results: Sequence[FetchResult], min_bytes: int) -> bool:
