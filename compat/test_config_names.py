@@ -3,8 +3,8 @@
 Read from each Kafka's classes by compat/jvm/harness/ConfigNames.java (LogConfig.configKeys,
 KafkaConfig.configDef, the dynamic broker config set): Samsa accepts every topic config either
 accepts, with Kafka 3.9's deprecation warning for those 4.0 removed; declares no broker config
-neither knows (but its own samsa.* ones and cluster.id); and changes at runtime only broker configs
-Kafka changes at runtime too.
+neither knows (but its own samsa.* ones, cluster.id and the metrics endpoint's); and changes at
+runtime only broker configs Kafka changes at runtime too.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from compat.jvm import run_main
 
 KAFKA = {"3.9.2": "kafka-3.9", "4.3.1": "kafka"}
 """Kafka version -> its broker classpath under compat/target."""
-SAMSA_ONLY = {"cluster.id"}
-"""Broker configs Samsa adds besides samsa.*: Kafka keeps the cluster id in meta.properties."""
+SAMSA_ONLY = {"cluster.id", "metrics.prometheus.host", "metrics.prometheus.port"}
+"""Broker configs Samsa adds besides samsa.*: Kafka keeps the cluster id in meta.properties and
+serves Prometheus metrics through the JMX exporter's agent, not a config of its own."""
 
 
 @pytest.fixture(scope="module")
