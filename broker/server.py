@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrides
 from broker.config import BrokerConfig, Listener, LogConfig, topic_log_config
+from broker.config.dynamic import DynamicBrokerConfig
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.log.cleaner import CleanerConfig
 from broker.log.manager import LogManager
@@ -70,6 +71,8 @@ class Broker:
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
+        self.dynamic_config = DynamicBrokerConfig(config)
+        """This broker's config with the dynamic broker configs applied (the image's)."""
         self._stopped = asyncio.Event()
         self.serving = False
         """start() completed; stop() also cleans up after a start that failed part way."""
@@ -119,7 +122,7 @@ class Broker:
         self.group_coordinator = GroupCoordinator(self.config, self.controller, self.replica_manager)
         self.services = BrokerServices(
             broker_id=self.broker_id,
-            config=self.config,
+            dynamic_config=self.dynamic_config,
             controller=self.controller,
             replica_manager=self.replica_manager,
             group_coordinator=self.group_coordinator,
@@ -128,6 +131,9 @@ class Broker:
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.group_coordinator.start()
+        self.dynamic_config.add_listener(self._on_config_change)
+        # dynamic broker configs first, so partitions are created with the topic defaults they set
+        self.controller.subscribe(lambda old, new: self.dynamic_config.update(new.broker_configs))
         self.controller.subscribe(self.replica_manager.on_image)
         await self.controller.start()
         self.replica_manager.start()
@@ -178,7 +184,10 @@ class Broker:
             from controller.zookeeper import ZooKeeperController
 
             return ZooKeeperController(zk_settings(self.config), self.registration())
-        return EmbeddedController(data_dir, self.registration(), self.config.cluster_id)
+        return EmbeddedController(
+            data_dir, self.registration(), self.config.cluster_id,
+            static_min_insync_replicas=self.default_log_config.min_insync_replicas,
+        )
 
     async def stop(self) -> None:
         if self._metrics_endpoint is not None:  # its server thread notices within half a second
@@ -334,6 +343,16 @@ class Broker:
     def log_config_for(self, topic: TopicRegistration) -> LogConfig:
         return topic_log_config(self.default_log_config, topic.configs)
 
+    def _on_config_change(self, old: BrokerConfig, new: BrokerConfig) -> None:
+        """Dynamic broker configs changed: the topic defaults they set (log.retention.ms,
+        message.max.bytes, ...) apply to every log at once, as Kafka's DynamicLogConfig does."""
+        default = new.log_config()
+        if default != self.default_log_config:
+            self.default_log_config = default
+            assert self.log_manager is not None
+            self.log_manager.default_config = default
+            self.replica_manager.update_log_configs()
+
 
 def zk_settings(config: BrokerConfig) -> ZkSettings:
     """The ZooKeeper controller's settings from this broker's config (zookeeper.connect set)."""
@@ -365,4 +384,5 @@ def zk_settings(config: BrokerConfig) -> ZkSettings:
         leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
         preferred_leader_settle_s=config.samsa_preferred_leader_settle_ms / 1000,
         cluster_id=config.cluster_id,
+        static_min_insync_replicas=log_config.min_insync_replicas,
     )

@@ -574,6 +574,21 @@ class UnifiedLog:
             raise self._storage_failed("read", exc) from None
         return empty
 
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where `offset` lies (Kafka's convertToOffsetMetadataOrThrow): its segment's base offset
+        and the position of the batch holding it; the log end offset lies at the end of the
+        active segment, and an offset no batch of its segment holds (a compacted gap) at that
+        segment's end."""
+        self._check_open()
+        try:
+            i, position = self._position_of(offset)
+        except OSError as exc:
+            raise self._storage_failed("read", exc) from None
+        segment = self._segments[i]
+        return LogOffsetMetadata(
+            Offset(offset), Offset(segment.base_offset), segment.size if position is None else position
+        )
+
     def _position_of(self, offset: int) -> tuple[int, int | None]:
         """(segment index, byte position) where the batch holding `offset` starts (None = end)."""
         i = bisect.bisect_right(self._bases, offset) - 1

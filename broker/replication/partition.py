@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker import clock
-from broker.log.info import LogAppendInfo, TimestampAndOffset
+from broker.log.info import LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
 from broker.log.writer import INLINE_WRITER, LogWriter
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
@@ -126,6 +126,24 @@ class ReplicaState:
 
     def is_caught_up(self, leader_end_offset: Offset, now_ms: int, max_lag_ms: int) -> bool:
         return self.log_end_offset == leader_end_offset or now_ms - self.last_caught_up_time_ms <= max_lag_ms
+
+
+@dataclass(frozen=True, slots=True)
+class LogOffsetSnapshot:
+    """The log's offsets with where each lies (Kafka's LogOffsetSnapshot)."""
+
+    log_start_offset: Offset
+    log_end_offset: LogOffsetMetadata
+    high_watermark: LogOffsetMetadata
+    last_stable_offset: LogOffsetMetadata
+
+    def end_offset(self, isolation: FetchIsolation) -> LogOffsetMetadata:
+        """How far a fetch with this isolation may read."""
+        if isolation == FetchIsolation.LOG_END:
+            return self.log_end_offset
+        if isolation == FetchIsolation.TXN_COMMITTED:
+            return self.last_stable_offset
+        return self.high_watermark
 
 
 @dataclass(frozen=True, slots=True)
@@ -693,15 +711,27 @@ class Partition:
             return None
         return found
 
-    def bytes_available(self, fetch_offset: Offset, isolation: FetchIsolation) -> int:
-        """Bytes a fetch at `fetch_offset` would get now (0 if none, or on any error)."""
-        if self.role != PartitionRole.LEADER:
-            return 0
-        max_offset = self._log.log_end_offset if isolation == FetchIsolation.LOG_END else self.high_watermark
-        if fetch_offset >= max_offset:
-            return 0
-        try:
-            info = self._log.read(fetch_offset, 1 << 30, max_offset, min_one_message=True)
-        except KafkaError:
-            return 1  # an error answers the fetch at once
-        return 0 if info is None or info.records is None else len(info.records)
+    def fetch_offset_snapshot(
+        self, current_leader_epoch: int = -1, *, fetch_only_from_leader: bool = True
+    ) -> LogOffsetSnapshot:
+        """Where the log's offsets lie now (Kafka's Partition.fetchOffsetSnapshot), for a waiting
+        fetch to measure what has become available. Raises as a read would: a fenced epoch, not
+        the leader."""
+        self.check_leader_epoch(current_leader_epoch)
+        if fetch_only_from_leader:
+            self._require_leader()
+        leo = self._log.offset_metadata(self._log.log_end_offset)
+        hw = leo if self.high_watermark == leo.message_offset else self._log.offset_metadata(self.high_watermark)
+        return LogOffsetSnapshot(
+            log_start_offset=self._log.log_start_offset,
+            log_end_offset=leo,
+            high_watermark=hw,
+            last_stable_offset=hw,
+        )
+
+    def offset_metadata(self, offset: Offset) -> LogOffsetMetadata:
+        """Where `offset` lies in the log (segment and position); only the offset when it lies
+        outside [log start offset, log end offset]."""
+        if not self._log.log_start_offset <= offset <= self._log.log_end_offset:
+            return LogOffsetMetadata(offset)
+        return self._log.offset_metadata(offset)

@@ -44,7 +44,7 @@ from protocol.types import BrokerId, Offset
 
 if TYPE_CHECKING:
     from broker.config import LogConfig
-    from broker.log.info import LogAppendInfo
+    from broker.log.info import LogAppendInfo, LogOffsetMetadata
     from broker.log.manager import LogManager
     from broker.log.validation import CheckedRecords
     from protocol.record_check import RecordError
@@ -76,6 +76,62 @@ class FetchResult:
     tp: TopicPartition
     error: ErrorCode
     read: ReadResult | None = None
+
+
+class DelayedFetch:
+    """A fetch waiting in the purgatory for min_bytes (Kafka's DelayedFetch.tryComplete).
+
+    It completes as soon as any partition: is gone or no longer led here (cases A-C), fails to
+    answer (storage, case D), fences the request's leader epoch (case E), or has its fetch offset
+    on another segment than the offset the fetch may read up to (case F: the fetch is behind the
+    active segment, or the log was truncated below it; the data is there, or an error is); or
+    when the bytes between each fetch offset and its bound, on the same segment, capped by the
+    partition's max_bytes, add up to min_bytes (case G). A fetch behind the active segment thus
+    never waits, however small the batches there: a compacted topic's sparse tail or an older
+    segment's last bytes are answered at once, as by Kafka.
+    """
+
+    def __init__(
+        self,
+        partitions: Callable[[TopicPartition], Partition | None],
+        requests: Sequence[FetchRequestPartition],
+        isolation: FetchIsolation,
+        min_bytes: int,
+        fetch_only_from_leader: bool,
+    ) -> None:
+        self._partitions = partitions
+        self._requests = requests
+        self._isolation = isolation
+        self._min_bytes = min_bytes
+        self._fetch_only_from_leader = fetch_only_from_leader
+        self._start: dict[TopicPartition, LogOffsetMetadata] = {}
+        """Where each fetch offset lay when first checked (Kafka's startOffsetMetadata)."""
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        for req in self._requests:
+            partition = self._partitions(req.tp)
+            if partition is None:
+                return True  # cases B, C
+            try:
+                snapshot = partition.fetch_offset_snapshot(
+                    req.current_leader_epoch, fetch_only_from_leader=self._fetch_only_from_leader
+                )
+                fetch_offset = self._start.get(req.tp)
+                if fetch_offset is None:
+                    fetch_offset = self._start[req.tp] = partition.offset_metadata(req.fetch_offset)
+            except KafkaError:
+                return True  # cases A, D, E
+            if fetch_offset.message_offset_only:
+                return True  # outside the log: the read answers OFFSET_OUT_OF_RANGE
+            end = snapshot.end_offset(self._isolation)
+            # equal offsets go to case G: after a roll the end offset lies on the old segment
+            if end.message_offset != fetch_offset.message_offset:
+                if end.on_older_segment(fetch_offset) or fetch_offset.on_older_segment(end):
+                    return True  # case F
+                if fetch_offset.message_offset < end.message_offset:
+                    accumulated += min(end.position_diff(fetch_offset), req.max_bytes)
+        return accumulated >= self._min_bytes  # case G
 
 
 class ReplicaManager:
@@ -207,6 +263,16 @@ class ReplicaManager:
                     listener(tp, False)
             log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
         self.fetcher_manager.update(new, self.partitions)
+
+    def update_log_configs(self) -> None:
+        """The broker's topic defaults changed (dynamic broker configs): every hosted partition's
+        log obeys its topic's config as it is now."""
+        if self._image is None:
+            return
+        for tp, partition in self.partitions.items():
+            topic = self._image.topics.get(tp.topic)
+            if topic is not None:
+                partition.update_log_config(self._log_config_for(topic))
 
     def _on_isr_committed(self, partition: Partition) -> None:
         self.delayed_produce.check_and_complete(partition.tp)
@@ -401,18 +467,8 @@ class ReplicaManager:
         if max_wait_ms <= 0 or not requests or self._fetch_satisfied(results, min_bytes):
             return self._count_fetch(results, replica_id)
 
-        def enough() -> bool:
-            total = 0
-            for req in requests:
-                partition = self.partitions.get(req.tp)
-                if partition is None or (fetch_only_from_leader and not partition.is_leader):
-                    return True
-                total += partition.bytes_available(req.fetch_offset, isolation)
-                if total >= min_bytes:
-                    return True
-            return False
-
-        await self.delayed_fetch.wait([r.tp for r in requests], enough, max_wait_ms / 1000)
+        delayed = DelayedFetch(self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader)
+        await self.delayed_fetch.wait([r.tp for r in requests], delayed.try_complete, max_wait_ms / 1000)
         return self._count_fetch(self.read_local(
             requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id
         ), replica_id)
