@@ -175,7 +175,7 @@ class BrokerConfig:
         "Accepted for compatibility; Samsa serves all connections on one asyncio loop.",
         at_least(1), read_only=False)
     num_io_threads: int = setting(INT, 8,
-        "The threads that write appends to the logs while the disk is slow (a write over 5 ms "
+        "The threads that write appends to the logs while the disk is slow (a write over 20 ms "
         "sends writes there for 10 s), so that a slow disk holds up the partitions it writes and "
         "not the event loop; requests are handled on one asyncio loop (Kafka: the request "
         "handler threads).",

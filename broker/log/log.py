@@ -351,21 +351,7 @@ class UnifiedLog:
                 batch.last_offset,
                 header.is_transactional,
             )
-        return self._prepare(
-            valid,
-            staged,
-            now,
-            LogAppendInfo(
-                Offset(valid.first_offset),
-                Offset(valid.last_offset),
-                valid.max_timestamp,
-                Offset(valid.offset_of_max_timestamp),
-                now if self._config.log_append_time else -1,
-                self.log_start_offset,
-                valid.num_messages,
-                valid.valid_bytes,
-            ),
-        )
+        return self._prepare(valid, staged, now, now if self._config.log_append_time else -1)
 
     def prepare_append_as_follower(
         self, records: bytes | bytearray | memoryview, *, now_ms: int | None = None
@@ -386,28 +372,14 @@ class UnifiedLog:
                 continue
             info = self.producer_state.prepare(header.producer_id, staged, validate=False)
             info.append_replicated(header)
-        return self._prepare(
-            valid,
-            staged,
-            now,
-            LogAppendInfo(
-                Offset(valid.first_offset),
-                Offset(valid.last_offset),
-                valid.max_timestamp,
-                Offset(valid.offset_of_max_timestamp),
-                -1,
-                self.log_start_offset,
-                valid.num_messages,
-                valid.valid_bytes,
-            ),
-        )
+        return self._prepare(valid, staged, now, -1)
 
     def _prepare(
         self,
         valid: ValidRecords,
         staged: dict[int, ProducerAppendInfo],
         now_ms: int,
-        info: LogAppendInfo,
+        log_append_time: int,
     ) -> PendingAppend:
         segment = self._maybe_roll(valid, now_ms)
         try:
@@ -421,7 +393,16 @@ class UnifiedLog:
             staged,
             now_ms,
             self.unflushed_messages + valid.num_messages >= self._config.flush_messages,
-            info,
+            LogAppendInfo(
+                Offset(valid.first_offset),
+                Offset(valid.last_offset),
+                valid.max_timestamp,
+                Offset(valid.offset_of_max_timestamp),
+                log_append_time,
+                self.log_start_offset,
+                valid.num_messages,
+                valid.valid_bytes,
+            ),
         )
         segment.writing = True
         self._pending = pending

@@ -32,8 +32,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("samsa.log.writer")
 
-INLINE_LIMIT_S = 0.005
-"""An inline write slower than this (the page cache takes microseconds) sends writes to threads."""
+INLINE_LIMIT_S = 0.02
+"""A write slower than this sends the writes to the threads. A page-cache write takes microseconds
+to a millisecond, but under a producer's load ordinary ones reached 5 ms here now and then (the
+VM's first touch of guest memory, writeback, the GIL taken back after the syscall), and at 5 ms
+the hop to a thread for every small request then cost a third more broker CPU per byte
+(ProducerPerformance: 625-718 ms per 100 MB in the runs it happened in, 430-469 without); at
+20 ms it did not happen in four runs."""
 THREADED_FOR_S = 10.0
 """How long writes stay on threads after a slow one before one is tried inline again."""
 

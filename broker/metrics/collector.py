@@ -131,13 +131,10 @@ class BrokerCollector:
                 if value := getattr(t, attribute):
                     f.add((("topic", topic),), value)
             out.append(f)
-        for name, value, doc in (
+        out += _unlabelled("kafka_server_brokertopicmetrics_", "counter", (
             ("replicationbytesin", stats.replication_bytes_in, "Bytes this broker's replica fetchers appended."),
             ("replicationbytesout", stats.replication_bytes_out, "Bytes sent to followers."),
-        ):
-            f = Family(f"kafka_server_brokertopicmetrics_{name}", "counter", doc)
-            f.add((), value)
-            out.append(f)
+        ))  # fmt: skip
         return out
 
     def _replica_manager(self) -> list[Family]:
@@ -162,21 +159,14 @@ class BrokerCollector:
             ("atminisrpartitioncount", at_min, "Led partitions whose ISR is exactly min.insync.replicas."),
             ("reassigningpartitions", 0, "Led partitions being reassigned (Samsa does not reassign)."),
         )  # fmt: skip
-        out = []
-        for name, value, doc in gauges:
-            f = Family(f"kafka_server_replicamanager_{name}", "gauge", doc)
-            f.add((), value)
-            out.append(f)
         replica = self.metrics.replica
-        for name, value, doc in (
-            ("isrexpands", replica.isr_expands, "ISR expansions committed by the controller."),
-            ("isrshrinks", replica.isr_shrinks, "ISR shrinks committed by the controller."),
-            ("failedisrupdates", replica.failed_isr_updates, "ISR changes the controller refused or could not take."),
-        ):
-            f = Family(f"kafka_server_replicamanager_{name}", "counter", doc)
-            f.add((), value)
-            out.append(f)
-        return out
+        return _unlabelled("kafka_server_replicamanager_", "gauge", gauges) + _unlabelled(
+            "kafka_server_replicamanager_", "counter", (
+                ("isrexpands", replica.isr_expands, "ISR expansions committed by the controller."),
+                ("isrshrinks", replica.isr_shrinks, "ISR shrinks committed by the controller."),
+                ("failedisrupdates", replica.failed_isr_updates, "ISR changes the controller refused or could not take."),
+            ),
+        )  # fmt: skip
 
     # -- kafka.cluster Partition, kafka.log Log ------------------------------------------------
 
@@ -251,12 +241,7 @@ class BrokerCollector:
             ("fencedbrokercount", len(image.fenced) if active else 0,
              "Registered brokers a majority suspects (active controller only)."),
         )  # fmt: skip
-        out = []
-        for name, value, doc in gauges:
-            f = Family(f"kafka_controller_kafkacontroller_{name}", "gauge", doc)
-            f.add((), value)
-            out.append(f)
-        return out
+        return _unlabelled("kafka_controller_kafkacontroller_", "gauge", gauges)
 
     # -- kafka.server DelayedOperationPurgatory ------------------------------------------------
 
@@ -341,12 +326,7 @@ class BrokerCollector:
             ("numgroupsdead", by_state[GroupState.DEAD], "Groups in Dead."),
             ("numgroupsempty", by_state[GroupState.EMPTY], "Groups in Empty."),
         )  # fmt: skip
-        out = []
-        for name, value, doc in counts:
-            f = Family(f"kafka_coordinator_group_groupmetadatamanager_{name}", "gauge", doc)
-            f.add((), value)
-            out.append(f)
-        return out + self._lag(groups)
+        return _unlabelled("kafka_coordinator_group_groupmetadatamanager_", "gauge", counts) + self._lag(groups)
 
     def _lag(self, groups: Iterable[ClassicGroup]) -> list[Family]:
         """Consumer group lag per group/topic/partition, computed on the coordinator: a committed
@@ -422,3 +402,13 @@ _HISTOGRAM_DOCS = {
     "TotalTimeMs": "Milliseconds from a request received whole to its response written.",
     "RequestBytes": "Bytes of request bodies.",
 }
+
+
+def _unlabelled(prefix: str, kind: str, rows: Iterable[tuple[str, float, str]]) -> list[Family]:
+    """One family per (name, value, doc) row, each with a single sample and no labels."""
+    out = []
+    for name, value, doc in rows:
+        f = Family(prefix + name, kind, doc)
+        f.add((), value)
+        out.append(f)
+    return out

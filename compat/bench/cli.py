@@ -1,6 +1,6 @@
 """Side-by-side benchmarks: Samsa against Apache Kafka on this machine, same settings, same loads.
 
-    .venv/bin/python -m compat.bench                # full run (~20-25 min on 2 cores)
+    .venv/bin/python -m compat.bench                # full run (~10 min on 2 cores)
     .venv/bin/python -m compat.bench --quick        # ~5 min: fewer records, one repeat, no 1,000 partitions
     .venv/bin/python -m compat.bench --only single  # or: cluster
     .venv/bin/python -m compat.bench --quick --targets samsa --metrics   # Samsa scraped every second

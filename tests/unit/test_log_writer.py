@@ -30,6 +30,9 @@ from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import BrokerId, LeaderEpoch
 
+SLOW_WRITE_S = writer.INLINE_LIMIT_S * 1.5
+"""A write slow enough to send the writes to the threads."""
+
 B1, B2 = BrokerId(1), BrokerId(2)
 
 
@@ -204,7 +207,7 @@ def test_writes_come_back_to_the_loop_when_the_disk_is_fast_again(
     partition = leader(tmp_path, log_writer)
 
     async def main() -> None:
-        disk.delay = 0.01
+        disk.delay = SLOW_WRITE_S
         await partition.append_records_to_leader(batch(1), 1)
         assert log_writer.threaded
         disk.delay = 0.0
@@ -229,7 +232,7 @@ def test_leadership_lost_during_the_write_drops_the_append(tmp_path: Path, disk:
     partition = leader(tmp_path, log_writer)
 
     async def main() -> None:
-        disk.delay = 0.01
+        disk.delay = SLOW_WRITE_S
         await partition.append_records_to_leader(batch(1), 1)  # now on the thread
         disk.delay = 0.1
         append = asyncio.create_task(partition.append_records_to_leader(batch(2), 1))
@@ -253,7 +256,7 @@ def test_a_caller_that_goes_away_leaves_no_append_in_flight(tmp_path: Path, disk
     partition = leader(tmp_path, log_writer)
 
     async def main() -> LogAppendInfo:
-        disk.delay = 0.01
+        disk.delay = SLOW_WRITE_S
         await partition.append_records_to_leader(batch(1), 1)
         disk.delay = 0.1
         append = asyncio.create_task(partition.append_records_to_leader(batch(2), 1))
