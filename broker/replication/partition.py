@@ -1,3 +1,4 @@
+# Over 700 lines: Partition is the one gate to its log, and each rule keeping HW, LEO, ISR and leader epoch consistent is one of its methods.
 """One partition on this broker: its log plus leadership, leader epoch, ISR and high watermark.
 
 State machine (`PartitionRole`), driven by the controller's metadata image:
