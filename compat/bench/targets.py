@@ -255,6 +255,8 @@ class KafkaNode(KafkaJarProcess):
         self.voters = dict(voters)
         self.port = port
         self.controller_port = self.voters[node_id]
+        self.env: dict[str, str] = {}
+        """Extra environment for the JVM (the fault benchmark's slow disk preloads a library)."""
 
     def _properties(self) -> dict[str, str]:
         props = super()._properties()
@@ -300,6 +302,7 @@ class KafkaNode(KafkaJarProcess):
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env={**os.environ, **self.env},
             )
 
     def wait_ready(self, timeout: float = 120.0) -> None:
