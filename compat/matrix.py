@@ -14,11 +14,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from broker.handlers.versions import SERVED
+from compat.api_keys import CONTROLLER_ONLY, NOT_SERVED
 from compat.differences import DIFFERENCES
 from compat.kafka import TARGET
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "compat.md"
 COVERAGE = TARGET / "api-coverage.json"
+KAFKA_API_KEYS = TARGET / "kafka-api-keys.json"
+"""Kafka's own ApiVersions answer, written by compat/test_api_keys.py."""
 
 
 def _versions(pom: Path) -> dict[str, str]:
@@ -26,6 +30,34 @@ def _versions(pom: Path) -> dict[str, str]:
 
     text = pom.read_text()
     return dict(re.findall(r"<([a-z0-9.]+)\.version>([^<]+)</", text))
+
+
+def _api_keys(kafka_version: str) -> list[str]:
+    """The section listing every API key Kafka serves, with Samsa's status for each."""
+    if not KAFKA_API_KEYS.exists():
+        return []
+    answer = json.loads(KAFKA_API_KEYS.read_text())
+    lines = [
+        "",
+        "## API keys",
+        "",
+        f"Every API key Apache Kafka {kafka_version} serves on its broker listener (to clients and admin "
+        "tools), as its own ApiVersions answer lists them (asked by `compat/test_api_keys.py` during the "
+        "suite), with the versions Samsa serves (`broker/handlers/versions.py`, exactly what Samsa's "
+        "ApiVersions advertises) or why it does not serve the key yet (`compat/api_keys.py`). Samsa closes "
+        "the connection on a key it does not serve, as Kafka does on a key it does not know.",
+        "",
+        f"| key | API | Kafka {kafka_version} | Samsa |",
+        "|---|---|---|---|",
+    ]
+    for a in answer["broker"]:
+        served = SERVED.get(a["key"])
+        status = f"served: {served[1]}-{served[2]}" if served else NOT_SERVED.get(a["name"], "**no status**")
+        lines.append(f"| {a['key']} | {a['name']} | {a['min_version']}-{a['max_version']} | {status} |")
+    if answer["controller_only"]:
+        names = ", ".join(f"{a['name']} ({a['key']})" for a in answer["controller_only"])
+        lines += ["", f"Served by Kafka only on its controller listener: {names}. Samsa: {CONTROLLER_ONLY}."]
+    return lines
 
 
 def render(results: dict[str, Any], generated_at: str) -> str:
@@ -46,6 +78,9 @@ def render(results: dict[str, Any], generated_at: str) -> str:
         "(so the harness itself is checked). Java clients: kafka-clients "
         f"{versions.get('clients39', '?')} and {versions.get('clients4', '?')}; CLI tools: Kafka "
         f"{versions.get('kafka', '?')}'s main classes.",
+        *_api_keys(versions.get("kafka", "?")),
+        "",
+        "## Scenarios",
         "",
         "| client / tool | scenario | Samsa | Kafka |",
         "|---|---|---|---|",
