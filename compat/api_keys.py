@@ -63,7 +63,6 @@ NOT_SERVED: dict[str, str] = {
     "delete_share_group_offsets": NEW_GROUPS,
     "streams_group_heartbeat": NEW_GROUPS + "; streams groups are KIP-1071",
     "streams_group_describe": NEW_GROUPS + "; streams groups are KIP-1071",
-    "elect_leaders": OPERATOR,
     "alter_partition_reassignments": OPERATOR,
     "list_partition_reassignments": OPERATOR,
     "describe_log_dirs": OPERATOR,

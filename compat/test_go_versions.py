@@ -396,6 +396,18 @@ def check_delete_groups(v: int, obs: list[Obs]) -> None:
     assert rows(obs, "listed-after", "groups") == [(['active type="consumer" state="Stable"'],)]
 
 
+def check_elect_leaders(v: int, obs: list[Obs]) -> None:
+    def answers(how: int) -> list[str]:
+        not_needed = f'how={how} err=ELECTION_NOT_NEEDED msg="Leader election not needed for topic partition."'
+        return [f"el-0 {not_needed}", f"el-1 {not_needed}",
+                f'el-5 how={how} err=UNKNOWN_TOPIC_OR_PARTITION msg="No such partition as el-5"',
+                f'missing-0 how={how} err=UNKNOWN_TOPIC_OR_PARTITION msg="No such topic as missing"']
+
+    assert rows(obs, "preferred", "results") == [(answers(0),)]
+    assert rows(obs, "unclean", "results") == [(answers(0 if v == 0 else 1),)]  # v0: always preferred
+    assert rows(obs, "all", "results") == [(["el none"],)]
+
+
 def check_offset_delete(v: int, obs: list[Obs]) -> None:
     assert rows(obs, "deleted", "present", "err") == [(True, "")]
     assert rows(obs, "committed-after", "partition", "offset") == [(1, 2)]
@@ -417,7 +429,7 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     **{k: check_group(k) for k in (8, 9, 10, 11, 12, 13, 14)},
     15: check_describe_groups, 16: check_list_groups, 18: check_api_versions, 19: check_create_topics,
     20: check_delete_topics, 21: check_delete_records, 22: check_init_producer_id, 23: check_offset_for_leader_epoch,
-    32: check_describe_configs, 33: check_alter_configs, 37: check_create_partitions, 42: check_delete_groups,
+    32: check_describe_configs, 33: check_alter_configs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
     44: check_incremental_alter_configs, 47: check_offset_delete, 60: check_describe_cluster,
     75: check_describe_topic_partitions,
 }

@@ -40,11 +40,13 @@ to live brokers). The move is optional; any of these would turn it into a stall.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import enum
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from controller.model import ClusterImage, PartitionRegistration
+from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_BROKER, BrokerId, LeaderEpoch
 
 
@@ -222,3 +224,112 @@ def preferred_leader_moves(
             if moved is not None:
                 moves.append((t, p, reg, moved))
     return moves
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' election_type (Kafka's org.apache.kafka.common.ElectionType)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+def elect_leader(
+    reg: PartitionRegistration,
+    election_type: ElectionType,
+    live: AbstractSet[BrokerId],
+    eligible: AbstractSet[BrokerId],
+) -> PartitionRegistration | ErrorCode:
+    """An operator's election for one partition (ElectLeaders), as Kafka's controller makes it
+    (ReplicationControlManager.electLeader and PartitionChangeBuilder): the new registration, or
+    the error to answer. `live` are the registered brokers, `eligible` those of them that may lead
+    (not shutting down, not suspected by a majority: `electable`).
+
+    PREFERRED: ELECTION_NOT_NEEDED if the first replica leads; else the first replica if it is in
+    the ISR and eligible; else, if the current leader is fit, PREFERRED_LEADER_NOT_AVAILABLE; else
+    the first other eligible ISR member; else PREFERRED_LEADER_NOT_AVAILABLE.
+    UNCLEAN: ELECTION_NOT_NEEDED if the partition has a live leader; else the first eligible ISR
+    member (a clean election after all); else the first eligible replica, with an ISR of itself
+    (possible data loss); else ELIGIBLE_LEADERS_NOT_AVAILABLE.
+    A new leader bumps the leader epoch; `partition_epoch` stays (the CAS expectation).
+    """
+
+    def valid(b: BrokerId) -> bool:
+        return b in reg.isr and b in eligible
+
+    leader_fit = reg.leader != NO_BROKER and valid(reg.leader)
+    isr = reg.isr
+    if election_type is ElectionType.PREFERRED:
+        preferred = reg.replicas[0] if reg.replicas else NO_BROKER
+        if reg.leader == preferred:
+            return ErrorCode.election_not_needed
+        if valid(preferred):
+            new = preferred
+        elif leader_fit:
+            return ErrorCode.preferred_leader_not_available
+        else:
+            new = next((r for r in reg.replicas[1:] if valid(r)), NO_BROKER)
+        if new == NO_BROKER or new == reg.leader:
+            return ErrorCode.preferred_leader_not_available
+    else:
+        if reg.leader != NO_BROKER and reg.leader in live:
+            return ErrorCode.election_not_needed
+        new = next((r for r in reg.replicas if valid(r)), NO_BROKER)
+        if new == NO_BROKER:
+            new = next((r for r in reg.replicas if r in eligible), NO_BROKER)
+            isr = (new,)
+        if new == NO_BROKER:
+            return ErrorCode.eligible_leaders_not_available
+    return replace(reg, leader=new, isr=isr, leader_epoch=LeaderEpoch(reg.leader_epoch + 1))
+
+
+def electable(
+    live: AbstractSet[BrokerId],
+    shutting_down: AbstractSet[BrokerId],
+    suspicions: Mapping[BrokerId, AbstractSet[BrokerId]],
+    reg: PartitionRegistration,
+) -> set[BrokerId]:
+    """The brokers that may lead `reg` (the `eligible` of `plan_partition`)."""
+    return {
+        b for b in live
+        if b not in shutting_down and not majority_suspects(b, suspicions.get(b, frozenset()), reg.isr)
+    }
+
+
+ElectionResults = list[tuple[str, list[tuple[int, KafkaError | None]]]]
+"""Per topic, in request order: (partition, error or None) - the shape of ElectLeaders' answer."""
+
+
+def plan_elections(
+    image: ClusterImage,
+    election_type: ElectionType,
+    partitions: Sequence[tuple[str, Sequence[int]]] | None,
+    eligible: Callable[[PartitionRegistration], AbstractSet[BrokerId]],
+) -> tuple[ElectionResults, list[tuple[str, int, PartitionRegistration, PartitionRegistration]]]:
+    """Every election of one ElectLeaders request: the answer (partitions elected answer None
+    until their write succeeds) and the writes (topic, partition, current, new). `partitions`
+    None means every partition of every topic, whose ELECTION_NOT_NEEDED results are left out
+    (ReplicationControlManager.electLeaders)."""
+    live = set(image.brokers)
+    every = partitions is None
+    if partitions is None:
+        partitions = [(t.name, sorted(t.partitions)) for t in image.topics.values()]
+    results: ElectionResults = []
+    moves = []
+    for name, ids in partitions:
+        topic = image.topics.get(name)
+        answers: list[tuple[int, KafkaError | None]] = []
+        results.append((name, answers))
+        for p in ids:
+            reg = None if topic is None else topic.partitions.get(p)
+            if reg is None:
+                message = f"No such topic as {name}" if topic is None else f"No such partition as {name}-{p}"
+                answers.append((p, KafkaError(ErrorCode.unknown_topic_or_partition, message)))
+                continue
+            elected = elect_leader(reg, election_type, live, eligible(reg))
+            if isinstance(elected, ErrorCode):
+                if not (every and elected == ErrorCode.election_not_needed):
+                    answers.append((p, KafkaError(elected)))
+                continue
+            answers.append((p, None))
+            moves.append((name, p, reg, elected))
+    return results, moves

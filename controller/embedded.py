@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
+from controller.election import ElectionResults, ElectionType, plan_elections
 from controller.interface import ImageListener
 from controller.model import (
     DEFAULT_BROKER_ENTITY,
@@ -331,6 +332,27 @@ class EmbeddedController:
         self._next_producer_id = first + count
         log.info("producer ids allocated broker_id=%d first=%d count=%d", broker_id, first, count)
         return first
+
+    async def elect_leaders(
+        self,
+        election_type: ElectionType,
+        partitions: Sequence[tuple[str, Sequence[int]]] | None,
+        timeout_ms: int,
+    ) -> ElectionResults:
+        """The same rules as in a cluster; the one broker leads every partition, so the answers
+        are ELECTION_NOT_NEEDED or UNKNOWN_TOPIC_OR_PARTITION, as Kafka's on one node."""
+        live = set(self._image.brokers)
+        results, moves = plan_elections(self._image, election_type, partitions, lambda _reg: live)
+        if moves:
+            topics = dict(self._image.topics)
+            for topic, p, _old, new in moves:
+                t = topics[topic]
+                updated = replace(new, partition_epoch=new.partition_epoch + 1)
+                topics[topic] = replace(t, partitions=MappingProxyType({**t.partitions, p: updated}))
+                log.info("partition state changed topic=%s partition=%d leader=%d leader_epoch=%d reason=%s",
+                         topic, p, new.leader, new.leader_epoch, f"{election_type.name.lower()} leader election")
+            self._publish(topics)
+        return results
 
     async def alter_partition(
         self,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Protocol
 
+from controller.election import ElectionResults, ElectionType
 from controller.model import ClusterImage, NewTopic, PartitionRegistration
 from protocol.errors import KafkaError
 from protocol.types import BrokerId
@@ -79,3 +80,14 @@ class Controller(Protocol):
         proposed: PartitionRegistration,
     ) -> PartitionRegistration:
         """Leader's ISR change, compare-and-set on partition_epoch. Raises KafkaError if stale."""
+
+    async def elect_leaders(
+        self,
+        election_type: ElectionType,
+        partitions: Sequence[tuple[str, Sequence[int]]] | None,
+        timeout_ms: int,
+    ) -> ElectionResults:
+        """An operator's leader elections (ElectLeaders) for (topic, partition ids) pairs, or
+        every partition when None: per topic, (partition, error or None), answered once this
+        broker's image shows the new leaders or after `timeout_ms` (controller/election.py
+        `plan_elections` has the rules). NOT_CONTROLLER on a broker that is not the controller."""

@@ -62,6 +62,7 @@ from controller.model import (
 )
 from controller.zk_admin import ZkAdmin
 from controller.zk_async import AsyncZk, TransactionFailed
+from controller.zk_elections import ZkElections
 from controller.zk_health import ZkHealth
 from controller.zk_settings import ZkSettings
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch
@@ -82,7 +83,7 @@ def _truthy(v: str | None) -> bool | None:
     return None if v is None else v.strip().lower() == "true"
 
 
-class ZooKeeperController(ZkAdmin, ZkHealth):
+class ZooKeeperController(ZkAdmin, ZkElections, ZkHealth):
     def __init__(self, settings: ZkSettings, registration: BrokerRegistration) -> None:
         self.settings = settings
         self.broker_id = registration.broker_id
@@ -601,6 +602,9 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
             log.warning("controller resigned broker_id=%d controller_epoch=%d reason=%s", self.broker_id, self.epoch, reason)
             if self._reconcile_task is not None:
                 self._reconcile_task.cancel()
+
+    def _active(self) -> bool:
+        return self.state is ControllerState.CONTROLLER and self._connected
 
     def _kick(self) -> None:
         self._dirty = True

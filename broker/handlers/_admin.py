@@ -23,6 +23,10 @@ DEFAULT_MESSAGES: Mapping[ErrorCode, str] = {
     ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
     ErrorCode.unknown_topic_id: "This server does not host this topic ID.",
     ErrorCode.topic_deletion_disabled: "Topic deletion is disabled.",
+    ErrorCode.election_not_needed: "Leader election not needed for topic partition.",
+    ErrorCode.preferred_leader_not_available: "The preferred leader was not available.",
+    ErrorCode.eligible_leaders_not_available: "Eligible topic partition leaders are not available.",
+    ErrorCode.not_controller: "This is not the correct controller for this cluster.",
     ErrorCode.not_leader_or_follower: (
         "For requests intended only for the leader, this error indicates that the broker is "
         "not the current leader. For requests intended for any replica, this error indicates "

@@ -34,6 +34,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
     33: ('api_33_alter_configs', 0, 2),
     37: ('api_37_create_partitions', 0, 3),
     42: ('api_42_delete_groups', 0, 2),
+    43: ('api_43_elect_leaders', 0, 2),
     44: ('api_44_incremental_alter_configs', 0, 1),
     47: ('api_47_offset_delete', 0, 0),
     60: ('api_60_describe_cluster', 0, 2),

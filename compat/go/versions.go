@@ -134,6 +134,7 @@ var sweeps = map[int16]func(r *run){
 	33: sweepAlterConfigs,
 	37: sweepCreatePartitions,
 	42: sweepDeleteGroups,
+	43: sweepElectLeaders,
 	44: sweepIncrementalAlterConfigs,
 	47: sweepOffsetDelete,
 	60: sweepDescribeCluster,
@@ -1051,4 +1052,39 @@ func sweepDescribeTopicPartitions(r *run) {
 		r.emit(obs{"step": "described", "topic": name, "err": errName(kerr.ErrorForCode(t.ErrorCode)),
 			"internal": t.IsInternal, "hasId": t.TopicID != [16]byte{}, "partitions": parts})
 	}
+}
+
+// ElectLeaders pinned to v, on one node: the only replica leads already (ELECTION_NOT_NEEDED,
+// preferred and unclean; v0 has no election type and is always preferred), a missing partition
+// and a missing topic (UNKNOWN_TOPIC_OR_PARTITION with the controller's messages), and every
+// partition (a nil set: the answer leaves out partitions that need no election).
+func sweepElectLeaders(r *run) {
+	topic, missing := r.topic("el", 2, nil), r.name("missing")
+	adm := kadm.NewClient(r.pinned())
+	elect := func(step string, how kadm.ElectLeadersHow, s kadm.TopicsSet) {
+		rs, err := adm.ElectLeaders(r.ctx, how, s)
+		r.must(err, step)
+		results := []string{}
+		for t, ps := range rs {
+			if !strings.HasPrefix(t, r.prefix+"-") {
+				continue // every partition: other runs' topics and the internal ones
+			}
+			name := strings.TrimPrefix(t, r.prefix+"-")
+			if len(ps) == 0 {
+				results = append(results, name+" none")
+			}
+			for p, res := range ps {
+				results = append(results, fmt.Sprintf("%s-%d how=%d err=%s msg=%q", name, p, res.How, errName(res.Err),
+					strings.ReplaceAll(res.ErrMessage, r.prefix+"-", "")))
+			}
+		}
+		sort.Strings(results)
+		r.emit(obs{"step": step, "results": results})
+	}
+	var named kadm.TopicsSet
+	named.Add(topic, 0, 1, 5)
+	named.Add(missing, 0)
+	elect("preferred", kadm.ElectPreferredReplica, named)
+	elect("unclean", kadm.ElectLiveReplica, named)
+	elect("all", kadm.ElectPreferredReplica, nil)
 }

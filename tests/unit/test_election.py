@@ -6,14 +6,18 @@ import uuid
 from types import MappingProxyType
 
 from controller.election import (
+    ElectionType,
     choose_leader,
+    elect_leader,
     isr_ineligible,
     majority_suspects,
+    plan_elections,
     plan_partition,
     preferred_leader_move,
     preferred_leader_moves,
 )
 from controller.model import BrokerRegistration, ClusterImage, PartitionRegistration, TopicRegistration
+from protocol.errors import ErrorCode
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch, LeaderEpoch
 
 B1, B2, B3 = BrokerId(1), BrokerId(2), BrokerId(3)
@@ -187,3 +191,49 @@ def test_preferred_leader_never_moves_to_a_doubted_broker_nor_past_an_out_of_tou
     assert preferred_leader_moves(image(parts), set(), 10, doubted={B1}) == []
     assert preferred_leader_moves(image(parts), set(), 10, out_of_touch={B3}) == []
     assert len(preferred_leader_moves(image(parts), set(), 10, doubted={B3})) == 2
+
+
+# -- operator elections (ElectLeaders) ------------------------------------------------------------
+
+ALL = {B1, B2, B3}
+
+
+def test_preferred_election() -> None:
+    # the first replica back in the ISR takes over; the ISR stays, the leader epoch is bumped
+    assert elect_leader(reg(2, (1, 2, 3)), ElectionType.PREFERRED, ALL, ALL) == reg(1, (1, 2, 3), epoch=6)
+    assert elect_leader(reg(1, (1, 2, 3)), ElectionType.PREFERRED, ALL, ALL) == ErrorCode.election_not_needed
+    # preferred replica not in the ISR, or not eligible, while the leader is fit
+    assert elect_leader(reg(2, (2, 3)), ElectionType.PREFERRED, ALL, ALL) == ErrorCode.preferred_leader_not_available
+    assert elect_leader(reg(2, (1, 2)), ElectionType.PREFERRED, ALL, {B2, B3}) == ErrorCode.preferred_leader_not_available
+    # an unfit leader and no fit preferred replica: the next fit ISR member (PartitionChangeBuilder)
+    assert elect_leader(reg(2, (1, 2, 3)), ElectionType.PREFERRED, {B3}, {B3}) == reg(3, (1, 2, 3), epoch=6)
+    assert elect_leader(reg(-1, (2,)), ElectionType.PREFERRED, {B3}, {B3}) == ErrorCode.preferred_leader_not_available
+
+
+def test_unclean_election() -> None:
+    # a live leader: nothing to do, even outside the eligible set
+    assert elect_leader(reg(2, (2,)), ElectionType.UNCLEAN, ALL, {B1}) == ErrorCode.election_not_needed
+    # offline, a live ISR member: a clean election after all
+    assert elect_leader(reg(-1, (2, 3)), ElectionType.UNCLEAN, {B3}, {B3}) == reg(3, (2, 3), epoch=6)
+    # offline, no live ISR member: the first live replica, with an ISR of itself
+    assert elect_leader(reg(-1, (1,)), ElectionType.UNCLEAN, {B2, B3}, {B2, B3}) == reg(2, (2,), epoch=6)
+    assert elect_leader(reg(-1, (1,)), ElectionType.UNCLEAN, {B2}, set()) == ErrorCode.eligible_leaders_not_available
+    assert elect_leader(reg(-1, (1,), replicas=(1,)), ElectionType.UNCLEAN, {B2, B3}, {B2, B3}) == (
+        ErrorCode.eligible_leaders_not_available
+    )
+
+
+def test_plan_elections_answers_as_the_controller() -> None:
+    cluster = image({0: reg(2, (1, 2, 3)), 1: reg(1, (1, 2, 3))})
+    results, moves = plan_elections(cluster, ElectionType.PREFERRED, [("t", [0, 1, 9]), ("u", [0])], lambda _r: ALL)
+    assert [(t, [(p, None if e is None else (e.code, e.message)) for p, e in ps]) for t, ps in results] == [
+        ("t", [(0, None), (1, (ErrorCode.election_not_needed, "election_not_needed")),
+               (9, (ErrorCode.unknown_topic_or_partition, "No such partition as t-9"))]),
+        ("u", [(0, (ErrorCode.unknown_topic_or_partition, "No such topic as u"))]),
+    ]  # fmt: skip
+    assert moves == [("t", 0, reg(2, (1, 2, 3)), reg(1, (1, 2, 3), epoch=6))]
+    # every partition: those that need no election are left out, every topic is named
+    results, moves = plan_elections(cluster, ElectionType.PREFERRED, None, lambda _r: ALL)
+    assert [(t, [p for p, _ in ps]) for t, ps in results] == [("t", [0])]
+    results, moves = plan_elections(cluster, ElectionType.UNCLEAN, None, lambda _r: ALL)
+    assert results == [("t", [])] and moves == []
