@@ -30,6 +30,7 @@ from controller.model import (
     TopicRegistration,
 )
 from controller.planning import initial_state, plan_new_partitions, plan_topic
+from controller.quotas import QuotaEntity, alter, entity_of
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import BrokerId, ControllerEpoch
 
@@ -110,7 +111,7 @@ class EmbeddedController:
         self._listeners: list[ImageListener] = []
         self._static_min_insync_replicas = static_min_insync_replicas
         cluster_id = load_or_create_cluster_id(data_dir, registration.broker_id, cluster_id)
-        topics, broker_configs, self._next_producer_id = self._load()
+        topics, broker_configs, quotas, self._next_producer_id = self._load()
         self._image = ClusterImage(
             cluster_id=cluster_id,
             controller_id=registration.broker_id,
@@ -118,21 +119,29 @@ class EmbeddedController:
             brokers=MappingProxyType({registration.broker_id: registration}),
             topics=MappingProxyType(topics),
             broker_configs=MappingProxyType(broker_configs),
+            client_quotas=MappingProxyType(quotas),
         )
 
     # -- persistence --------------------------------------------------------------------------
 
-    def _load(self) -> tuple[dict[str, TopicRegistration], dict[str, Mapping[str, str]], int]:
+    def _load(
+        self,
+    ) -> tuple[dict[str, TopicRegistration], dict[str, Mapping[str, str]], dict[QuotaEntity, Mapping[str, float]], int]:
         path = self._data_dir / METADATA_FILE
         if not path.exists():
-            return {}, {}, 0
+            return {}, {}, {}, 0
         doc = json.loads(path.read_text())
         topics = {name: TopicRegistration.from_json(name, t) for name, t in doc["topics"].items()}
         broker_configs: dict[str, Mapping[str, str]] = {
             str(entity): MappingProxyType({str(k): str(v) for k, v in configs.items()})
             for entity, configs in doc.get("broker_configs", {}).items()
         }
-        return topics, broker_configs, int(doc.get("next_producer_id", 0))
+        quotas: dict[QuotaEntity, Mapping[str, float]] = {
+            entity_of([(str(t), None if n is None else str(n)) for t, n in q["entity"]]):
+            MappingProxyType({str(k): float(v) for k, v in q["quotas"].items()})
+            for q in doc.get("client_quotas", [])
+        }
+        return topics, broker_configs, quotas, int(doc.get("next_producer_id", 0))
 
     def _persist(self, image: ClusterImage, next_producer_id: int) -> None:
         """Write the metadata file; KafkaError(KAFKA_STORAGE_ERROR) if it cannot be written (a
@@ -140,6 +149,7 @@ class EmbeddedController:
         doc = {
             "topics": {name: t.to_json() for name, t in image.topics.items()},
             "broker_configs": {entity: dict(c) for entity, c in image.broker_configs.items()},
+            "client_quotas": [{"entity": [list(p) for p in e], "quotas": dict(q)} for e, q in image.client_quotas.items()],
             "next_producer_id": next_producer_id,
         }
         try:
@@ -154,6 +164,7 @@ class EmbeddedController:
         self,
         topics: Mapping[str, TopicRegistration] | None = None,
         broker_configs: Mapping[str, Mapping[str, str]] | None = None,
+        client_quotas: Mapping[QuotaEntity, Mapping[str, float]] | None = None,
     ) -> None:
         """Persist, then make the new image current and tell the listeners (persisted first, so
         a failed write changes nothing)."""
@@ -163,6 +174,10 @@ class EmbeddedController:
         if broker_configs is not None:
             new = replace(new, broker_configs=MappingProxyType(
                 {e: MappingProxyType(dict(c)) for e, c in broker_configs.items() if c}
+            ))
+        if client_quotas is not None:
+            new = replace(new, client_quotas=MappingProxyType(
+                {e: MappingProxyType(dict(q)) for e, q in client_quotas.items() if q}
             ))
         self._persist(new, self._next_producer_id)
         old, self._image = self._image, new
@@ -325,6 +340,22 @@ class EmbeddedController:
             return
         self._publish(broker_configs={**self._image.broker_configs, entity: dict(configs)})
         log.info("broker configs altered entity=%r configs=%s", entity, dict(configs))
+
+    async def alter_client_quotas(
+        self, alterations: Sequence[tuple[QuotaEntity, Sequence[tuple[str, float | None]]]], *, validate_only: bool = False
+    ) -> list[KafkaError | None]:
+        quotas = dict(self._image.client_quotas)
+        results: list[KafkaError | None] = []
+        for entity, ops in alterations:
+            try:
+                quotas[entity] = alter(entity, ops, quotas.get(entity, {}))
+                results.append(None)
+            except KafkaError as e:
+                results.append(e)
+        if not validate_only and any(r is None for r in results):
+            self._publish(client_quotas=quotas)
+            log.info("client quotas altered entities=%s", [e for (e, _), r in zip(alterations, results, strict=True) if r is None])
+        return results
 
     async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
         first = self._next_producer_id

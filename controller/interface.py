@@ -13,6 +13,7 @@ from typing import Protocol
 
 from controller.election import ElectionResults, ElectionType
 from controller.model import ClusterImage, NewTopic, PartitionRegistration
+from controller.quotas import QuotaEntity
 from protocol.errors import KafkaError
 from protocol.types import BrokerId
 
@@ -67,6 +68,12 @@ class Controller(Protocol):
     ) -> None:
         """Replace the dynamic broker configs of `entity` ("" for the cluster default, else a
         broker id). Raises KafkaError on failure."""
+
+    async def alter_client_quotas(
+        self, alterations: Sequence[tuple[QuotaEntity, Sequence[tuple[str, float | None]]]], *, validate_only: bool = False
+    ) -> list[KafkaError | None]:
+        """Apply each entity's (key, value or None to remove) operations under Kafka's rules
+        (controller/quotas.py `alter`); one result per alteration, in order."""
 
     async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
         """Reserve `count` producer ids for a broker; returns the first. Never hands out an id twice,

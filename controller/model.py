@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from controller.quotas import QuotaEntity
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch, LeaderEpoch
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -127,6 +128,8 @@ class ClusterImage:
     paused or cut off as far as the cluster can tell, like a broker KRaft fenced. Metadata leaves
     them out (clients then give up requests waiting on them) and names no leader they lead."""
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_frozen_map)
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_frozen_map)
+    """User and client-id quotas (controller/quotas.py), empty entities left out."""
     """Dynamic broker configs by entity: "" is the cluster-wide default
     (DYNAMIC_DEFAULT_BROKER_CONFIG), a broker id's string that broker's own
     (DYNAMIC_BROKER_CONFIG)."""

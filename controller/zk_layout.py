@@ -30,8 +30,10 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, unquote
 
 from controller.model import BrokerRegistration, Endpoint, PartitionRegistration
+from controller.quotas import QuotaEntity
 from protocol.types import BrokerId, LeaderEpoch
 
 CLUSTER_ID = "/cluster/id"
@@ -41,13 +43,19 @@ BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 TOPIC_CONFIGS = "/config/topics"
 BROKER_CONFIGS = "/config/brokers"
+CLIENT_QUOTAS = "/config/clients"
+USER_QUOTAS = "/config/users"
+DEFAULT_QUOTA_ZNODE = "<default>"
 DEFAULT_BROKER_ZNODE = "<default>"
 """Kafka's znode name for the cluster-wide defaults (the image's entity "")."""
 CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 SUSPICIONS = "/samsa/suspicions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
-PERSISTENT_PATHS = (BROKER_IDS, TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, CONTROLLED_SHUTDOWN, SUSPICIONS, "/cluster")
+PERSISTENT_PATHS = (
+    BROKER_IDS, TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, CLIENT_QUOTAS, USER_QUOTAS, CONTROLLED_SHUTDOWN, SUSPICIONS,
+    "/cluster",
+)
 
 
 def broker_path(broker_id: int) -> str:
@@ -231,6 +239,43 @@ def broker_config_path(entity: str) -> str:
 
 def broker_config_entity(znode: str) -> str:
     return "" if znode == DEFAULT_BROKER_ZNODE else znode
+
+
+def _quota_name(name: str | None) -> str:
+    """Kafka's Sanitizer: URL-encoded names, `<default>` for the default entity."""
+    return DEFAULT_QUOTA_ZNODE if name is None else quote(name, safe="")
+
+
+def _quota_unname(znode: str) -> str | None:
+    return None if znode == DEFAULT_QUOTA_ZNODE else unquote(znode)
+
+
+def quota_path(entity: QuotaEntity) -> str:
+    """Kafka's znode of a quota entity: /config/clients/<c>, /config/users/<u>[/clients/<c>]."""
+    names = dict(entity)
+    if "user" in names:
+        path = f"{USER_QUOTAS}/{_quota_name(names['user'])}"
+        return f"{path}/clients/{_quota_name(names['client-id'])}" if "client-id" in names else path
+    return f"{CLIENT_QUOTAS}/{_quota_name(names['client-id'])}"
+
+
+def quota_entity(path: str) -> QuotaEntity:
+    """The inverse of `quota_path`."""
+    parts = path.split("/")  # "", "config", "clients"|"users", name[, "clients", name]
+    if parts[2] == "clients":
+        return (("client-id", _quota_unname(parts[3])),)
+    if len(parts) > 5:
+        return (("client-id", _quota_unname(parts[5])), ("user", _quota_unname(parts[3])))
+    return (("user", _quota_unname(parts[3])),)
+
+
+def encode_quotas(quotas: Mapping[str, float]) -> bytes:
+    """As Kafka's ZooKeeper quota configs: strings, whole numbers without a fraction."""
+    return encode_config({k: str(int(v)) if v == int(v) else repr(v) for k, v in quotas.items()})
+
+
+def decode_quotas(data: bytes | None) -> dict[str, float]:
+    return {k: float(v) for k, v in decode_config(data).items()}
 
 
 def encode_config(configs: Mapping[str, str]) -> bytes:

@@ -64,6 +64,7 @@ from controller.zk_admin import ZkAdmin
 from controller.zk_async import AsyncZk, TransactionFailed
 from controller.zk_elections import ZkElections
 from controller.zk_health import ZkHealth
+from controller.zk_quotas import QUOTA_CHILDREN, ZkQuotas
 from controller.zk_settings import ZkSettings
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch
 
@@ -83,7 +84,7 @@ def _truthy(v: str | None) -> bool | None:
     return None if v is None else v.strip().lower() == "true"
 
 
-class ZooKeeperController(ZkAdmin, ZkElections, ZkHealth):
+class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
     def __init__(self, settings: ZkSettings, registration: BrokerRegistration) -> None:
         self.settings = settings
         self.broker_id = registration.broker_id
@@ -120,6 +121,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkHealth):
         self._states: dict[tuple[str, int], L.PartitionState] = {}
         self._configs: dict[str, dict[str, str]] = {}
         self._broker_configs: dict[str, dict[str, str]] = {}
+        self._quotas: dict[str, dict[str, float]] = {}
         self._suspicions: dict[BrokerId, set[BrokerId]] = {}
         self._shutting_down: set[BrokerId] = set()
         self._my_suspicions: set[BrokerId] = set()
@@ -357,7 +359,9 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkHealth):
         """Read one znode (data or children) with a watch and apply it to the cache."""
         gen = self._session_gen
         watch = self._watcher(kind, path)
-        children = kind in ("broker_ids", "topics", "suspects", "reporters", "shutdowns", "broker_config_entities")
+        children = kind in (
+            "broker_ids", "topics", "suspects", "reporters", "shutdowns", "broker_config_entities", *QUOTA_CHILDREN
+        )
         try:
             if children:
                 value: Any = await self._zk.children(path, watch)
@@ -462,6 +466,8 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkHealth):
                 self._suspicions[b] = {BrokerId(int(c)) for c in value}
         elif kind == "shutdowns":
             self._shutting_down = {BrokerId(int(c)) for c in value or ()}
+        elif kind.startswith("quota"):
+            reads = self._apply_quota(kind, path, value)
         if reads:
             await asyncio.gather(*reads)
 
@@ -481,6 +487,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkHealth):
             *(self._read("config", L.config_path(t)) for t in list(self._topic_names)),
             *(self._read("state", L.state_path(t, p)) for (t, p) in list(self._states)),
             *(self._read("reporters", L.suspicion_path(b)) for b in list(self._suspicions)),
+            *self._quota_reads(),
         )
 
     # -- the image --------------------------------------------------------------------------------
@@ -519,6 +526,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkHealth):
             broker_configs=MappingProxyType(
                 {e: MappingProxyType(dict(c)) for e, c in sorted(self._broker_configs.items()) if c}
             ),
+            client_quotas=MappingProxyType({e: MappingProxyType(q) for e, q in self._client_quotas().items()}),
             fenced=frozenset(
                 b
                 for b in registered
