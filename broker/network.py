@@ -30,11 +30,14 @@ bytes never pass through Python.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import enum
 import logging
 import struct
 import time
 from typing import TYPE_CHECKING, Any
+
+from kio.static.primitive import i32Timedelta
 
 from broker import api_stats
 from broker.context import CloseConnection, RequestContext
@@ -65,6 +68,14 @@ def receive_buffer() -> memoryview:
     parsed at once in buffer_updated, before any other connection can read into it: asyncio calls
     get_buffer, recv_into and buffer_updated back to back on the loop's one thread."""
     return memoryview(bytearray(SCRATCH_SIZE))
+
+
+PRODUCE_KEY = 0
+FETCH_KEY = 1
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 class ConnectionClosed(Exception):
@@ -475,32 +486,45 @@ class Connection(asyncio.BufferedProtocol):
                     correlation_id,
                 )
                 raise self._close("handler_error", correlation_id, api=handler.name) from None
+        throttle_ms = self._record_quotas(api_key, request, header.client_id, started, len(payload))
         if response is None:  # acks=0 produce: no response
+            await self._mute(throttle_ms)
             if self._metrics is not None:
                 self._record(handler.name, api_key, api_version, request, None, started, started,
                              len(payload) - header.header_size)
             return
-        out = messages.FrameBuffer()
-        # ApiVersions responses always use header v0 (KIP-511).
-        out.write(
-            frames.response_header(
-                correlation_id, flexible and api_key != frames.API_VERSIONS_KEY
+        def encode(response: Any) -> messages.FrameBuffer:
+            out = messages.FrameBuffer()
+            # ApiVersions responses always use header v0 (KIP-511).
+            out.write(frames.response_header(correlation_id, flexible and api_key != frames.API_VERSIONS_KEY))
+            try:
+                messages.encode(messages.convert(response, messages.response_class(api_key, api_version)), out)
+            except Exception:  # a handler bug: say which API, then drop this connection only
+                log.exception(
+                    "response encoding failed api=%s api_version=%d client_id=%s correlation_id=%d",
+                    handler.name,
+                    api_version,
+                    header.client_id,
+                    correlation_id,
+                )
+                raise self._close("response_encoding_error", correlation_id, api=handler.name) from None
+            return out
+
+        out = encode(response)
+        if api_key == FETCH_KEY and throttle_ms >= 0 and self.services.quotas.active:
+            fetch_throttle_ms = self.services.quotas.fetch(header.client_id or "", out.size, _now_ms())
+            if fetch_throttle_ms:  # a throttled fetch answers no data (KIP-219, getThrottledResponse)
+                response = messages.replace(response, responses=())
+                throttle_ms = max(throttle_ms, fetch_throttle_ms)
+        if throttle_ms > 0 and hasattr(response, "throttle_time"):  # (FindCoordinator v0 has none)
+            response = messages.replace(
+                response, throttle_time=i32Timedelta.parse(datetime.timedelta(milliseconds=throttle_ms))
             )
-        )
-        try:
-            messages.encode(messages.convert(response, messages.response_class(api_key, api_version)), out)
-        except Exception:  # a handler bug: say which API, then drop this connection only
-            log.exception(
-                "response encoding failed api=%s api_version=%d client_id=%s correlation_id=%d",
-                handler.name,
-                api_version,
-                header.client_id,
-                correlation_id,
-            )
-            raise self._close("response_encoding_error", correlation_id, api=handler.name) from None
+            out = encode(response)
         chunks = out.finish()
         sending = time.monotonic()
         await self._write([frames.size_prefix(out.size), *chunks])
+        await self._mute(throttle_ms)
         if self._metrics is not None:
             self._record(handler.name, api_key, api_version, request, response, started, sending,
                          len(payload) - header.header_size)
@@ -514,6 +538,32 @@ class Connection(asyncio.BufferedProtocol):
                 correlation_id,
                 elapsed_ms,
             )
+
+    def _record_quotas(self, api_key: int, request: Any, client_id: str | None, started: float, size: int) -> int:
+        """Record the request against its client's quotas (broker/quotas.py): the throttle time in
+        ms; -1 for a request no quota applies to (ApiVersions, a follower's fetch)."""
+        quotas = self.services.quotas
+        if (
+            not quotas.active
+            or api_key == frames.API_VERSIONS_KEY
+            or (api_key == FETCH_KEY and getattr(request, "replica_id", -1) >= 0)
+        ):
+            return -1
+        now_ms = _now_ms()
+        throttle_ms = quotas.request(client_id or "", time.monotonic() - started - self._remote.seconds, now_ms)
+        if api_key == PRODUCE_KEY:
+            throttle_ms = max(throttle_ms, quotas.produce(client_id or "", size, now_ms))
+        return throttle_ms
+
+    async def _mute(self, throttle_ms: int) -> None:
+        """Read nothing from the client for the throttle time (Kafka mutes the channel)."""
+        if throttle_ms <= 0 or self.transport is None:
+            return
+        self.transport.pause_reading()
+        try:
+            await asyncio.sleep(throttle_ms / 1000)
+        finally:
+            self._update_reading()
 
     def _record(
         self, handler_name: str, api_key: int, api_version: int, request: Any, response: Any,

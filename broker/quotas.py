@@ -20,10 +20,17 @@ least num - 1 full windows), capped at num * window (QuotaUtils.boundedThrottleT
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from controller.quotas import CLIENT_ID, USER, QuotaEntity
+from controller.quotas import (
+    CLIENT_ID,
+    CONSUMER_BYTE_RATE,
+    PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
+    USER,
+    QuotaEntity,
+)
 
 ANONYMOUS = "ANONYMOUS"
 """The user of every request while Samsa has no authentication (Kafka's KafkaPrincipal.ANONYMOUS)."""
@@ -122,3 +129,56 @@ class QuotaManager:
             return self.samples * self.window_ms
         throttle = round((rate - limit) / limit * sensor.window_size_ms(now_ms))
         return min(throttle, self.samples * self.window_ms)
+
+    def unrecord(self, quotas: Mapping[QuotaEntity, Mapping[str, float]], key: str, user: str, client_id: str,
+                 value: float, now_ms: int) -> None:  # fmt: skip
+        """Take back a recorded value (a throttled fetch sends no data: Kafka's unrecordQuotaSensor)."""
+        found = find_quota(quotas, key, user, client_id)
+        sensor = None if found is None else self._sensors.get(found[1])
+        if sensor is not None:
+            sensor.record(-value, now_ms)
+
+
+class ClientQuotas:
+    """The broker's three quota managers over the quotas of the current cluster image.
+
+    `produce` records a Produce request's size, `fetch` a consumer Fetch response's size,
+    `request` a request's handling time (percent of one second per second, Kafka's
+    nanosToPercentage); each returns the throttle time in ms (0 when no quota applies). Follower
+    fetches and ApiVersions are exempt (the network layer does not record them).
+    """
+
+    def __init__(self, quotas: Callable[[], Mapping[QuotaEntity, Mapping[str, float]]], samples: int,
+                 window_seconds: int) -> None:  # fmt: skip
+        self._quotas = quotas
+        window_ms = window_seconds * 1000
+        self._produce = QuotaManager(samples, window_ms)
+        self._fetch = QuotaManager(samples, window_ms)
+        self._request = QuotaManager(samples, window_ms)
+
+    @property
+    def active(self) -> bool:
+        """Any quota configured at all (the fast path skips every sensor otherwise)."""
+        return bool(self._quotas())
+
+    def produce(self, client_id: str, size: int, now_ms: int) -> int:
+        return self._produce.record(self._quotas(), PRODUCER_BYTE_RATE, ANONYMOUS, client_id, size, now_ms)
+
+    def fetch(self, client_id: str, size: int, now_ms: int) -> int:
+        throttle = self._fetch.record(self._quotas(), CONSUMER_BYTE_RATE, ANONYMOUS, client_id, size, now_ms)
+        if throttle:
+            self._fetch.unrecord(self._quotas(), CONSUMER_BYTE_RATE, ANONYMOUS, client_id, size, now_ms)
+        return throttle
+
+    def max_fetch_bytes(self, client_id: str) -> int:
+        """The most a consumer's fetch may answer: its quota times (samples - 1) windows (Kafka's
+        getMaxValueInQuotaWindow), so a throttled fetch can ever fit; unlimited without a quota."""
+        found = find_quota(self._quotas(), CONSUMER_BYTE_RATE, ANONYMOUS, client_id)
+        if found is None:
+            return 2**31 - 1
+        return max(int(found[0] * (self._fetch.samples - 1) * self._fetch.window_ms / 1000), 1)
+
+    def request(self, client_id: str, seconds: float, now_ms: int) -> int:
+        return self._request.record(
+            self._quotas(), REQUEST_PERCENTAGE, ANONYMOUS, client_id, seconds * 100.0, now_ms
+        )

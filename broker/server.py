@@ -29,6 +29,7 @@ from broker.memory_pool import MemoryPool
 from broker.metrics.stats import BrokerMetrics
 from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
+from broker.quotas import ClientQuotas
 from broker.replication.replica_manager import ReplicaManager
 from broker.replication.settings import FetcherSettings, IsrSettings
 from broker.services import BrokerServices
@@ -128,6 +129,11 @@ class Broker:
             group_coordinator=self.group_coordinator,
             producer_ids=self.producer_ids,
             topic_creator=AutoTopicCreator(self.controller, self.config),
+            quotas=ClientQuotas(
+                lambda: self.controller.image.client_quotas,
+                self.config.quota_window_num,
+                self.config.quota_window_size_seconds,
+            ),
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.group_coordinator.start()

@@ -14,6 +14,7 @@ from broker.config import BrokerConfig
 from broker.config.dynamic import DynamicBrokerConfig
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.producer_ids import ProducerIdManager
+from broker.quotas import ClientQuotas
 from broker.replication.replica_manager import ReplicaManager
 from broker.topic_creation import AutoTopicCreator
 from controller.interface import Controller
@@ -33,6 +34,8 @@ class BrokerServices:
     producer_ids: ProducerIdManager
     topic_creator: AutoTopicCreator
     """Topics created on first use (Metadata with auto-creation)."""
+    quotas: ClientQuotas
+    """Client quota enforcement (the network layer throttles with it)."""
 
     @property
     def config(self) -> BrokerConfig:

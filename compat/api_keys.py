@@ -67,8 +67,6 @@ NOT_SERVED: dict[str, str] = {
     "list_partition_reassignments": OPERATOR,
     "describe_log_dirs": OPERATOR,
     "alter_replica_log_dirs": OPERATOR,
-    "describe_client_quotas": OPERATOR,
-    "alter_client_quotas": OPERATOR,
     "list_config_resources": OPERATOR + " (KIP-1142, not in the issue's list yet)",
     "update_features": (
         "out for now: Samsa finalizes no feature levels (its ApiVersions lists none, as a ZooKeeper-mode "

@@ -157,3 +157,18 @@ DIFFERENCES += [
         normalise=lambda o: {**o, "sessionCreated": "<differs>"},
     ),
 ]
+
+DIFFERENCES += [
+    Difference(
+        name="kafka-configs --describe of a user's quotas",
+        kind="defect",
+        where="kafka-configs client quotas: describe user, describe user-client",
+        text=(
+            "kafka-configs --describe --entity-type users prints the user's quotas, then asks "
+            "DescribeUserScramCredentials, which Samsa does not serve before issue 14 (security): the tool exits 1 "
+            "after printing the same quotas as on Kafka. The output is compared, the exit status is not."
+        ),
+        applies=lambda k, o: k == "cli-kafka-configs-quotas" and o.get("step") in ("describe user", "describe user-client"),
+        normalise=lambda o: {f: v for f, v in o.items() if f != "rc"},
+    ),
+]

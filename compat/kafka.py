@@ -217,7 +217,8 @@ class KafkaJarProcess:
         (self.root / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_path))
         fmt = subprocess.run(
             self._jvm(
-                "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(props),
+                # "=": a random id may start with "-", which the option parser would take for an option
+                "kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(props),
                 "--ignore-formatted", heap="-Xmx256m",
             ),
             capture_output=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -164,6 +165,57 @@ def test_kafka_configs(kafka_target, differential):
         "retention.ms=1000" in line for line in obs[-2]["out"]
     )
     assert obs[-1]["rc"] != 0
+
+
+def _sorted_values(line: str) -> str:
+    """A quota line with its values sorted (each broker lists a map's entries in its own order)."""
+    head, sep, values = line.partition(" are ")
+    return head + sep + ", ".join(sorted(values.split(", "))) if sep else line
+
+
+@_compat("kafka-configs", "client quotas: clients, users, defaults")
+def test_kafka_configs_quotas(kafka_target, differential):
+    def run(target):
+        bs = ["--bootstrap-server", target.bootstrap_servers]
+        entities = {
+            "client": ["--entity-type", "clients", "--entity-name", "cli-quota-client"],
+            "user": ["--entity-type", "users", "--entity-name", "cli-quota-user"],
+            "user-client": ["--entity-type", "users", "--entity-name", "cli-quota-user",
+                            "--entity-type", "clients", "--entity-name", "cli-quota-client"],
+            "default-client": ["--entity-type", "clients", "--entity-default"],
+        }
+        obs = []
+        for name, ent in entities.items():
+            r = run_tool("kafka-configs", *bs, *ent, "--alter", "--add-config",
+                         "producer_byte_rate=1048576,consumer_byte_rate=2097152,request_percentage=200")
+            obs.append({"step": f"alter {name}", "out": _norm(r.stdout)})
+        for name, ent in entities.items():
+            # (for users the tool then asks DescribeUserScramCredentials: compat/differences.py)
+            deadline = time.monotonic() + 10  # Kafka's brokers learn of a change a moment later
+            while not (out := _norm((r := run_tool("kafka-configs", *bs, *ent, "--describe", check=False)).stdout)) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.2)
+            obs.append({"step": f"describe {name}", "out": [_sorted_values(line) for line in out], "rc": r.returncode})
+        r = run_tool("kafka-configs", *bs, "--entity-type", "clients", "--describe")
+        obs.append({"step": "describe every client", "out": sorted(
+            _sorted_values(line) for line in _norm(r.stdout) if "cli-quota" in line or "default" in line)})
+        r = run_tool("kafka-configs", *bs, *entities["client"], "--alter", "--add-config", "producer_byte_rate=1.5",
+                     check=False)
+        obs.append({"step": "alter fractional", "rc": r.returncode})
+        for name, ent in entities.items():
+            r = run_tool("kafka-configs", *bs, *ent, "--alter", "--delete-config",
+                         "producer_byte_rate,consumer_byte_rate,request_percentage")
+            obs.append({"step": f"delete {name}", "out": _norm(r.stdout)})
+        return obs
+
+    obs = {o["step"]: o for o in differential("cli-kafka-configs-quotas", run)}
+    assert obs["describe client"]["out"] == [
+        "Quota configs for client-id 'cli-quota-client' are consumer_byte_rate=2097152.0, producer_byte_rate=1048576.0, "
+        "request_percentage=200.0"]
+    assert obs["describe user-client"]["out"] == [
+        "Quota configs for user-principal 'cli-quota-user', client-id 'cli-quota-client' are "
+        "consumer_byte_rate=2097152.0, producer_byte_rate=1048576.0, request_percentage=200.0"]
+    assert obs["alter fractional"]["rc"] != 0
 
 
 @_compat("kafka-get-offsets", "latest, earliest, by time")

@@ -408,6 +408,18 @@ def check_elect_leaders(v: int, obs: list[Obs]) -> None:
     assert rows(obs, "all", "results") == [(["el none"],)]
 
 
+def check_client_quotas(v: int, obs: list[Obs]) -> None:
+    ok = ['{client-id=c, user=u} err= msg=""', '{client-id=c} err= msg=""']
+    assert rows(obs, "validate-only", "results") == [(['{client-id=c} err= msg=""'],)]
+    assert rows(obs, "altered", "results") == [([
+        '{client-id=bad} err=INVALID_REQUEST msg="producer_byte_rate cannot be a fractional value."', *ok],)]
+    assert rows(obs, "described", "quotas") == [([
+        "{client-id=c, user=u} [consumer_byte_rate=2048 request_percentage=12.5]",
+        "{client-id=c} [producer_byte_rate=1024]"],)]  # fmt: skip
+    assert rows(obs, "removed", "results") == [(ok,)]
+    assert rows(obs, "described-after", "quotas") == [([],)]
+
+
 def check_offset_delete(v: int, obs: list[Obs]) -> None:
     assert rows(obs, "deleted", "present", "err") == [(True, "")]
     assert rows(obs, "committed-after", "partition", "offset") == [(1, 2)]
@@ -430,6 +442,6 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     15: check_describe_groups, 16: check_list_groups, 18: check_api_versions, 19: check_create_topics,
     20: check_delete_topics, 21: check_delete_records, 22: check_init_producer_id, 23: check_offset_for_leader_epoch,
     32: check_describe_configs, 33: check_alter_configs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
-    44: check_incremental_alter_configs, 47: check_offset_delete, 60: check_describe_cluster,
+    44: check_incremental_alter_configs, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster,
     75: check_describe_topic_partitions,
 }

@@ -5,9 +5,12 @@ for the type's default (`<default>` in ZooKeeper and kafka-configs). Samsa keeps
 user and client-id quotas (`user`, `client-id`, both), with the keys Kafka's QuotaConfigs allows
 for them. The rules are Kafka's controller's (ClientQuotaControlManager): `alter` checks one
 entity's alteration and returns its new quota values; `describe` filters the stored entities.
+Messages and their order are Kafka 4.3.1's, as the differential suite observes them
+(compat/test_admin_apis.py).
 
 Not supported: `ip` entities (connection_creation_rate) and `controller_mutation_rate`; Samsa
-limits neither, so it refuses to store them (INVALID_REQUEST) rather than keep a quota it ignores.
+limits neither, so it refuses to store them (INVALID_REQUEST) rather than keep a quota it ignores
+(Kafka accepts them).
 """
 
 from __future__ import annotations
@@ -52,66 +55,66 @@ def alter(
     ops: Sequence[tuple[str, float | None]],
     current: Mapping[str, float],
 ) -> dict[str, float]:
-    """The entity's quotas after `ops` ((key, value), None removes the key); raises KafkaError.
+    """The entity's quotas after `ops` ((key, value), None removes the key); raises KafkaError,
+    and then nothing of the entity changes.
 
-    Kafka's ClientQuotaControlManager.alterClientQuotaEntity: the entity is checked (known types,
-    each once, no empty name), then each set value (a key of the entity's kind; a LONG key takes a
-    whole number). A bad value is skipped and the entity still answers NONE there (the error it
-    records is overwritten by the NONE that follows; kafka-configs checks values before sending).
+    Kafka 4.3's checks, in its order: the entity (known types, no empty name; the request's
+    entity is a map, so a type named twice keeps its last name: `entity_of` callers pass it so),
+    a fraction for a whole-number (LONG) key, then each key is one of the entity's kind and each
+    value above 0.
     """
     if not entity:
         raise KafkaError(ErrorCode.invalid_request, "Invalid empty client quota entity")
-    types: dict[str, str | None] = {}
+    types = dict(entity)
     for entity_type, name in entity:
-        if entity_type in types:
-            raise KafkaError(
-                ErrorCode.invalid_request, f"Invalid empty client quota entity, duplicate entity entry {entity_type}"
-            )
         if entity_type not in (USER, CLIENT_ID, IP):
             raise KafkaError(ErrorCode.invalid_request, f"Unhandled client quota entity type: {entity_type}")
-        types[entity_type] = name
         if name is not None and name == "":
             raise KafkaError(ErrorCode.invalid_request, f"Empty {entity_type} not supported")
     if IP in types:
         if len(types) > 1:
             raise KafkaError(ErrorCode.invalid_request, "Invalid empty client quota entity")
         raise KafkaError(ErrorCode.invalid_request, "ip quotas (connection_creation_rate) are not supported by Samsa")
+    for key, value in ops:
+        if value is not None and QUOTA_KEYS.get(key) is int and value != int(value):
+            raise KafkaError(ErrorCode.invalid_request, f"{key} cannot be a fractional value.")
     quotas = dict(current)
     for key, value in ops:
         if value is None:
             quotas.pop(key, None)
-        elif key in UNSUPPORTED_KEYS:
+            continue
+        if key in UNSUPPORTED_KEYS:
             raise KafkaError(ErrorCode.invalid_request, f"{key} is not supported by Samsa")
-        elif key not in QUOTA_KEYS:
-            continue  # Kafka: "Invalid configuration key", then overwritten by NONE
-        elif QUOTA_KEYS[key] is int and abs(float(int(value + 1e-6)) - value) > 1e-6:
-            continue  # Kafka: "must be a Long value", then overwritten by NONE
-        else:
-            quotas[key] = float(value)
+        if key not in QUOTA_KEYS:
+            raise KafkaError(ErrorCode.invalid_request, f"Invalid configuration key {key}")
+        if value <= 0:
+            raise KafkaError(ErrorCode.invalid_request, f"Quota {key} must be greater than 0")
+        quotas[key] = float(value)
     return quotas
 
 
 def check_filter(components: Sequence[FilterComponent]) -> None:
-    """Kafka's verifyDescribeQuotaRequest (and the broker's match_type checks); raises KafkaError."""
+    """The checks of Kafka 4.3's broker on a DescribeClientQuotas filter; raises KafkaError."""
     seen: set[str] = set()
     for c in components:
         if c.entity_type == "":
-            raise KafkaError(ErrorCode.invalid_request, "Unexpected empty filter component entity type")
-        if c.entity_type not in (USER, CLIENT_ID, IP):
-            raise KafkaError(ErrorCode.invalid_request, f"Custom entity type {c.entity_type} not supported")
-        if c.entity_type in seen:
-            what = {USER: "user", CLIENT_ID: "client id", IP: "IP"}[c.entity_type]
-            raise KafkaError(ErrorCode.invalid_request, f"Duplicate {what} filter component entity type")
-        seen.add(c.entity_type)
+            raise KafkaError(ErrorCode.invalid_request, "Invalid empty entity type.")
         if c.match_type == 0 and c.match is None:
             raise KafkaError(
-                ErrorCode.invalid_request, "Request specified MATCH_TYPE_EXACT, but set match string to null"
+                ErrorCode.invalid_request, "Request specified MATCH_TYPE_EXACT, but set match string to null."
             )
         if c.match_type in (1, 2) and c.match is not None:
             what = "MATCH_TYPE_DEFAULT" if c.match_type == 1 else "MATCH_TYPE_SPECIFIED"
-            raise KafkaError(ErrorCode.invalid_request, f"Request specified {what}, but also specified a match string")
+            raise KafkaError(ErrorCode.invalid_request, f"Request specified {what}, but also specified a match string.")
         if c.match_type not in (0, 1, 2):
-            raise KafkaError(ErrorCode.invalid_request, f"Unexpected match type: {c.match_type}")
+            raise KafkaError(ErrorCode.invalid_request, f"Unknown match type {c.match_type}")
+        if c.entity_type not in (USER, CLIENT_ID, IP):
+            raise KafkaError(ErrorCode.unsupported_version, f"Unsupported entity type {c.entity_type}")
+        if c.entity_type in seen:
+            raise KafkaError(
+                ErrorCode.invalid_request, f"Entity type {c.entity_type} cannot appear more than once in the filter."
+            )
+        seen.add(c.entity_type)
     if IP in seen and len(seen) > 1:
         raise KafkaError(
             ErrorCode.invalid_request,

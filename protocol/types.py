@@ -37,7 +37,7 @@ NO_SEQUENCE = Sequence(-1)
 NO_BROKER = BrokerId(-1)
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
-"""throttle_time of a response: Samsa has no quotas, so never throttled."""
+"""throttle_time of a response a handler writes (the network layer sets client quotas' throttle)."""
 
 EARLIEST_TIMESTAMP = -2
 """ListOffsets sentinel: the log start offset."""

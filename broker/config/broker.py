@@ -381,6 +381,10 @@ class BrokerConfig:
     leader_imbalance_per_broker_percentage: int = setting(INT, 10,
         "The share of a broker's preferred partitions led elsewhere above which the controller "
         "moves them back.", Range(0, 100))
+    quota_window_num: int = setting(INT, 11,
+        "The number of samples client quota rates are measured over (broker/quotas.py).", at_least(1))
+    quota_window_size_seconds: int = setting(INT, 1,
+        "The time span of each client quota rate sample.", at_least(1))
     # ---- metrics (broker/metrics) ----------------------------------------------------------------
     metrics_prometheus_port: int = setting(INT, 0,
         "Port of the Prometheus endpoint (GET /metrics): Kafka's broker metrics under the names "

@@ -7,7 +7,8 @@
 # region of a segment that network.py hands to os.sendfile. A fetch that starts inside a batch
 # returns the whole batch. If fewer than min_bytes are available the request long-polls in the
 # fetch purgatory until an append brings enough or max_wait_ms passes (no timer polling).
-# The response budget is the request's max_bytes capped by the broker's fetch.max.bytes, and
+# The response budget is the request's max_bytes capped by the broker's fetch.max.bytes and, for a
+# consumer with a consumer_byte_rate quota, by what the quota lets through in a window, and
 # min_bytes is capped by that budget, as in Kafka (the first batch still goes out whole).
 # A partition named twice is answered once, for its last entry (as Kafka's fetch session map).
 # Fetch sessions (KIP-227): Samsa keeps none, and answers every session id and epoch as Kafka's
@@ -97,6 +98,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
                 log_start_offset=Offset(p.log_start_offset),
             )
     max_bytes = min(request.max_bytes, ctx.services.config.fetch_max_bytes)
+    if not is_follower:  # no more than the consumer's quota lets through in a window (Kafka's maxQuotaWindowBytes)
+        max_bytes = min(max_bytes, ctx.services.quotas.max_fetch_bytes(ctx.client_id or ""))
     results = await ctx.services.replica_manager.fetch_messages(
         list(wanted.values()),
         isolation,

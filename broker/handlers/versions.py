@@ -37,6 +37,8 @@ SERVED: dict[int, tuple[str, int, int]] = {
     43: ('api_43_elect_leaders', 0, 2),
     44: ('api_44_incremental_alter_configs', 0, 1),
     47: ('api_47_offset_delete', 0, 0),
+    48: ('api_48_describe_client_quotas', 0, 1),
+    49: ('api_49_alter_client_quotas', 0, 1),
     60: ('api_60_describe_cluster', 0, 2),
     75: ('api_75_describe_topic_partitions', 0, 0),
 }

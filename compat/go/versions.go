@@ -137,6 +137,8 @@ var sweeps = map[int16]func(r *run){
 	43: sweepElectLeaders,
 	44: sweepIncrementalAlterConfigs,
 	47: sweepOffsetDelete,
+	48: sweepClientQuotas, // DescribeClientQuotas
+	49: sweepClientQuotas, // AlterClientQuotas
 	60: sweepDescribeCluster,
 	75: sweepDescribeTopicPartitions,
 }
@@ -1087,4 +1089,74 @@ func sweepElectLeaders(r *run) {
 	elect("preferred", kadm.ElectPreferredReplica, named)
 	elect("unclean", kadm.ElectLiveReplica, named)
 	elect("all", kadm.ElectPreferredReplica, nil)
+}
+
+// Client quotas with DescribeClientQuotas (48) or AlterClientQuotas (49) pinned to v: set quotas
+// on a client id and a user with that client id, a validate-only and a fractional whole-number
+// value (refused), describe them (exact client id, any user), remove them.
+func sweepClientQuotas(r *run) {
+	alterer, describer := kadm.NewClient(r.plain()), kadm.NewClient(r.plain())
+	if r.key == 49 {
+		alterer = kadm.NewClient(r.pinned())
+	} else {
+		describer = kadm.NewClient(r.pinned())
+	}
+	client, user := r.name("c"), r.name("u")
+	str := func(s string) *string { return &s }
+	strip := func(s string) string { return strings.ReplaceAll(s, r.prefix+"-", "") }
+	entries := []kadm.AlterClientQuotaEntry{
+		{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: str(client)}},
+			Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1024}}},
+		{Entity: kadm.ClientQuotaEntity{{Type: "user", Name: str(user)}, {Type: "client-id", Name: str(client)}},
+			Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: 2048}, {Key: "request_percentage", Value: 12.5}}},
+		{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: str(r.name("bad"))}},
+			Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1.5}}},
+	}
+	alter := func(step string, validate bool, entries []kadm.AlterClientQuotaEntry) {
+		var resp kadm.AlteredClientQuotas
+		var err error
+		if validate {
+			resp, err = alterer.ValidateAlterClientQuotas(r.ctx, entries)
+		} else {
+			resp, err = alterer.AlterClientQuotas(r.ctx, entries)
+		}
+		r.must(err, step)
+		results := []string{}
+		for _, a := range resp {
+			results = append(results, fmt.Sprintf("%s err=%s msg=%q", strip(a.Entity.String()), errName(a.Err), a.ErrMessage))
+		}
+		sort.Strings(results)
+		r.emit(obs{"step": step, "results": results})
+	}
+	describe := func(want int) []string {
+		deadline := time.Now().Add(10 * time.Second) // Kafka's brokers learn of a change a moment later
+		for {
+			qs, err := describer.DescribeClientQuotas(r.ctx, false, []kadm.DescribeClientQuotaComponent{
+				{Type: "client-id", MatchName: str(client), MatchType: 0}})
+			r.must(err, "describe")
+			got := []string{}
+			for _, q := range qs {
+				var vs []string
+				for _, v := range q.Values {
+					vs = append(vs, fmt.Sprintf("%s=%v", v.Key, v.Value))
+				}
+				sort.Strings(vs)
+				got = append(got, fmt.Sprintf("%s %v", strip(q.Entity.String()), vs))
+			}
+			sort.Strings(got)
+			if len(got) == want || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	alter("validate-only", true, entries[:1])
+	alter("altered", false, entries)
+	r.emit(obs{"step": "described", "quotas": describe(2)})
+	alter("removed", false, []kadm.AlterClientQuotaEntry{
+		{Entity: entries[0].Entity, Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Remove: true}}},
+		{Entity: entries[1].Entity, Ops: []kadm.AlterClientQuotaOp{
+			{Key: "consumer_byte_rate", Remove: true}, {Key: "request_percentage", Remove: true}}},
+	})
+	r.emit(obs{"step": "described-after", "quotas": describe(0)})
 }

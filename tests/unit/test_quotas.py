@@ -15,7 +15,6 @@ C, U = "client-id", "user"
 def test_alter_checks_entities_as_kafka() -> None:
     for entity, message in [
         ([], "Invalid empty client quota entity"),
-        ([(U, "a"), (U, "b")], "Invalid empty client quota entity, duplicate entity entry user"),
         ([("group", "g")], "Unhandled client quota entity type: group"),
         ([(C, "")], "Empty client-id not supported"),
     ]:
@@ -33,9 +32,16 @@ def test_alter_sets_and_removes_values() -> None:
     assert alter([(C, None)], [("producer_byte_rate", 2048.0), ("request_percentage", None)], current) == {
         "producer_byte_rate": 2048.0
     }
-    # Kafka answers NONE and stores nothing for an unknown key or a fraction of a LONG key
-    assert alter([(U, "u")], [("nonsense", 1.0), ("consumer_byte_rate", 1.5)], {}) == {}
     assert alter([(U, "u")], [("request_percentage", 12.5)], {}) == {"request_percentage": 12.5}
+    # Kafka 4.3's value checks: a fraction of a whole-number key first, then keys and signs
+    for ops, message in [
+        ([("nonsense", 1.0), ("consumer_byte_rate", 1.5)], "consumer_byte_rate cannot be a fractional value."),
+        ([("nonsense", 1.0)], "Invalid configuration key nonsense"),
+        ([("producer_byte_rate", 0.0)], "Quota producer_byte_rate must be greater than 0"),
+    ]:
+        with pytest.raises(KafkaError) as e:
+            alter([(U, "u")], ops, {})
+        assert e.value.message == message
 
 
 def test_describe_filters() -> None:
