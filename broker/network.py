@@ -488,10 +488,10 @@ class Connection(asyncio.BufferedProtocol):
                 raise self._close("handler_error", correlation_id, api=handler.name) from None
         throttle_ms = self._record_quotas(api_key, request, header.client_id, started, len(payload))
         if response is None:  # acks=0 produce: no response
-            await self._mute(throttle_ms)
             if self._metrics is not None:
                 self._record(handler.name, api_key, api_version, request, None, started, started,
                              len(payload) - header.header_size)
+            await self._mute(throttle_ms)
             return
         def encode(response: Any) -> messages.FrameBuffer:
             out = messages.FrameBuffer()
@@ -524,10 +524,10 @@ class Connection(asyncio.BufferedProtocol):
         chunks = out.finish()
         sending = time.monotonic()
         await self._write([frames.size_prefix(out.size), *chunks])
-        await self._mute(throttle_ms)
         if self._metrics is not None:
             self._record(handler.name, api_key, api_version, request, response, started, sending,
                          len(payload) - header.header_size)
+        await self._mute(throttle_ms)
         elapsed_ms = (time.monotonic() - started) * 1000
         if elapsed_ms > 1000 and api_key not in (1,):  # fetches long-poll by design
             log.info(

@@ -396,7 +396,7 @@ _HISTOGRAM_DOCS = {
     "RequestQueueTimeMs": "Milliseconds a request waited, received whole, behind the one in flight on its connection.",
     "LocalTimeMs": "Milliseconds the broker spent handling a request, its purgatory wait excluded.",
     "RemoteTimeMs": "Milliseconds a request waited in a purgatory (acks=all for followers, a fetch for data).",
-    "ThrottleTimeMs": "Milliseconds a request was throttled (0: no quotas).",
+    "ThrottleTimeMs": "Milliseconds a request was throttled by client quotas.",
     "ResponseQueueTimeMs": "Milliseconds a response waited to be sent (0: written by its connection at once).",
     "ResponseSendTimeMs": "Milliseconds writing the response took.",
     "TotalTimeMs": "Milliseconds from a request received whole to its response written.",

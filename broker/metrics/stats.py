@@ -215,20 +215,22 @@ class RequestMetrics:
         FetchFollower), in monotonic seconds: its frame `received` whole, its handling `started`,
         its response encoded and `sending`, and written (`done`); `remote_s` of its handling was
         spent waiting in a purgatory. There is no response queue (the connection's own task
-        writes the response at once) and no throttling yet: both histograms get 0."""
+        writes the response at once: 0); the throttle time is the response's (client quotas)."""
         queue_ms = round((started - received) * 1000)
         remote_ms = round(remote_s * 1000)
         local_ms = round((sending - started - remote_s) * 1000)
         send_ms = round((done - sending) * 1000)
         total_ms = round((done - received) * 1000)
         errors = error_counts(response) if response is not None else {}
+        throttle = getattr(response, "throttle_time", None)
+        throttle_ms = 0 if throttle is None else round(throttle.total_seconds() * 1000)
         for name in names:
             s = self.stats(name)
             s.requests[api_version] = s.requests.get(api_version, 0) + 1
             s.request_queue_time.update(queue_ms, done)
             s.local_time.update(local_ms, done)
             s.remote_time.update(remote_ms, done)
-            s.throttle_time.update(0, done)
+            s.throttle_time.update(throttle_ms, done)
             s.response_queue_time.update(0, done)
             s.response_send_time.update(send_ms, done)
             s.total_time.update(total_ms, done)
