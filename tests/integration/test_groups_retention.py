@@ -20,6 +20,7 @@ from broker.coordinator.group import GroupState
 from broker.server import Broker
 from broker.testing import SamsaProcess
 from protocol.errors import ErrorCode
+from tests.support.clients import kafka_python_await_topics
 from tests.support.loop_thread import LoopThread
 from tests.support.raw_client import RawClient
 
@@ -98,6 +99,7 @@ def test_stable_group_expires_offsets_of_topics_it_no_longer_subscribes_to(tmp_p
         consumer = KafkaConsumer(
             "now", bootstrap_servers=bootstrap, group_id="moved-on", enable_auto_commit=False
         )
+        kafka_python_await_topics(consumer, "now")
         deadline = time.monotonic() + 30
         while not consumer.assignment():
             assert time.monotonic() < deadline, "the consumer never joined"
