@@ -65,7 +65,6 @@ NOT_SERVED: dict[str, str] = {
     "streams_group_describe": NEW_GROUPS + "; streams groups are KIP-1071",
     "alter_partition_reassignments": OPERATOR,
     "list_partition_reassignments": OPERATOR,
-    "describe_log_dirs": OPERATOR,
     "alter_replica_log_dirs": OPERATOR,
     "list_config_resources": OPERATOR + " (KIP-1142, not in the issue's list yet)",
     "update_features": (

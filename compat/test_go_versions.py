@@ -408,6 +408,13 @@ def check_elect_leaders(v: int, obs: list[Obs]) -> None:
     assert rows(obs, "all", "results") == [(["el none"],)]
 
 
+def check_describe_log_dirs(v: int, obs: list[Obs]) -> None:
+    parts = ["ld-0 size=70 lag=0 future=false", "ld-1 size=0 lag=0 future=false"]  # one 70-byte batch
+    for step in ("named", "all"):  # (the volume's sizes come with v4, KIP-827)
+        assert rows(obs, step, "broker", "hasDir", "err", "volume", "cordoned", "partitions") == [
+            (1, True, "", v >= 4, False, parts)]
+
+
 def check_client_quotas(v: int, obs: list[Obs]) -> None:
     ok = ['{client-id=c, user=u} err= msg=""', '{client-id=c} err= msg=""']
     assert rows(obs, "validate-only", "results") == [(['{client-id=c} err= msg=""'],)]
@@ -441,7 +448,7 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     **{k: check_group(k) for k in (8, 9, 10, 11, 12, 13, 14)},
     15: check_describe_groups, 16: check_list_groups, 18: check_api_versions, 19: check_create_topics,
     20: check_delete_topics, 21: check_delete_records, 22: check_init_producer_id, 23: check_offset_for_leader_epoch,
-    32: check_describe_configs, 33: check_alter_configs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
+    32: check_describe_configs, 33: check_alter_configs, 35: check_describe_log_dirs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
     44: check_incremental_alter_configs, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster,
     75: check_describe_topic_partitions,
 }

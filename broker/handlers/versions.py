@@ -32,6 +32,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
     23: ('api_23_offset_for_leader_epoch', 2, 4),
     32: ('api_32_describe_configs', 1, 4),
     33: ('api_33_alter_configs', 0, 2),
+    35: ('api_35_describe_log_dirs', 1, 5),
     37: ('api_37_create_partitions', 0, 3),
     42: ('api_42_delete_groups', 0, 2),
     43: ('api_43_elect_leaders', 0, 2),

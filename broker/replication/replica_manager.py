@@ -25,6 +25,7 @@ ISR changes and replicated bytes.
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -492,3 +493,52 @@ class ReplicaManager:
             if r.read is not None and r.read.info is not None:
                 total += r.read.info.size
         return total >= min_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaInfo:
+    """One local replica's log as DescribeLogDirs reports it (Kafka's ReplicaInfo)."""
+
+    tp: TopicPartition
+    size: int
+    offset_lag: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirInfo:
+    """One log dir: its absolute path, its file system's total and usable bytes, its replicas."""
+
+    path: str
+    total_bytes: int
+    usable_bytes: int
+    replicas: tuple[ReplicaInfo, ...]
+    error: ErrorCode = ErrorCode.none
+
+
+def describe_log_dirs(
+    replica_manager: ReplicaManager, partitions: Iterable[TopicPartition] | None
+) -> list[LogDirInfo]:
+    """Kafka's ReplicaManager.describeLogDirs: every configured log dir (once each), with the logs
+    of the asked partitions it holds (all when None): size and offset lag, max(high watermark -
+    log end offset, 0), which only a future log (a replica moving between dirs) can make
+    non-zero."""
+    wanted = None if partitions is None else set(partitions)
+    by_dir: dict[str, list[ReplicaInfo]] = {}
+    for tp, log_ in replica_manager.log_manager.all_logs().items():
+        if wanted is not None and tp not in wanted:
+            continue
+        partition = replica_manager.partitions.get(tp)
+        hw = partition.high_watermark if partition is not None else log_.log_end_offset
+        by_dir.setdefault(str(log_.dir.parent.absolute()), []).append(
+            ReplicaInfo(tp, log_.size, max(hw - log_.log_end_offset, 0))
+        )
+    out = []
+    for d in dict.fromkeys(str(p.absolute()) for p in replica_manager.log_manager.log_dirs):
+        try:
+            usage = shutil.disk_usage(d)
+        except OSError as e:  # the dir is gone or unreadable: Kafka's offline dir
+            log.warning("log dir not describable path=%s error=%s", d, e)
+            out.append(LogDirInfo(d, -1, -1, (), ErrorCode.kafka_storage_error))
+            continue
+        out.append(LogDirInfo(d, usage.total, usage.free, tuple(by_dir.get(d, ()))))
+    return out

@@ -132,6 +132,7 @@ var sweeps = map[int16]func(r *run){
 	23: sweepOffsetForLeaderEpoch,
 	32: sweepDescribeConfigs,
 	33: sweepAlterConfigs,
+	35: sweepDescribeLogDirs,
 	37: sweepCreatePartitions,
 	42: sweepDeleteGroups,
 	43: sweepElectLeaders,
@@ -1159,4 +1160,38 @@ func sweepClientQuotas(r *run) {
 			{Key: "consumer_byte_rate", Remove: true}, {Key: "request_percentage", Remove: true}}},
 	})
 	r.emit(obs{"step": "described-after", "quotas": describe(0)})
+}
+
+// DescribeLogDirs pinned to v: a topic with one record in partition 0 and none in 1; its
+// partitions, then every partition (nil set, the run's topic kept; kadm itself refuses a topic
+// that Metadata does not list before sending anything). The
+// dir's path and the volume's sizes differ between brokers: observed as present or not.
+func sweepDescribeLogDirs(r *run) {
+	topic := r.topic("ld", 2, nil)
+	r.produce(r.plain(manual), "produced", rec(topic, 0, "k", "v", base))
+	adm := kadm.NewClient(r.pinned())
+	describe := func(step string, s kadm.TopicsSet) {
+		all, err := adm.DescribeAllLogDirs(r.ctx, s)
+		r.must(err, step)
+		for _, d := range all.Sorted() {
+			var parts []string
+			for t, ps := range d.Topics {
+				if !strings.HasPrefix(t, r.prefix+"-") {
+					continue // every partition: other runs' topics and the internal ones
+				}
+				for p, dp := range ps {
+					parts = append(parts, fmt.Sprintf("%s-%d size=%d lag=%d future=%v",
+						strings.TrimPrefix(t, r.prefix+"-"), p, dp.Size, dp.OffsetLag, dp.IsFuture))
+				}
+			}
+			sort.Strings(parts)
+			r.emit(obs{"step": step, "broker": d.Broker, "hasDir": strings.HasPrefix(d.Dir, "/"), "err": errName(d.Err),
+				"volume":   d.TotalBytes > 0 && d.UsableBytes > 0 && d.UsableBytes <= d.TotalBytes,
+				"cordoned": d.IsCordoned, "partitions": parts})
+		}
+	}
+	var named kadm.TopicsSet
+	named.Add(topic, 0, 1)
+	describe("named", named)
+	describe("all", nil)
 }
