@@ -527,7 +527,6 @@ class Connection(asyncio.BufferedProtocol):
         if self._metrics is not None:
             self._record(handler.name, api_key, api_version, request, response, started, sending,
                          len(payload) - header.header_size)
-        await self._mute(throttle_ms)
         elapsed_ms = (time.monotonic() - started) * 1000
         if elapsed_ms > 1000 and api_key not in (1,):  # fetches long-poll by design
             log.info(
@@ -538,6 +537,7 @@ class Connection(asyncio.BufferedProtocol):
                 correlation_id,
                 elapsed_ms,
             )
+        await self._mute(throttle_ms)
 
     def _record_quotas(self, api_key: int, request: Any, client_id: str | None, started: float, size: int) -> int:
         """Record the request against its client's quotas (broker/quotas.py): the throttle time in

@@ -353,7 +353,10 @@ class EmbeddedController:
             except KafkaError as e:
                 results.append(e)
         if not validate_only and any(r is None for r in results):
-            self._publish(client_quotas=quotas)
+            try:
+                self._publish(client_quotas=quotas)
+            except KafkaError as e:  # the metadata file could not be written: nothing changed
+                return [e if r is None else r for r in results]
             log.info("client quotas altered entities=%s", [e for (e, _), r in zip(alterations, results, strict=True) if r is None])
         return results
 

@@ -14,13 +14,13 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
 from controller import zk_layout as L
 from controller.model import ClusterImage
 from controller.quotas import QuotaEntity, alter
 from controller.zk_async import AsyncZk
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("samsa.controller")
 
@@ -79,12 +79,21 @@ class ZkQuotas:
         for entity, quotas in wanted.items():
             path, data = L.quota_path(entity), L.encode_quotas(quotas)
             try:
-                await self._zk.set(path, data)
-            except NoNodeError:
                 try:
-                    await self._zk.create(path, data, makepath=True)
-                except NodeExistsError:
                     await self._zk.set(path, data)
+                except NoNodeError:
+                    try:
+                        await self._zk.create(path, data, makepath=True)
+                    except NodeExistsError:
+                        await self._zk.set(path, data)
+            except KazooException as e:  # ZooKeeper unreachable: this entity and the rest fail
+                log.warning("client quotas write failed entity=%s error=%r", entity, e)
+                failed = KafkaError(ErrorCode.unknown_server_error, f"metadata write failed: {e!r}")
+                done = list(wanted)[: list(wanted).index(entity)]
+                return [
+                    failed if r is None and entity_ not in done else r
+                    for (entity_, _), r in zip(alterations, results, strict=True)
+                ]
             log.info("client quotas altered entity=%s quotas=%s", entity, quotas)
         await self._wait_image(
             lambda image: all(dict(image.client_quotas.get(e, {})) == q for e, q in wanted.items()), 10
