@@ -36,6 +36,11 @@ in the last two heartbeat intervals, as a broker paused a moment ago that nobody
 cut off from ZooKeeper, so that it would go on following the old leader), gets it back as leader,
 epoch bumped (`preferred_leader_moves`, Kafka's checkAndTriggerAutoLeaderRebalance, which moves only
 to live brokers). The move is optional; any of these would turn it into a stall.
+
+Operator elections (ElectLeaders; `elect_leader`, `plan_elections`) follow Kafka's controller
+instead: preferred moves leadership to the first replica when it is in the ISR and eligible,
+unclean elects a live replica for a partition without a live leader; each answers Kafka's
+per-partition errors. They do not wait for a settled ISR as the optional move above does.
 """
 
 from __future__ import annotations
@@ -101,7 +106,7 @@ def plan_partition(
     def suspected(b: BrokerId) -> bool:
         return majority_suspects(b, suspicions.get(b, frozenset()), reg.isr)
 
-    eligible = {b for b in live if b not in shutting_down and not suspected(b)}
+    eligible = electable(live, shutting_down, suspicions, reg)
     leader = reg.leader
     if leader == NO_BROKER or leader not in live:
         reason = "offline" if leader == NO_BROKER else "leader not registered"
