@@ -167,6 +167,30 @@ def test_kafka_configs(kafka_target, differential):
     assert obs[-1]["rc"] != 0
 
 
+@_compat("kafka-leader-election", "preferred, unclean, all partitions, unknown partition")
+def test_leader_election(kafka_target, differential):
+    def run(target):
+        bs = ["--bootstrap-server", target.bootstrap_servers]
+        run_tool("kafka-topics", *bs, "--create", "--topic", "cli-elect", "--partitions", "2")
+        obs = []
+        for name, args in {
+            "preferred": ["--election-type", "PREFERRED", "--topic", "cli-elect", "--partition", "0"],
+            "unclean": ["--election-type", "UNCLEAN", "--topic", "cli-elect", "--partition", "1"],
+            "all": ["--election-type", "PREFERRED", "--all-topic-partitions"],
+            "unknown partition": ["--election-type", "PREFERRED", "--topic", "cli-elect", "--partition", "7"],
+        }.items():
+            r = run_tool("kafka-leader-election", *bs, *args, check=False)
+            # (every partition: other tests' topics may be there too; none needs an election)
+            obs.append({"step": name, "rc": r.returncode, "out": _norm(r.stdout),
+                        "err": [line for line in _norm(r.stderr) if "cli-elect" in line]})
+        return obs
+
+    obs = {o["step"]: o for o in differential("cli-kafka-leader-election", run)}
+    assert obs["preferred"]["out"] == ["Valid replica already elected for partitions cli-elect-0"]
+    assert obs["unclean"]["out"] == ["Valid replica already elected for partitions cli-elect-1"]
+    assert obs["unknown partition"]["rc"] != 0
+
+
 def _sorted_values(line: str) -> str:
     """A quota line with its values sorted (each broker lists a map's entries in its own order)."""
     head, sep, values = line.partition(" are ")
