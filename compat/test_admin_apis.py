@@ -4,6 +4,10 @@ ElectLeaders on one node, the cases franz-go's version sweep cannot send (compat
 sweeps kadm's ElectLeaders over every version): an unknown election type, and every partition
 (null topic_partitions) in v0 and v2. tests/integration/test_elect_leaders.py holds Samsa to the same
 requests with exact assertions.
+
+Client quotas: AlterClientQuotas for every entity kind (client id, user, both, their defaults),
+validate-only, every malformed entry Kafka 4.3.1 refuses, then DescribeClientQuotas with every
+filter shape and the malformed ones, and the removal; each answer's messages are compared.
 """
 
 from __future__ import annotations
