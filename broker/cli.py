@@ -77,7 +77,7 @@ async def serve(config: BrokerConfig) -> None:
     broker = Broker(config)
     try:
         await broker.start()
-    except (OSError, RuntimeError) as e:
+    except (OSError, RuntimeError, ConfigError) as e:
         log.error("broker start failed error=%s", e)
         try:
             await broker.stop()  # whatever did start: listeners, logs, the ZooKeeper session

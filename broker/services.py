@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker.acl import Authorizer
 from broker.config import BrokerConfig
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.producer_ids import ProducerIdManager
 from broker.replication.replica_manager import ReplicaManager
 from broker.topic_creation import AutoTopicCreator
 from controller.interface import Controller
+from controller.security_store import SecurityStore
 from protocol.types import BrokerId
 
 
@@ -32,3 +34,7 @@ class BrokerServices:
     producer_ids: ProducerIdManager
     topic_creator: AutoTopicCreator
     """Topics created on first use (Metadata with auto-creation)."""
+    authorizer: Authorizer
+    """Whether a principal may do an operation on a resource (ctx.authorized)."""
+    security_store: SecurityStore
+    """ACLs and SCRAM credentials (the ACL and SCRAM credential APIs)."""

@@ -98,8 +98,6 @@ NO_DOWNCONVERSION = ("Accepted for compatibility; Samsa stores magic v2 batches 
                       "versions get down-converted messages).")
 NO_TRANSACTIONS = ("Accepted for compatibility; Samsa has no transactions (a transactional "
                     "InitProducerId is answered COORDINATOR_NOT_AVAILABLE) ")
-NO_TLS = ("Accepted for compatibility; Samsa has no TLS and serves only PLAINTEXT listeners "
-           "(SSL and SASL listeners are refused at start-up), so nothing reads it ")
 
 
 def at_least(n: int) -> Range:

@@ -13,6 +13,8 @@
 # Fetch sessions (KIP-227): served sessionless. A full fetch asking for a new session (epoch 0) is
 # answered with session id 0, which clients take as "no session"; a request naming a session id
 # gets FETCH_SESSION_ID_NOT_FOUND; an incremental epoch without a session INVALID_FETCH_SESSION_EPOCH.
+# Authorization (KafkaApis): a follower fetch needs CLUSTER_ACTION on the cluster, a consumer READ on
+# each topic; a partition refused is answered TOPIC_AUTHORIZATION_FAILED and not read.
 # Not supported: v13+ (topic ids in fetch), rack-aware preferred read replicas.
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from broker.replication.partition import FetchIsolation
 from broker.replication.replica_manager import FetchRequestPartition, FetchResult
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.kio_compat import as_records
 from protocol.topic_partition import TopicPartition
@@ -92,9 +95,12 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
                 current_leader_epoch=p.current_leader_epoch,
                 log_start_offset=Offset(p.log_start_offset),
             )
+    denied = {tp for tp in wanted if not (ctx.authorized(AclOperation.CLUSTER_ACTION) if is_follower
+                                           else ctx.authorized(AclOperation.READ, ResourceType.TOPIC, tp.topic))}
     max_bytes = min(request.max_bytes, ctx.services.config.fetch_max_bytes)
-    results = await ctx.services.replica_manager.fetch_messages(
-        list(wanted.values()),
+    results = [FetchResult(tp, ErrorCode.topic_authorization_failed) for tp in wanted if tp in denied]
+    results += await ctx.services.replica_manager.fetch_messages(
+        [p for tp, p in wanted.items() if tp not in denied],
         isolation,
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=min(request.min_bytes, max_bytes),
