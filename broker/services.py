@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from broker.acl import Authorizer
 from broker.config import BrokerConfig
+from broker.config.dynamic import DynamicBrokerConfig
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.producer_ids import ProducerIdManager
 from broker.replication.replica_manager import ReplicaManager
@@ -24,8 +25,8 @@ from protocol.types import BrokerId
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
     broker_id: BrokerId
-    config: BrokerConfig
-    """The broker's configuration (read only)."""
+    dynamic_config: DynamicBrokerConfig
+    """The broker's configuration with the dynamic broker configs applied."""
     controller: Controller
     """The cluster metadata image and the admin writes (topics, partitions, configs)."""
     replica_manager: ReplicaManager
@@ -38,3 +39,8 @@ class BrokerServices:
     """Whether a principal may do an operation on a resource (ctx.authorized)."""
     security_store: SecurityStore
     """ACLs and SCRAM credentials (the ACL and SCRAM credential APIs)."""
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The broker's configuration as it is now (read only; dynamic configs change it)."""
+        return self.dynamic_config.current

@@ -36,3 +36,6 @@ class ZkSettings:
     tls: Mapping[str, Any] = field(default_factory=dict)
     """kazoo's TLS arguments (use_ssl, ca, certfile, keyfile, check_hostname) when
     zookeeper.ssl.client.enable is set; empty: plain TCP"""
+    static_min_insync_replicas: int = 1
+    """min.insync.replicas from the broker's properties: the cluster default a controller writes
+    when there is none"""

@@ -52,95 +52,90 @@ class SecurityConfig:
         "ssl.keystore.key and ssl.keystore.certificate.chain inline) or PKCS12 (read with the "
         "cryptography package). JKS, Kafka's default, is refused with a message: no maintained "
         "Python library reads it (convert it with keytool -importkeystore -deststoretype PKCS12).",
-        KEYSTORE_TYPES, read_only=False)
+        KEYSTORE_TYPES)
     ssl_keystore_location: str | None = setting(STRING, None,
-        "The key store file of SSL and SASL_SSL listeners (and of the inter-broker client).",
-        read_only=False)
+        "The key store file of SSL and SASL_SSL listeners (and of the inter-broker client).")
     ssl_keystore_password: str | None = setting(PASSWORD, None,
         "The password of a PKCS12 key store (PEM: of its encrypted private key when "
-        "ssl.key.password is unset).", read_only=False)
+        "ssl.key.password is unset).")
     ssl_key_password: str | None = setting(PASSWORD, None,
-        "The password of the private key in the key store.", read_only=False)
+        "The password of the private key in the key store.")
     ssl_keystore_key: str | None = setting(PASSWORD, None,
         "A PEM private key given inline instead of ssl.keystore.location (with "
-        "ssl.keystore.certificate.chain).", read_only=False)
+        "ssl.keystore.certificate.chain).")
     ssl_keystore_certificate_chain: str | None = setting(PASSWORD, None,
-        "A PEM certificate chain given inline (with ssl.keystore.key).", read_only=False)
+        "A PEM certificate chain given inline (with ssl.keystore.key).")
     ssl_truststore_type: str = setting(STRING, "JKS",
         "Format of the trust store: PEM or PKCS12 (JKS is refused, as for the key store).",
-        KEYSTORE_TYPES, read_only=False)
+        KEYSTORE_TYPES)
     ssl_truststore_location: str | None = setting(STRING, None,
         "The trust store file: the certificates client certificates (and, for the inter-broker "
-        "client, broker certificates) are checked against.", read_only=False)
+        "client, broker certificates) are checked against.")
     ssl_truststore_password: str | None = setting(PASSWORD, None,
-        "The password of a PKCS12 trust store.", read_only=False)
+        "The password of a PKCS12 trust store.")
     ssl_truststore_certificates: str | None = setting(PASSWORD, None,
-        "PEM trusted certificates given inline instead of ssl.truststore.location.",
-        read_only=False)
+        "PEM trusted certificates given inline instead of ssl.truststore.location.")
     ssl_client_auth: str = setting(STRING, "none",
         "Whether SSL listeners ask for client certificates: required (a client without a trusted "
         "certificate cannot connect), requested (asked for, checked when given), none. The "
         "principal of a client certificate is its subject name mapped by "
-        "ssl.principal.mapping.rules.", CLIENT_AUTH, read_only=False)
+        "ssl.principal.mapping.rules.", CLIENT_AUTH)
     ssl_protocol: str = setting(STRING, "TLSv1.3",
         "TLSv1.2: the inter-broker client speaks TLS 1.2 at most; TLSv1.3 or TLS: the highest "
         "version both sides have.",
-        OneOf(("TLSv1.2", "TLSv1.3", "TLS")), read_only=False)
+        OneOf(("TLSv1.2", "TLSv1.3", "TLS")))
     ssl_enabled_protocols: tuple[str, ...] = setting(LIST, ("TLSv1.2", "TLSv1.3"),
-        "The TLS versions listeners accept.", OneOf(("TLSv1.2", "TLSv1.3")), read_only=False)
+        "The TLS versions listeners accept.", OneOf(("TLSv1.2", "TLSv1.3")))
     ssl_cipher_suites: tuple[str, ...] = setting(LIST, (),
         "TLS 1.2 cipher suites allowed, in OpenSSL's names (empty: OpenSSL's defaults); TLS 1.3's "
-        "suites are always OpenSSL's.", read_only=False)
+        "suites are always OpenSSL's.")
     ssl_endpoint_identification_algorithm: str = setting(STRING, "https",
         "https: the inter-broker client checks that a broker's certificate names the host it "
-        "connects to; empty: it does not.", read_only=False)
+        "connects to; empty: it does not.")
     ssl_principal_mapping_rules: str = setting(STRING, "DEFAULT",
         "Rules mapping a client certificate's distinguished name to a principal name, as Kafka's "
-        "(RULE:pattern/replacement/[LU], ..., DEFAULT).", read_only=False)
+        "(RULE:pattern/replacement/[LU], ..., DEFAULT).")
     # ---- SASL ------------------------------------------------------------------------------------
     sasl_enabled_mechanisms: tuple[str, ...] = setting(LIST, ("GSSAPI",),
         "SASL mechanisms SASL listeners accept: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER. "
-        "GSSAPI (Kerberos), Kafka's default, is not served: a SASL listener must name others.",
-        read_only=False)
+        "GSSAPI (Kerberos), Kafka's default, is not served: a SASL listener must name others.")
     sasl_mechanism_inter_broker_protocol: str = setting(STRING, "GSSAPI",
         "The mechanism the inter-broker client authenticates with when the inter-broker listener "
         "is SASL_PLAINTEXT or SASL_SSL (its username and password come from that mechanism's "
-        "JAAS config on the inter-broker listener).", read_only=False)
+        "JAAS config on the inter-broker listener).")
     sasl_jaas_config: str | None = setting(PASSWORD, None,
         "JAAS configuration of a SASL mechanism, normally given per listener and mechanism as "
         "listener.name.<listener>.<mechanism>.sasl.jaas.config: PlainLoginModule with "
         "user_<name>=\"password\" entries (the users PLAIN accepts), ScramLoginModule, "
         "OAuthBearerLoginModule (unsecuredValidator* options); username and password (or "
-        "unsecuredLoginStringClaim_sub) are what the inter-broker client logs in with.",
-        read_only=False)
+        "unsecuredLoginStringClaim_sub) are what the inter-broker client logs in with.")
     sasl_server_max_receive_size: int = setting(INT, 524_288,
         "Largest SASL token accepted before authentication completes; a larger frame closes "
         "the connection.", at_least(1))
     sasl_server_callback_handler_class: str | None = setting(STRING, None,
         "OAUTHBEARER token validation: unset (Kafka's unsecured validator, for development) or "
         "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler (tokens "
-        "signed by a key of sasl.oauthbearer.jwks.endpoint.url, checked with PyJWT).",
-        read_only=False)
+        "signed by a key of sasl.oauthbearer.jwks.endpoint.url, checked with PyJWT).")
     sasl_oauthbearer_jwks_endpoint_url: str | None = setting(STRING, None,
         "Where signed OAUTHBEARER tokens' keys are fetched from (a JWKS document; https:, http: "
-        "or file:), refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms.", read_only=False)
+        "or file:), refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms.")
     sasl_oauthbearer_jwks_endpoint_refresh_ms: int = setting(LONG, 3_600_000,
-        "How often the JWKS document is fetched again.", at_least(0), read_only=False)
+        "How often the JWKS document is fetched again.", at_least(0))
     sasl_oauthbearer_expected_audience: tuple[str, ...] = setting(LIST, (),
-        "Audiences a signed token must name one of (empty: not checked).", read_only=False)
+        "Audiences a signed token must name one of (empty: not checked).")
     sasl_oauthbearer_expected_issuer: str | None = setting(STRING, None,
-        "The issuer a signed token must name (unset: not checked).", read_only=False)
+        "The issuer a signed token must name (unset: not checked).")
     sasl_oauthbearer_sub_claim_name: str = setting(STRING, "sub",
-        "The claim of a signed token that names the principal.", read_only=False)
+        "The claim of a signed token that names the principal.")
     sasl_oauthbearer_scope_claim_name: str = setting(STRING, "scope",
-        "The claim of a signed token that holds its scopes.", read_only=False)
+        "The claim of a signed token that holds its scopes.")
     sasl_oauthbearer_clock_skew_seconds: int = setting(INT, 30,
-        "Clock skew allowed when checking a signed token's times.", at_least(0), read_only=False)
+        "Clock skew allowed when checking a signed token's times.", at_least(0))
     connections_max_reauth_ms: int = setting(LONG, 0,
         "KIP-368: the longest an authenticated SASL session lasts (0: no limit, unless a token "
         "expires sooner). Clients of SaslAuthenticate v1+ re-authenticate before it ends; a "
         "connection whose session has ended is closed at its next request other than "
-        "SaslHandshake.", at_least(0), read_only=False)
+        "SaslHandshake.", at_least(0))
     connection_failed_authentication_delay_ms: int = setting(INT, 100,
         "The failure answer to a failed authentication, and the close after it, are delayed by "
         "this long (slows password guessing; 0: no delay).", at_least(0))

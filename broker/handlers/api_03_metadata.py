@@ -4,10 +4,13 @@
 # v0: an empty topic list means all topics; v1+: null means all, empty means none. Unknown topics
 # are created when the request allows it (v4+ flag; always for v0-3) and auto.create.topics.enable
 # is on, with num.partitions and default.replication.factor; invalid names get
-# INVALID_TOPIC_EXCEPTION. At most samsa.auto.create.topics.max.per.request topics are created per
-# request, in request order; the others are answered UNKNOWN_TOPIC_OR_PARTITION (what Kafka 4.x
-# answers for a topic whose creation it has passed to its controller, in every version), so the
-# client asks again, and one line is logged. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
+# INVALID_TOPIC_EXCEPTION. A topic this request creates is answered as Kafka 4.x answers it (its
+# AutoTopicCreationManager passes the topic to the controller and answers at once, in every
+# version): UNKNOWN_TOPIC_OR_PARTITION with no partitions, and the client asks again; the topic
+# exists by then (Kafka 3.x in ZooKeeper mode answered LEADER_NOT_AVAILABLE; clients retry both).
+# At most samsa.auto.create.topics.max.per.request topics are created per request, in request
+# order; the others get the same answer without being created, so the next request creates the
+# next ones, and one line is logged. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
 # name before v12 closes the connection (Kafka rejects it as an invalid request).
 # Authorization (Kafka's KafkaApis): a topic without DESCRIBE is left out of "all topics" and
 # answered TOPIC_AUTHORIZATION_FAILED when named (by name: without disclosing whether it exists; by
@@ -179,12 +182,10 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             name = requested.name
             if name is None or not described(name):
                 continue
-            if name in image.topics:
-                topics.append(topic_metadata(image, image.topics[name], ops(name)))
-            elif name in to_create:
-                topics.append(_error_topic(name, ErrorCode.leader_not_available, None, ops(name)))
-            elif name in deferred:
+            if name in to_create or name in deferred:
                 topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, ops(name)))
+            elif name in image.topics:
+                topics.append(topic_metadata(image, image.topics[name], ops(name)))
 
     response = MetadataResponse(
         throttle_time=NO_THROTTLE,

@@ -31,6 +31,9 @@ SERVED: dict[int, tuple[str, int, int]] = {
     21: ('api_21_delete_records', 0, 2),
     22: ('api_22_init_producer_id', 0, 5),
     23: ('api_23_offset_for_leader_epoch', 2, 4),
+    29: ('api_29_describe_acls', 1, 3),
+    30: ('api_30_create_acls', 1, 3),
+    31: ('api_31_delete_acls', 1, 3),
     32: ('api_32_describe_configs', 1, 4),
     33: ('api_33_alter_configs', 0, 2),
     36: ('api_36_sasl_authenticate', 0, 2),
@@ -38,6 +41,8 @@ SERVED: dict[int, tuple[str, int, int]] = {
     42: ('api_42_delete_groups', 0, 2),
     44: ('api_44_incremental_alter_configs', 0, 1),
     47: ('api_47_offset_delete', 0, 0),
+    50: ('api_50_describe_user_scram_credentials', 0, 0),
+    51: ('api_51_alter_user_scram_credentials', 0, 0),
     60: ('api_60_describe_cluster', 0, 2),
     75: ('api_75_describe_topic_partitions', 0, 0),
 }
