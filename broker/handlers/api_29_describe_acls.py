@@ -4,7 +4,7 @@
 # pattern, from the security store every broker shares (broker/acl.py, controller/security_store.py).
 # Needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED); without an authorizer
 # SECURITY_DISABLED "No Authorizer is configured on the broker", as Kafka. A filter with UNKNOWN
-# parts is INVALID_REQUEST.
+# parts closes the connection (Kafka fails to parse it).
 # Not supported: v0 (Kafka 4.x has dropped it too).
 from __future__ import annotations
 
@@ -38,11 +38,11 @@ def _error_response(ctx: RequestContext, request: DescribeAclsRequest, error: Ex
 
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
+    f = acl_filter(request)
     if not ctx.authorized(AclOperation.DESCRIBE):
         return _error(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
     if not ctx.services.authorizer.enabled:
         return _error(ErrorCode.security_disabled, "No Authorizer is configured on the broker")
-    f = acl_filter(request)
     grouped: dict[ResourcePattern, list[AclBinding]] = {}
     for b in sorted(b for b in ctx.services.security_store.image.acls if f.matches(b)):
         grouped.setdefault(b.pattern, []).append(b)

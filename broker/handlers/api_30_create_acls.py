@@ -3,7 +3,8 @@
 # broker at once; the data directory on one node). Each creation is checked as Kafka's controller
 # checks it: LITERAL or PREFIXED pattern, a real resource type, operation and permission, the
 # cluster resource named kafka-cluster, a non-empty name, a principal `Type:name`
-# (INVALID_REQUEST with Kafka's messages). Creating a binding that exists succeeds. Needs ALTER on
+# (INVALID_REQUEST with Kafka's messages); a creation with an UNKNOWN part closes the connection
+# (Kafka fails to parse it). Creating a binding that exists succeeds. Needs ALTER on
 # the cluster (CLUSTER_AUTHORIZATION_FAILED for every creation); without an authorizer
 # SECURITY_DISABLED.
 # Not supported: v0 (Kafka 4.x has dropped it too).
@@ -14,7 +15,7 @@ from kio.schema.create_acls.v3.response import AclCreationResult, CreateAclsResp
 
 from broker.context import RequestContext
 from broker.handlers import registry
-from broker.handlers._acls import NO_AUTHORIZER, acl_binding
+from broker.handlers._acls import NO_AUTHORIZER, acl_binding, close_on_unknown_creations
 from broker.handlers._admin import audit, error_message
 from controller.security_model import AclBinding, AclOperation
 from protocol.errors import ErrorCode, KafkaError
@@ -36,6 +37,7 @@ def _error_response(ctx: RequestContext, request: CreateAclsRequest, error: Exce
 
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
+    close_on_unknown_creations(request.creations)
     if not ctx.authorized(AclOperation.ALTER):
         raise KafkaError(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
     if not ctx.services.authorizer.enabled:

@@ -1,7 +1,7 @@
 # DeleteAcls (key 31), versions 1-3.
 # Deletes every ACL binding matching each filter (as DescribeAcls matches) and answers, per filter,
-# the bindings it deleted. A filter with UNKNOWN parts is INVALID_REQUEST ("Unknown patternFilter." /
-# "Unknown entryFilter."). Needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every
+# the bindings it deleted. A filter with UNKNOWN parts closes the connection (Kafka fails to parse
+# the request). Needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every
 # filter); without an authorizer SECURITY_DISABLED.
 # Not supported: v0 (Kafka 4.x has dropped it too).
 from __future__ import annotations
@@ -18,7 +18,7 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._acls import NO_AUTHORIZER, acl_filter
 from broker.handlers._admin import audit, error_message
-from controller.security_model import AclBinding, AclBindingFilter, AclOperation
+from controller.security_model import AclBinding, AclOperation
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_THROTTLE
 
@@ -43,24 +43,14 @@ def _error_response(ctx: RequestContext, request: DeleteAclsRequest, error: Exce
 
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
+    filters = [acl_filter(f) for f in request.filters]
     if not ctx.authorized(AclOperation.ALTER):
         raise KafkaError(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
     if not ctx.services.authorizer.enabled:
         raise KafkaError(ErrorCode.security_disabled, NO_AUTHORIZER)
-    parsed: list[AclBindingFilter | KafkaError] = []
-    for requested in request.filters:
-        try:
-            parsed.append(acl_filter(requested))
-        except KafkaError as e:
-            parsed.append(e)
-    valid = [f for f in parsed if isinstance(f, AclBindingFilter)]
-    deleted = iter(await ctx.services.security_store.delete_acls(valid) if valid else [])
+    deleted = await ctx.services.security_store.delete_acls(filters) if filters else []
     results = []
-    for f in parsed:
-        if isinstance(f, KafkaError):
-            results.append(_failed(f))
-            continue
-        gone = next(deleted)
+    for f, gone in zip(filters, deleted):
         audit(ctx, "delete_acls", filter=f, deleted=len(gone))
         results.append(DeleteAclsFilterResult(error_code=ErrorCode.none, error_message=None,
                                               matching_acls=tuple(_matching(b) for b in gone)))
