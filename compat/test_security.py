@@ -14,6 +14,7 @@ observations on Samsa must equal Kafka's.
 
 from __future__ import annotations
 
+import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -34,12 +35,17 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from broker.testing.certs import PASSWORD, CertificateAuthority, Issued
 from broker.testing.process import SamsaProcess
 from compat.conftest import TARGETS, Targets
 from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
 from compat.kafka import KafkaJarProcess, free_port
+from protocol.errors import ErrorCode
+from tests.support.raw_client import RawClient
 
 TIMEOUT = 30
 PREFIX = "sec-"
@@ -380,3 +386,88 @@ def test_acl_matrix(kafka_target: Any, differential: Callable[..., Any], tls: Tl
     assert steps["granted"] == {"step": "granted", "visible": ["<topic>"], "produce": ""}
     assert steps["described"]["acls"] == ["User:alice DESCRIBE ALLOW", "User:alice WRITE ALLOW"]
     assert steps["revoked"] == {"step": "revoked", "visible": [], "produce": "TOPIC_AUTHORIZATION_FAILED"}
+
+
+def _tls_raw(s: Secured, tls: Tls) -> RawClient:
+    """A raw protocol client over TLS to the SASL_SSL listener."""
+    client = RawClient(s.ports["SASL_SSL"])
+    context = ssl.create_default_context(cafile=str(tls.ca.pem))
+    client.sock = context.wrap_socket(client.sock, server_hostname="127.0.0.1")
+    return client
+
+
+def _closed(client: RawClient) -> bool:
+    """The broker closes the connection within 5 s without sending anything more."""
+    try:
+        return client.closed_by_peer(5)
+    except ssl.SSLError:
+        return True
+
+
+def _answered_then_closed(client: RawClient) -> tuple[bool, bool]:
+    """(whether anything arrived, whether the connection closed), within 5 s."""
+    answered = False
+    deadline = time.monotonic() + 5
+    client.sock.settimeout(1)
+    while time.monotonic() < deadline:
+        try:
+            data = client.sock.recv(65536)
+        except TimeoutError:
+            continue
+        except (ssl.SSLError, OSError):
+            return answered, True
+        if not data:
+            return answered, True
+        answered = True
+    return answered, False
+
+
+METADATA = MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+
+def _bad_clients(target: Any, tls: Tls) -> list[dict]:
+    """Exact answers to bad SASL clients on the SASL_SSL listener, as raw bytes."""
+    _prepare(target)
+    s = secured(target)
+    obs: list[dict] = []
+    with _tls_raw(s, tls) as c:
+        a = c.request(SaslHandshakeRequest(mechanism="GSSAPI"))
+        obs.append({"step": "unknown-mechanism", "err": ErrorCode(a.error_code).name,
+                    "mechanisms": sorted(a.mechanisms), "closed": _closed(c)})
+    for mechanism, token, what in (
+            ("PLAIN", b"\0alice\0wrong", "plain-wrong-password"),
+            ("PLAIN", b"\0nobody\0x", "plain-unknown-user"),
+            ("SCRAM-SHA-512", b"n,,n=nobody,r=abcdefghijklmnop", "scram-unknown-user")):
+        with _tls_raw(s, tls) as c:
+            c.request(SaslHandshakeRequest(mechanism=mechanism))
+            a = c.request(SaslAuthenticateRequest(auth_bytes=token))
+            obs.append({"step": what, "err": ErrorCode(a.error_code).name, "message": a.error_message,
+                        "closed": _closed(c)})
+    with _tls_raw(s, tls) as c:
+        c.send_request(METADATA)
+        obs.append({"step": "metadata-before-handshake", "closed": _closed(c)})
+    with _tls_raw(s, tls) as c:
+        c.request(SaslHandshakeRequest(mechanism="PLAIN"))
+        c.send_request(METADATA)
+        answered, closed = _answered_then_closed(c)
+        obs.append({"step": "metadata-before-authenticate", "answered": answered, "closed": closed})
+    with _tls_raw(s, tls) as c:
+        c.request(SaslHandshakeRequest(mechanism="PLAIN"))
+        a = c.request(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"))
+        again = c.request(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"))
+        obs.append({"step": "authenticated", "err": ErrorCode(a.error_code).name, "token": a.auth_bytes.hex(),
+                    "lifetime": str(a.session_lifetime), "again": ErrorCode(again.error_code).name,
+                    "again-message": again.error_message, "metadata": len(c.request(METADATA).brokers)})
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="bad SASL clients: unknown mechanism, wrong password, unknown user, requests before authentication")
+def test_bad_sasl_clients(kafka_target: Any, differential: Callable[..., Any], tls: Tls) -> None:
+    obs = differential("security-bad-clients", lambda t: _bad_clients(t, tls))
+    steps = {o["step"]: o for o in obs}
+    assert steps["unknown-mechanism"] == {"step": "unknown-mechanism", "err": "unsupported_sasl_mechanism",
+                                          "mechanisms": ["PLAIN", "SCRAM-SHA-512"], "closed": True}
+    for what in ("plain-wrong-password", "plain-unknown-user", "scram-unknown-user"):
+        assert steps[what]["err"] == "sasl_authentication_failed" and steps[what]["closed"], steps[what]
+    assert steps["metadata-before-handshake"]["closed"] and steps["metadata-before-authenticate"]["closed"]
+    assert steps["authenticated"]["err"] == "none" and steps["authenticated"]["metadata"] == 1
