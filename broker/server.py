@@ -33,6 +33,7 @@ from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
 from broker.replication.replica_manager import ReplicaManager
 from broker.replication.settings import FetcherSettings, IsrSettings
+from broker.security.client import ClientSecurity
 from broker.security.listeners import listener_securities
 from broker.security.session import ListenerSecurity
 from broker.security.tls import StoreSpec, write_pem_files
@@ -178,7 +179,8 @@ class Broker:
         assert self.log_manager is not None
         controller = self.controller
         self._remote_end_offsets = RemoteEndOffsets(
-            self.broker_id, lambda: controller.image, self.config.inter_broker_listener_name)
+            self.broker_id, lambda: controller.image, self.config.inter_broker_listener_name,
+            security=ClientSecurity.from_config(self.config))
         collector = BrokerCollector(
             self.metrics,
             broker_id=self.broker_id,

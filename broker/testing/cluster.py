@@ -404,8 +404,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="samsa cluster", description="a local ZooKeeper + Samsa cluster")
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--dir", help="data directory (default: a temporary one)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config of every broker (repeatable): a secured inter-broker listener, ...")
     args = parser.parse_args(argv)
-    with SamsaCluster(args.dir, brokers=args.brokers, metrics=True) as cluster:
+    overrides = dict(o.split("=", 1) for o in args.override)
+    with SamsaCluster(args.dir, brokers=args.brokers, metrics=True, overrides=overrides) as cluster:
         print(f"zookeeper 127.0.0.1:{cluster.zookeeper.port}", flush=True)
         for i, slot in cluster.brokers.items():
             print(f"broker {i} PLAINTEXT://127.0.0.1:{slot.client_port} metrics http://127.0.0.1:{slot.metrics_port}/metrics "
