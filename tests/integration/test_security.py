@@ -88,7 +88,11 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
         "listener.name.ssl.ssl.truststore.location": str(ca.p12),
         "listener.name.ssl.ssl.truststore.password": PASSWORD,
         "listener.name.ssl.ssl.client.auth": "required",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN,OAUTHBEARER",
+        "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+        # KIP-368: OAUTHBEARER sessions on SASL_SSL last 1.5 s, then the client re-authenticates
+        "listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms": "1500",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
@@ -198,6 +202,22 @@ def test_plain_over_sasl_ssl(secured: Secured) -> None:
     topic = _create_topic(secured)
     assert _confluent_roundtrip(secured.sasl_ssl_conf("PLAIN", "alice", "alice-secret"), topic,
                                 b"plain") == [b"plain"]
+
+
+def test_oauthbearer_unsecured_tokens_and_reauthentication(secured: Secured) -> None:
+    topic = _create_topic(secured)
+    conf = {"bootstrap.servers": f"127.0.0.1:{secured.sasl_ssl}", "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(secured.ca.pem), "sasl.mechanism": "OAUTHBEARER",
+            "enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": "principal=olivia",
+            "acks": "all", "linger.ms": 0}
+    producer = Producer(conf)
+    for i in range(3):  # the same connection lives past two session lifetimes
+        producer.produce(topic, value=b"%d" % i)
+        assert producer.flush(TIMEOUT) == 0
+        time.sleep(1.2)
+    log = secured.broker.read_log()
+    oauth = [line for line in log.splitlines() if "mechanism=OAUTHBEARER" in line]
+    assert not [line for line in oauth if "session_expired" in line or "authentication failed" in line], oauth
 
 
 def test_ssl_with_client_certificates(secured: Secured) -> None:
