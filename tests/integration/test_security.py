@@ -96,6 +96,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "1000",
         "connection.failed.authentication.delay.ms": "0",
         "group.initial.rebalance.delay.ms": "0",
         "offsets.topic.num.partitions": "1",
@@ -274,6 +275,19 @@ def test_raw_plain_right_password_then_requests(secured: Secured) -> None:
         assert c.request(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret")).error_code == ErrorCode.none
         assert c.request(MetadataRequest(topics=None, allow_auto_topic_creation=False,
                                          include_topic_authorized_operations=False)).brokers
+
+
+def test_expired_session_closes_at_its_next_request(secured: Secured) -> None:
+    with RawClient(secured.sasl_plaintext) as c:
+        assert _handshake(c, "PLAIN").error_code == ErrorCode.none
+        answer = c.request(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"))
+        assert answer.error_code == ErrorCode.none
+        assert answer.session_lifetime.total_seconds() == 1.0  # connections.max.reauth.ms
+        time.sleep(1.2)  # no re-authentication: the session has expired
+        c.send_request(MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                       include_topic_authorized_operations=False))
+        assert c.closed_by_peer(5)
+    assert "reason=session_expired" in secured.broker.read_log()
 
 
 def test_unknown_mechanism_is_refused_with_the_enabled_ones(secured: Secured) -> None:
