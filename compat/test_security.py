@@ -1,13 +1,14 @@
 """TLS, SASL and ACLs against Samsa and Apache Kafka 4.3.1 with the same settings (issue 14).
 
 Both brokers get the same secured settings (`secured_settings`): besides PLAINTEXT, a SASL_SSL
-listener (SCRAM-SHA-512 and PLAIN) and an SSL listener requiring client certificates, PKCS12 key
+listener (SCRAM-SHA-512, PLAIN, OAUTHBEARER) and an SSL listener requiring client certificates, PKCS12 key
 and trust stores made at test time (broker/testing/certs.py), the authorizer (KRaft's
 StandardAuthorizer class name) with super.users User:admin and User:ANONYMOUS (the PLAINTEXT and
 controller listeners). On each, kafka-configs.sh creates the SCRAM user and kafka-acls.sh grants
 it and the client certificate's principal a topic and group prefix; then Java kafka-clients 4.x
 and 3.9, confluent-kafka and kafka-python produce and consume over SASL_SSL with SCRAM-SHA-512 and
-over SSL with a client certificate, and the ACL matrix (a user without ACLs, then with some, then
+over SSL with a client certificate (aiokafka too; Java and confluent-kafka also with PLAIN and
+with unsecured OAUTHBEARER tokens), and the ACL matrix (a user without ACLs, then with some, then
 with them deleted) is observed through confluent-kafka's clients and AdminClient. Every scenario's
 observations on Samsa must equal Kafka's.
 """
@@ -43,7 +44,7 @@ from broker.testing.certs import PASSWORD, CertificateAuthority, Issued
 from broker.testing.process import SamsaProcess
 from compat.conftest import TARGETS, Targets
 from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
-from compat.kafka import KafkaJarProcess, free_port
+from compat.kafka import TARGET, KafkaJarProcess, free_port
 from protocol.errors import ErrorCode
 from tests.support.raw_client import RawClient
 
@@ -75,7 +76,9 @@ def secured_settings(tls: Tls) -> dict[str, str]:
         "ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(tls.ca.p12),
         "ssl.truststore.password": PASSWORD,
         "listener.name.ssl.ssl.client.auth": "required",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN,OAUTHBEARER",
+        "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
             "org.apache.kafka.common.security.scram.ScramLoginModule required;",
         "listener.name.sasl_ssl.plain.sasl.jaas.config":
@@ -176,8 +179,14 @@ def _prepare(target: Any) -> list[dict]:
 
 
 def _client_conf(s: Secured, tls: Tls, how: str) -> dict[str, str]:
-    """librdkafka's settings for "scram" (SASL_SSL, SCRAM-SHA-512 as bob), "ssl" (client certificate)
-    or "plain-<user>" (SASL_SSL, PLAIN)."""
+    """librdkafka's settings for "scram" (SASL_SSL, SCRAM-SHA-512 as bob), "ssl" (client certificate),
+    "oauthbearer" (SASL_SSL, an unsecured token for bob) or "plain-<user>" (SASL_SSL, PLAIN)."""
+    if how == "oauthbearer":
+        return {"bootstrap.servers": s.bootstrap("SASL_SSL"), "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                "sasl.oauthbearer.config": "principal=bob", "ssl.ca.location": str(tls.ca.pem)}
+    if how == "plain":
+        how = "plain-admin"
     if how == "ssl":
         return {"bootstrap.servers": s.bootstrap("SSL"), "security.protocol": "SSL",
                 "ssl.ca.location": str(tls.ca.pem), "ssl.certificate.location": str(tls.client.chain_pem),
@@ -195,10 +204,16 @@ def _java_props(s: Secured, tls: Tls, how: str, path: Path) -> Path:
                  "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(tls.client.p12),
                  "ssl.keystore.password": PASSWORD}
     else:
+        mechanism, jaas = {
+            "scram": ("SCRAM-SHA-512", 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                       'username="bob" password="bob-secret";'),
+            "plain": ("PLAIN", 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                               'username="admin" password="admin-secret";'),
+            "oauthbearer": ("OAUTHBEARER", 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule '
+                                           'required unsecuredLoginStringClaim_sub="bob";'),
+        }[how]
         props = {"bootstrap.servers": s.bootstrap("SASL_SSL"), "security.protocol": "SASL_SSL",
-                 "sasl.mechanism": "SCRAM-SHA-512",
-                 "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                                     'username="bob" password="bob-secret";'}
+                 "sasl.mechanism": mechanism, "sasl.jaas.config": jaas}
     props.update({"ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(tls.ca.p12),
                   "ssl.truststore.password": PASSWORD})
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -250,16 +265,68 @@ def _kafka_python_roundtrip(security: dict[str, Any], topic: str, group: str) ->
     return [{"step": "produced", "offsets": offsets}, {"step": "consumed", "records": got}]
 
 
-CLIENTS = ["confluent-kafka", "kafka-python", *CLIENT_CLASSPATHS]
-CLIENT_NAMES = {"confluent-kafka": "confluent-kafka", "kafka-python": "kafka-python",
+def _aiokafka_roundtrip(security: dict[str, Any], topic: str, group: str) -> list[dict]:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def run() -> list[dict]:
+        producer = AIOKafkaProducer(acks="all", **security)
+        await producer.start()
+        try:
+            offsets = [(await producer.send_and_wait(topic, value=b"v%d" % i, partition=0)).offset for i in range(2)]
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", **security)
+        await consumer.start()
+        got: list[str] = []
+        try:
+            while len(got) < 2:
+                m = await asyncio.wait_for(consumer.getone(), TIMEOUT)
+                got.append(f"{m.offset}:{m.value.decode()}")  # type: ignore[union-attr]
+        finally:
+            await consumer.stop()
+        return [{"step": "produced", "offsets": offsets}, {"step": "consumed", "records": got}]
+
+    return asyncio.run(run())
+
+
+CLIENTS = {  # client: the ways it connects here
+    "confluent-kafka": ("scram", "ssl", "plain", "oauthbearer"),
+    "kafka-python": ("scram", "ssl"),
+    "aiokafka": ("scram", "ssl"),
+    **{cp: ("scram", "ssl", "plain", "oauthbearer") for cp in CLIENT_CLASSPATHS},
+}
+CLIENT_NAMES = {"confluent-kafka": "confluent-kafka", "kafka-python": "kafka-python", "aiokafka": "aiokafka",
                 "clients-3.9": "java 3.9", "clients-4": "java 4.x"}
+SCENARIOS = {"scram": "SASL_SSL with SCRAM-SHA-512", "ssl": "SSL with a client certificate",
+             "plain": "SASL_SSL with PLAIN", "oauthbearer": "SASL_SSL with OAUTHBEARER (unsecured tokens)"}
 
 
 def _params() -> list[Any]:
     return [pytest.param(client, how, id=f"{client}-{how}", marks=pytest.mark.compat(
-        client=CLIENT_NAMES[client],
-        scenario="SASL_SSL with SCRAM-SHA-512" if how == "scram" else "SSL with a client certificate"))
-        for client in CLIENTS for how in ("scram", "ssl")]
+        client=CLIENT_NAMES[client], scenario=SCENARIOS[how]))
+        for client, hows in CLIENTS.items() for how in hows]
+
+
+def _python_security(s: Secured, tls: Tls, how: str, client: str) -> dict[str, Any]:
+    """kafka-python's and aiokafka's settings (the same names) for "scram" or "ssl"."""
+    if client == "aiokafka":
+        from aiokafka.helpers import create_ssl_context
+
+        context = create_ssl_context(cafile=str(tls.ca.pem), certfile=str(tls.client.chain_pem) if how == "ssl" else None,
+                                     keyfile=str(tls.client.key_pem) if how == "ssl" else None)
+        security: dict[str, Any] = {"ssl_context": context}
+    else:
+        security = {"ssl_cafile": str(tls.ca.pem)}
+        if how == "ssl":
+            security.update(ssl_certfile=str(tls.client.chain_pem), ssl_keyfile=str(tls.client.key_pem))
+    if how == "ssl":
+        security.update(bootstrap_servers=s.bootstrap("SSL"), security_protocol="SSL")
+    else:
+        security.update(bootstrap_servers=s.bootstrap("SASL_SSL"), security_protocol="SASL_SSL",
+                        sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="bob", sasl_plain_password="bob-secret")
+    return security
 
 
 @pytest.mark.compat(client="kafka-configs.sh, kafka-acls.sh", scenario="SCRAM users and ACLs by the CLI tools")
@@ -282,17 +349,13 @@ def test_secured_clients(client: str, how: str, kafka_target: Any, differential:
         if client == "confluent-kafka":
             return _confluent_roundtrip(_client_conf(s, tls, how), topic, group)
         if client == "kafka-python":
-            security: dict[str, Any] = {"ssl_cafile": str(tls.ca.pem)}
-            if how == "ssl":
-                security.update(bootstrap_servers=s.bootstrap("SSL"), security_protocol="SSL",
-                                ssl_certfile=str(tls.client.chain_pem), ssl_keyfile=str(tls.client.key_pem))
-            else:
-                security.update(bootstrap_servers=s.bootstrap("SASL_SSL"), security_protocol="SASL_SSL",
-                                sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="bob",
-                                sasl_plain_password="bob-secret")
-            return _kafka_python_roundtrip(security, topic, group)
+            return _kafka_python_roundtrip(_python_security(s, tls, how, client), topic, group)
+        if client == "aiokafka":
+            return _aiokafka_roundtrip(_python_security(s, tls, how, client), topic, group)
         props = _java_props(s, tls, how, tmp_path / f"{s.name}.properties")
-        return run_main(client, "Secure", str(props), topic, group)[1:]
+        # kafka-clients declares jackson-databind optional; its unsecured OAUTHBEARER tokens need it
+        jackson = sorted((TARGET / "kafka").glob("jackson-*.jar")) if how == "oauthbearer" else []
+        return run_main(client, "Secure", str(props), topic, group, extra_jars=jackson)[1:]
 
     obs = differential(f"security-{client}-{how}", run)
     consumed = [o for o in obs if o["step"] == "consumed"]
@@ -466,7 +529,7 @@ def test_bad_sasl_clients(kafka_target: Any, differential: Callable[..., Any], t
     obs = differential("security-bad-clients", lambda t: _bad_clients(t, tls))
     steps = {o["step"]: o for o in obs}
     assert steps["unknown-mechanism"] == {"step": "unknown-mechanism", "err": "unsupported_sasl_mechanism",
-                                          "mechanisms": ["PLAIN", "SCRAM-SHA-512"], "closed": True}
+                                          "mechanisms": ["OAUTHBEARER", "PLAIN", "SCRAM-SHA-512"], "closed": True}
     for what in ("plain-wrong-password", "plain-unknown-user", "scram-unknown-user"):
         assert steps[what]["err"] == "sasl_authentication_failed" and steps[what]["closed"], steps[what]
     assert steps["metadata-before-handshake"]["closed"] and steps["metadata-before-authenticate"]["closed"]
