@@ -537,6 +537,8 @@ class Connection(asyncio.BufferedProtocol):
                          len(payload) - header.header_size)
         if session.failed:
             raise ConnectionClosed("authentication_failed")
+        if api_key == frames.API_VERSIONS_KEY and response.error_code == ErrorCode.none:
+            session.versions_answered()
         elapsed_ms = (time.monotonic() - started) * 1000
         if elapsed_ms > 1000 and api_key not in (1,):  # fetches long-poll by design
             log.info(

@@ -4,7 +4,8 @@
 KIP-368 session lifetimes); `Session` is one connection's state machine, Kafka's
 SaslServerAuthenticator with the re-authentication of KafkaChannel:
 
-    HANDSHAKE_OR_VERSIONS  first request on a SASL listener: ApiVersions (-> HANDSHAKE) or
+    HANDSHAKE_OR_VERSIONS  first request on a SASL listener: ApiVersions (-> HANDSHAKE once
+                           answered without error; a refused version may be retried) or
                            SaslHandshake (-> AUTHENTICATE)
     HANDSHAKE              after ApiVersions: SaslHandshake only (-> AUTHENTICATE)
     AUTHENTICATE           SaslAuthenticate only (SaslHandshake v1), or raw SASL tokens in frames
@@ -139,8 +140,7 @@ class Session:
                 return "session_expired"
             return None
         if state is SaslState.HANDSHAKE_OR_VERSIONS and api_key == API_VERSIONS:
-            self.state = SaslState.HANDSHAKE
-            return None
+            return None  # the state moves on once it is answered: see versions_answered
         if state in (SaslState.HANDSHAKE_OR_VERSIONS, SaslState.HANDSHAKE) and api_key == SASL_HANDSHAKE:
             return None
         if state in (SaslState.AUTHENTICATE, SaslState.REAUTHENTICATE) and api_key == SASL_AUTHENTICATE \
@@ -149,6 +149,13 @@ class Session:
         if state is not SaslState.FAILED:
             self._fail("request before authentication", f"api_key={api_key} in state {state.value}")
         return "request_before_authentication"
+
+    def versions_answered(self) -> None:
+        """An ApiVersions request was answered without error: only SaslHandshake may follow. One
+        answered UNSUPPORTED_VERSION (or INVALID_REQUEST) may be retried, as Kafka's
+        SaslServerAuthenticator.handleApiVersionsRequest allows (franz-go first asks v5)."""
+        if self.state is SaslState.HANDSHAKE_OR_VERSIONS:
+            self.state = SaslState.HANDSHAKE
 
     def _fail(self, reason: str, detail: str = "") -> None:
         self.state = SaslState.FAILED

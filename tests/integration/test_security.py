@@ -290,6 +290,19 @@ def test_expired_session_closes_at_its_next_request(secured: Secured) -> None:
     assert "reason=session_expired" in secured.broker.read_log()
 
 
+def test_api_versions_of_an_unsupported_version_may_be_retried_before_the_handshake(secured: Secured) -> None:
+    """franz-go asks ApiVersions v5 first; Kafka answers UNSUPPORTED_VERSION and lets it ask again."""
+    with RawClient(secured.sasl_plaintext) as c:
+        body = encode_request(ApiVersionsRequest(client_software_name="raw", client_software_version="1"), 1,
+                              api_version=3)
+        c.send_bytes(body[:4] + struct.pack(">h", 18) + struct.pack(">h", 99) + body[8:])  # version 99
+        c.recv_frame()  # UNSUPPORTED_VERSION, answered with v0's body
+        assert c.request(ApiVersionsRequest(client_software_name="raw", client_software_version="1"),
+                         ).error_code == ErrorCode.none
+        assert _handshake(c, "PLAIN").error_code == ErrorCode.none
+        assert c.request(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret")).error_code == ErrorCode.none
+
+
 def test_unknown_mechanism_is_refused_with_the_enabled_ones(secured: Secured) -> None:
     with RawClient(secured.sasl_plaintext) as c:
         answer = _handshake(c, "GSSAPI")
