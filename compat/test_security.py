@@ -45,6 +45,11 @@ from broker.testing.process import SamsaProcess
 from compat.conftest import TARGETS, Targets
 from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
 from compat.kafka import TARGET, KafkaJarProcess, free_port
+from compat.test_go_node_clients import CLIENT_NAMES as PROGRAMS
+from compat.test_go_node_clients import (
+    node_script,  # noqa: F401 - the fixture, used by name
+    run_program,
+)
 from protocol.errors import ErrorCode
 from tests.support.raw_client import RawClient
 
@@ -534,3 +539,36 @@ def test_bad_sasl_clients(kafka_target: Any, differential: Callable[..., Any], t
         assert steps[what]["err"] == "sasl_authentication_failed" and steps[what]["closed"], steps[what]
     assert steps["metadata-before-handshake"]["closed"] and steps["metadata-before-authenticate"]["closed"]
     assert steps["authenticated"]["err"] == "none" and steps["authenticated"]["metadata"] == 1
+
+
+def _program_env(tls: Tls, how: str) -> dict[str, str]:
+    """compat/go/security.go's environment for "scram" (SASL_SSL as bob) or "ssl" (client certificate)."""
+    env = {"COMPAT_TLS_CA": str(tls.ca.pem)}
+    if how == "ssl":
+        env.update(COMPAT_TLS_CERT=str(tls.client.chain_pem), COMPAT_TLS_KEY=str(tls.client.key_pem))
+    else:
+        env["COMPAT_SASL"] = "SCRAM-SHA-512:bob:bob-secret"
+    return env
+
+
+def _program_params() -> list[Any]:
+    return [pytest.param(lang, how, id=f"{lang}-{how}", marks=pytest.mark.compat(client=PROGRAMS[lang],
+                                                                                  scenario=SCENARIOS[how]))
+            for lang in ("go", "node") for how in ("scram", "ssl")]
+
+
+@pytest.mark.parametrize(("lang", "how"), _program_params())
+def test_secured_go_and_node_clients(lang: str, how: str, kafka_target: Any, differential: Callable[..., Any],
+                                     tls: Tls, request: pytest.FixtureRequest) -> None:
+    """franz-go's and kafkajs' produce-consume scenario (compat/test_go_node_clients.py) over
+    SASL_SSL/SCRAM-SHA-512 and over SSL with a client certificate."""
+    cmd = [str(request.getfixturevalue("go_binary"))] if lang == "go" else request.getfixturevalue("node_script")
+
+    def run(target: Any) -> list[dict]:
+        _prepare(target)
+        s = secured(target)
+        return run_program(cmd, s.bootstrap("SSL" if how == "ssl" else "SASL_SSL"), "produce-consume",
+                           f"{PREFIX}{lang}-{how}", env=_program_env(tls, how))
+
+    obs = differential(f"security-{lang}-{how}", run)
+    assert len([o for o in obs if o["step"] == "consumed"]) >= 5
