@@ -15,6 +15,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    NewTopic,
     ResourcePatternType,
     ResourceType,
     ScramCredentialInfo,
@@ -23,8 +24,9 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
-from broker.testing.certs import CertificateAuthority
-from broker.testing.cluster import SamsaCluster
+from broker.testing.certs import PASSWORD, CertificateAuthority
+from broker.testing.cluster import SamsaCluster, ZooKeeperServer
+from broker.testing.process import SamsaProcess
 from tests.cluster.conftest import broker_logs, create_topic
 
 TIMEOUT = 20
@@ -95,3 +97,32 @@ def test_replication_over_sasl_ssl_and_security_metadata_in_zookeeper(
     cluster.wait_for(
         lambda: [i.iterations for i in three.describe_user_scram_credentials(["alice"])["alice"]
                  .result(TIMEOUT).scram_credential_infos] == [4096], 10, "the credential on broker 3")
+
+
+def test_zookeeper_over_tls(tmp_path: Path) -> None:
+    """zookeeper.ssl.client.enable: the broker's ZooKeeper session (kazoo) goes over TLS to
+    ZooKeeper's secure port, checking its certificate against the trust store (PKCS12 here,
+    written out as PEM for kazoo)."""
+    ca = CertificateAuthority(tmp_path / "tls")
+    zk_cert = ca.issue("zookeeper")
+    zookeeper = ZooKeeperServer(tmp_path / "zookeeper", tls=(zk_cert.pem, ca.pem)).start()
+    try:
+        with SamsaProcess(tmp_path / "broker", {
+            "broker.id": "1",
+            "zookeeper.connect": f"127.0.0.1:{zookeeper.secure_port}",
+            "zookeeper.ssl.client.enable": "true",
+            "zookeeper.ssl.truststore.type": "PKCS12", "zookeeper.ssl.truststore.location": str(ca.p12),
+            "zookeeper.ssl.truststore.password": PASSWORD,
+            "offsets.topic.replication.factor": "1",
+        }) as broker:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            admin.create_topics([NewTopic("over-tls", 1, 1)])["over-tls"].result(TIMEOUT)
+            zk = KazooClient(f"127.0.0.1:{zookeeper.secure_port}", use_ssl=True, ca=str(ca.pem), verify_certs=True)
+            zk.start(10)
+            try:
+                assert zk.exists("/brokers/topics/over-tls") and zk.get_children("/brokers/ids") == ["1"]
+            finally:
+                zk.stop()
+                zk.close()
+    finally:
+        zookeeper.stop()
