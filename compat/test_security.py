@@ -572,3 +572,42 @@ def test_secured_go_and_node_clients(lang: str, how: str, kafka_target: Any, dif
 
     obs = differential(f"security-{lang}-{how}", run)
     assert len([o for o in obs if o["step"] == "consumed"]) >= 5
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    from compat.spark import pipeline
+
+    session = pipeline.spark_session("samsa-compat-security")
+    yield session
+    session.stop()
+
+
+def _spark_roundtrip(spark: Any, target: Any, tls: Tls) -> list[dict]:
+    """The Kafka connector writes two rows and reads them back over SASL_SSL with SCRAM-SHA-512."""
+    _prepare(target)
+    s = secured(target)
+    topic = f"{PREFIX}spark"
+    admin = AdminClient({"bootstrap.servers": s.bootstrap()})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT)
+    options = {
+        "kafka.bootstrap.servers": s.bootstrap("SASL_SSL"), "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                  'username="bob" password="bob-secret";',
+        "kafka.ssl.truststore.type": "PKCS12", "kafka.ssl.truststore.location": str(tls.ca.p12),
+        "kafka.ssl.truststore.password": PASSWORD,
+    }
+    rows = spark.createDataFrame([("k0", "v0"), ("k1", "v1")], "key string, value string")
+    rows.coalesce(1).write.format("kafka").options(**options).option("topic", topic).save()
+    read = (spark.read.format("kafka").options(**options).option("subscribe", topic)
+            .option("groupIdPrefix", f"{PREFIX}spark")  # the group ACL's prefix
+            .option("startingOffsets", "earliest").option("endingOffsets", "latest").load().collect())
+    return [{"step": "read", "records": sorted(
+        f"{r['partition']}:{r['offset']}:{bytes(r['key']).decode()}:{bytes(r['value']).decode()}" for r in read)}]
+
+
+@pytest.mark.compat(client="spark 4.0 (pyspark)", scenario="SASL_SSL with SCRAM-SHA-512")
+def test_spark_over_sasl_ssl(kafka_target: Any, differential: Callable[..., Any], tls: Tls, spark: Any) -> None:
+    obs = differential("security-spark", lambda t: _spark_roundtrip(spark, t, tls))
+    assert obs == [{"step": "read", "records": ["0:0:k0:v0", "0:1:k1:v1"]}]
