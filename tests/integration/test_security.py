@@ -303,6 +303,20 @@ def test_api_versions_of_an_unsupported_version_may_be_retried_before_the_handsh
         assert c.request(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret")).error_code == ErrorCode.none
 
 
+def test_sasl_handshake_v0_then_bare_tokens(secured: Secured) -> None:
+    """SaslHandshake v0: the SASL tokens follow in frames without Kafka headers (Kafka's legacy flow)."""
+    with RawClient(secured.sasl_plaintext) as c:
+        assert c.request(SaslHandshakeRequest(mechanism="PLAIN"), api_version=0).error_code == ErrorCode.none
+        c.send_bytes(frame(b"\0alice\0alice-secret"))
+        assert c._recv_exactly(4) == b"\0\0\0\0"  # PLAIN's answer: an empty token
+        assert c.request(MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                         include_topic_authorized_operations=False)).brokers
+    with RawClient(secured.sasl_plaintext) as c:
+        assert c.request(SaslHandshakeRequest(mechanism="PLAIN"), api_version=0).error_code == ErrorCode.none
+        c.send_bytes(frame(b"\0alice\0wrong"))
+        assert c.closed_by_peer(5)  # v0 has no way to say why: the connection closes
+
+
 def test_unknown_mechanism_is_refused_with_the_enabled_ones(secured: Secured) -> None:
     with RawClient(secured.sasl_plaintext) as c:
         answer = _handshake(c, "GSSAPI")
