@@ -117,8 +117,8 @@ class SecurityConfig:
         "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler (tokens "
         "signed by a key of sasl.oauthbearer.jwks.endpoint.url, checked with PyJWT).")
     sasl_oauthbearer_jwks_endpoint_url: str | None = setting(STRING, None,
-        "Where signed OAUTHBEARER tokens' keys are fetched from (a JWKS document; https:, http: "
-        "or file:), refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms.")
+        "Where signed OAUTHBEARER tokens' keys are fetched from (a JWKS document; https: or http:, "
+        "a file: URL is refused at start-up), refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms.")
     sasl_oauthbearer_jwks_endpoint_refresh_ms: int = setting(LONG, 3_600_000,
         "How often the JWKS document is fetched again.", at_least(0))
     sasl_oauthbearer_expected_audience: tuple[str, ...] = setting(LIST, (),

@@ -57,6 +57,9 @@ def _oauth_settings(config: BrokerConfig, listener: str, options: dict[str, str]
                               "sasl.oauthbearer.jwks.endpoint.url")
         import jwt
 
+        if not str(url).lower().startswith(("https://", "http://")):
+            raise ConfigError(f"sasl.oauthbearer.jwks.endpoint.url {url}: only https: and http: URLs "
+                              "are supported", "sasl.oauthbearer.jwks.endpoint.url")
         refresh_ms = config.listener_value(listener, "sasl.oauthbearer.jwks.endpoint.refresh.ms")
         settings = OAuthSettings(
             principal_claim=str(config.listener_value(listener, "sasl.oauthbearer.sub.claim.name")),

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -409,3 +410,71 @@ def test_a_thousand_bad_logins_while_others_are_served(secured: Secured) -> None
     assert time.monotonic() - started < 60
     assert secured.broker.read_log().count("authentication failed client=") >= 1000
     assert secured.broker.running
+
+
+def test_oauthbearer_tokens_signed_by_a_jwks_key(tmp_path: Path) -> None:
+    """OAuthBearerValidatorCallbackHandler: tokens are checked against the keys of a JWKS document
+    (served over HTTP here), the audience and the expiry; the token's sub is the principal."""
+    import http.server
+    import json
+    import threading
+
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key, stranger = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    document = json.dumps({"keys": [{**jwk, "kid": "k1", "alg": "RS256", "use": "sig"}]}).encode()
+
+    class Jwks(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(document)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = free_port()
+    props = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{free_port()},SASL_PLAINTEXT://127.0.0.1:{port}",
+        "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "sasl.oauthbearer.jwks.endpoint.url": f"http://127.0.0.1:{server.server_address[1]}/jwks",
+        "sasl.oauthbearer.expected.audience": "samsa",
+        "connection.failed.authentication.delay.ms": "0",
+    }
+
+    def token(signer: Any, **claims: Any) -> str:
+        body = {"sub": "jwt-user", "aud": "samsa", "exp": int(time.time()) + 300, **claims}
+        return jwt.encode(body, signer, algorithm="RS256", headers={"kid": "k1"})
+
+    def delivered(signed: str) -> bool:
+        """A record is delivered with this token (False at the first authentication error)."""
+        errors: list[Any] = []
+        done: list[Any] = []
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_PLAINTEXT",
+                             "sasl.mechanism": "OAUTHBEARER", "oauth_cb": lambda _: (signed, time.time() + 300),
+                             "error_cb": errors.append, "message.timeout.ms": 10000})
+        producer.produce("jwt", value=b"x", on_delivery=lambda err, _: done.append(err))
+        deadline = time.monotonic() + 10
+        while not errors and not done and time.monotonic() < deadline:
+            producer.poll(0.1)
+        return done == [None] and not errors
+
+    try:
+        with SamsaProcess(tmp_path / "data", props) as broker:
+            assert delivered(token(key))
+            assert not delivered(token(stranger))  # another key's signature
+            assert not delivered(token(key, aud="elsewhere"))
+            assert not delivered(token(key, exp=int(time.time()) - 60))
+            assert broker.read_log().count("authentication failed") >= 3
+    finally:
+        server.shutdown()
+        server.server_close()
