@@ -1,18 +1,23 @@
 """TLS, SASL and ACLs against Samsa and Apache Kafka 4.3.1 with the same settings (issue 14).
 
 Both brokers get the same secured settings (`secured_settings`): besides PLAINTEXT, a SASL_SSL
-listener (SCRAM-SHA-512, PLAIN, OAUTHBEARER) and an SSL listener requiring client certificates, PKCS12 key
-and trust stores made at test time (broker/testing/certs.py), the authorizer (KRaft's
+listener (SCRAM-SHA-512, PLAIN, OAUTHBEARER) and an SSL listener requiring client certificates,
+PKCS12 key and trust stores made at test time (broker/testing/certs.py), the authorizer (KRaft's
 StandardAuthorizer class name) with super.users User:admin and User:ANONYMOUS (the PLAINTEXT and
 controller listeners). On each, kafka-configs.sh creates the SCRAM user and kafka-acls.sh grants
-it and the client certificate's principal a topic and group prefix; then Java kafka-clients 4.x
-and 3.9, confluent-kafka and kafka-python produce and consume over SASL_SSL with SCRAM-SHA-512 and
-over SSL with a client certificate (aiokafka too; Java and confluent-kafka also with PLAIN and
-with unsecured OAUTHBEARER tokens), and the ACL matrix (a user without ACLs, then with some, then
-with them deleted) is observed through confluent-kafka's clients and AdminClient. Every scenario's
-observations on Samsa must equal Kafka's.
-"""
+it and the client certificate's principal a topic and group prefix. Then, each observed on both:
 
+- Java kafka-clients 4.x and 3.9, confluent-kafka, kafka-python, aiokafka, franz-go and kafkajs
+  produce and consume over SASL_SSL with SCRAM-SHA-512 and over SSL with a client certificate;
+  Java and confluent-kafka also with PLAIN and with unsecured OAUTHBEARER tokens; Spark's
+  connector writes and reads over SASL_SSL;
+- the ACL matrix (a user without ACLs, then with some, then with them deleted) through
+  confluent-kafka's clients and AdminClient;
+- bad SASL clients, raw bytes over TLS.
+
+Every scenario's observations on Samsa must equal Kafka's (compat/differences.py lists the one
+allowed difference).
+"""
 from __future__ import annotations
 
 import ssl
@@ -42,7 +47,7 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from broker.testing.certs import PASSWORD, CertificateAuthority, Issued
 from broker.testing.process import SamsaProcess
-from compat.conftest import TARGETS, Targets
+from compat.conftest import SAMSA_SETTINGS, TARGETS, Targets
 from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
 from compat.kafka import TARGET, KafkaJarProcess, free_port
 from compat.test_go_node_clients import CLIENT_NAMES as PROGRAMS
@@ -110,8 +115,6 @@ class Secured:
 
 def _start_samsa(tls: Tls) -> Callable[[Path], SamsaProcess]:
     def start(directory: Path) -> SamsaProcess:
-        from compat.conftest import SAMSA_SETTINGS
-
         ports = {"PLAINTEXT": free_port(), "SASL_SSL": free_port(), "SSL": free_port()}
         listeners = ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items())
         return SamsaProcess(directory, {**SAMSA_SETTINGS, **secured_settings(tls), "listeners": listeners}).start()
