@@ -126,3 +126,32 @@ def test_zookeeper_over_tls(tmp_path: Path) -> None:
                 zk.close()
     finally:
         zookeeper.stop()
+
+
+def test_replication_over_scram_credentials_stored_in_zookeeper(
+        cluster_factory: Callable[..., SamsaCluster], tmp_path: Path) -> None:
+    """SASL_SSL with SCRAM-SHA-512 between brokers: the brokers' own credential is created through
+    a client listener once the cluster runs (kept in ZooKeeper, read by every broker), and the
+    replica fetchers authenticate with it: acks=all with min.insync.replicas=3 needs all three."""
+    ca = CertificateAuthority(tmp_path / "tls")
+    server = ca.issue("broker")
+    cluster = cluster_factory(3, overrides={
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:SASL_SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(server.pem),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca.pem),
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512", "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.replication.scram-sha-512.sasl.jaas.config":
+            'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
+            'password="broker-secret";',
+    })
+    admin = _admin(cluster, 1)
+    for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            "broker", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"broker-secret")]).values():
+        f.result(TIMEOUT)
+    create_topic(cluster, "scram-replicated", partitions=1, replication_factor=3,
+                 configs={"min.insync.replicas": "3"})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(10):
+        producer.produce("scram-replicated", value=b"%d" % i)
+    assert producer.flush(TIMEOUT) == 0, broker_logs(cluster)
+    assert sorted(cluster.metadata(1, topics=["scram-replicated"]).topics["scram-replicated"][0].isr) == [1, 2, 3]
