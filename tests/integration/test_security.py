@@ -478,3 +478,17 @@ def test_oauthbearer_tokens_signed_by_a_jwks_key(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["process", "inprocess"])
+def test_the_pytest_plugin_starts_a_tls_only_broker(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """samsa_broker_factory and samsa_inprocess_broker_factory take the security configs too."""
+    ca = CertificateAuthority(tmp_path / "tls")
+    factory = request.getfixturevalue("samsa_broker_factory" if kind == "process" else "samsa_inprocess_broker_factory")
+    broker = factory({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM",
+                      "ssl.keystore.location": str(ca.issue("broker").pem),
+                      "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca.pem)})
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SSL",
+                         "ssl.ca.location": str(ca.pem)})
+    producer.produce("plugin-tls", value=b"x")
+    assert producer.flush(TIMEOUT) == 0
