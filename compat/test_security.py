@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -428,6 +428,11 @@ def _acl_matrix(target: Any, tls: Tls) -> list[dict]:
         f.result(TIMEOUT)
     obs.append({"step": "granted", "visible": _eventually(lambda: _visible(alice), [topic]),
                 "produce": _eventually(lambda: _produce_error(alice_conf, topic), "")})
+    described_topic = alice.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic]
+    cluster = alice.describe_cluster(include_authorized_operations=True).result(TIMEOUT)
+    obs.append({"step": "authorized-operations",
+                "topic": sorted(op.name for op in described_topic.result(TIMEOUT).authorized_operations or []),
+                "cluster": sorted(op.name for op in cluster.authorized_operations or [])})
     mine = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.ANY, "User:alice", None,
                             AclOperation.ANY, AclPermissionType.ANY)
     described = admin.describe_acls(mine).result(TIMEOUT)
@@ -455,6 +460,8 @@ def test_acl_matrix(kafka_target: Any, differential: Callable[..., Any], tls: Tl
     assert steps["alice-describe-acls"] == {"step": "alice-describe-acls", "err": "", "bindings": 0}
     assert steps["alice-create-acls"]["err"] == "CLUSTER_AUTHORIZATION_FAILED"
     assert steps["granted"] == {"step": "granted", "visible": ["<topic>"], "produce": ""}
+    assert steps["authorized-operations"] == {"step": "authorized-operations", "topic": ["DESCRIBE", "WRITE"],
+                                              "cluster": []}
     assert steps["described"]["acls"] == ["User:alice DESCRIBE ALLOW", "User:alice WRITE ALLOW"]
     assert steps["revoked"] == {"step": "revoked", "visible": [], "produce": "TOPIC_AUTHORIZATION_FAILED"}
 
