@@ -390,6 +390,21 @@ def _produce_error(conf: dict[str, str], topic: str) -> str:
     return errors[0] if errors else "not delivered"
 
 
+def _consume_as(conf: dict[str, str], topic: str, group: str) -> str:
+    """What a group consumer first gets: "record <offset>" or the error's name."""
+    consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            m = consumer.poll(0.3)
+            if m is not None:
+                return f"record {m.offset()}" if m.error() is None else str(m.error().name())
+        return "nothing"
+    finally:
+        consumer.close()
+
+
 def _eventually(observe: Callable[[], Any], want: Any) -> Any:
     """Kafka's authorizer follows its metadata log: what an ACL change allows shows a moment later."""
     deadline = time.monotonic() + 10
@@ -428,6 +443,16 @@ def _acl_matrix(target: Any, tls: Tls) -> list[dict]:
         f.result(TIMEOUT)
     obs.append({"step": "granted", "visible": _eventually(lambda: _visible(alice), [topic]),
                 "produce": _eventually(lambda: _produce_error(alice_conf, topic), "")})
+    group = f"{topic}-group"
+    obs.append({"step": "consume-without-group-acl", "got": _consume_as(alice_conf, topic, group)})
+    for f in admin.create_acls([
+            AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ,
+                       AclPermissionType.ALLOW),
+            AclBinding(ResourceType.GROUP, group, ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ,
+                       AclPermissionType.ALLOW)]).values():
+        f.result(TIMEOUT)
+    obs.append({"step": "consume-with-acls",
+                "got": _eventually(lambda: _consume_as(alice_conf, topic, group), "record 0")})
     described_topic = alice.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic]
     cluster = alice.describe_cluster(include_authorized_operations=True).result(TIMEOUT)
     obs.append({"step": "authorized-operations",
@@ -449,7 +474,7 @@ def _acl_matrix(target: Any, tls: Tls) -> list[dict]:
     return obs
 
 
-@pytest.mark.compat(client="confluent-kafka", scenario="ACL matrix: no ACLs, granted, described, deleted")
+@pytest.mark.compat(client="confluent-kafka", scenario="ACL matrix: no ACLs, granted (topic, group), authorized operations, described, deleted")
 def test_acl_matrix(kafka_target: Any, differential: Callable[..., Any], tls: Tls) -> None:
     obs = differential("security-acl-matrix", lambda t: _acl_matrix(t, tls))
     steps = {o["step"]: o for o in obs}
@@ -460,9 +485,12 @@ def test_acl_matrix(kafka_target: Any, differential: Callable[..., Any], tls: Tl
     assert steps["alice-describe-acls"] == {"step": "alice-describe-acls", "err": "", "bindings": 0}
     assert steps["alice-create-acls"]["err"] == "CLUSTER_AUTHORIZATION_FAILED"
     assert steps["granted"] == {"step": "granted", "visible": ["<topic>"], "produce": ""}
-    assert steps["authorized-operations"] == {"step": "authorized-operations", "topic": ["DESCRIBE", "WRITE"],
+    assert steps["consume-without-group-acl"]["got"] == "GROUP_AUTHORIZATION_FAILED"
+    assert steps["consume-with-acls"]["got"] == "record 0"
+    assert steps["authorized-operations"] == {"step": "authorized-operations", "topic": ["DESCRIBE", "READ", "WRITE"],
                                               "cluster": []}
-    assert steps["described"]["acls"] == ["User:alice DESCRIBE ALLOW", "User:alice WRITE ALLOW"]
+    assert steps["described"]["acls"] == ["User:alice DESCRIBE ALLOW", "User:alice READ ALLOW",
+                                          "User:alice WRITE ALLOW"]
     assert steps["revoked"] == {"step": "revoked", "visible": [], "produce": "TOPIC_AUTHORIZATION_FAILED"}
 
 
