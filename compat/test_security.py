@@ -172,9 +172,15 @@ def _prepare(target: Any) -> list[dict]:
     obs.append({"step": "kafka-configs-alter", "out": _tool_lines(out)})
     # (kafka-configs.sh --describe of users also sends DescribeClientQuotas, which Samsa does not serve)
     admin = AdminClient({"bootstrap.servers": s.bootstrap()})
-    described = admin.describe_user_scram_credentials(["bob"])["bob"].result(TIMEOUT)
-    obs.append({"step": "scram-described", "credentials": [
-        f"{i.mechanism.name}/{i.iterations}" for i in described.scram_credential_infos]})
+
+    def credentials() -> list[str]:
+        try:
+            described = admin.describe_user_scram_credentials(["bob"])["bob"].result(TIMEOUT)
+        except KafkaException as e:
+            return [str(e.args[0].name())]
+        return [f"{i.mechanism.name}/{i.iterations}" for i in described.scram_credential_infos]
+
+    obs.append({"step": "scram-described", "credentials": _eventually(credentials, ["SCRAM_SHA_512/8192"])})
     for principal in ("User:bob", CLIENT_PRINCIPAL):
         out = run_tool("kafka-acls", *server, "--add", "--allow-principal", principal, "--operation", "All",
                        "--topic", PREFIX, "--group", PREFIX, "--resource-pattern-type", "prefixed").stdout

@@ -6,6 +6,7 @@ package main
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -121,8 +122,18 @@ func sweepScram(r *run) {
 		res := altered[u]
 		r.emit(obs{"step": "altered", "user": u[len(r.prefix)+1:], "err": errName(res.Err), "message": res.ErrMessage})
 	}
-	described, err := describer.DescribeUserSCRAMs(r.ctx, user, few, missing)
-	r.must(err, "describe user scram credentials")
+	// Kafka's brokers describe from their metadata image, which follows the controller's
+	// AlterUserScramCredentials a moment later: ask until both credentials are there (bounded)
+	var described kadm.DescribedUserSCRAMs
+	for try_ := 0; try_ < 50; try_++ {
+		d, err := describer.DescribeUserSCRAMs(r.ctx, user, few, missing)
+		r.must(err, "describe user scram credentials")
+		described = d
+		if d[user].Err == nil && d[few].Err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	for _, u := range []string{user, few, missing} {
 		res := described[u]
 		var infos []string
