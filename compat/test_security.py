@@ -91,6 +91,8 @@ def secured_settings(tls: Tls) -> dict[str, str]:
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
             "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        # KIP-368: PLAIN sessions on SASL_SSL last a minute (SaslAuthenticate answers the lifetime)
+        "listener.name.sasl_ssl.plain.connections.max.reauth.ms": "60000",
         "listener.name.sasl_ssl.plain.sasl.jaas.config":
             f'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
             f'password="admin-secret" {plain};',
@@ -583,6 +585,7 @@ def test_bad_sasl_clients(kafka_target: Any, differential: Callable[..., Any], t
         assert steps[what]["err"] == "sasl_authentication_failed" and steps[what]["closed"], steps[what]
     assert steps["metadata-before-handshake"]["closed"] and steps["metadata-before-authenticate"]["closed"]
     assert steps["authenticated"]["err"] == "none" and steps["authenticated"]["metadata"] == 1
+    assert steps["authenticated"]["lifetime"] == "0:01:00"  # listener.name.sasl_ssl.plain.connections.max.reauth.ms
 
 
 def _program_env(tls: Tls, how: str) -> dict[str, str]:
