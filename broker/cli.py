@@ -1,7 +1,8 @@
 """`samsa`: the command line.
 
     samsa serve [--config server.properties] [--override key=value ...]
-    samsa cluster [--brokers 3] [--dir DIR]     a local ZooKeeper + N brokers (broker/testing/cluster.py)
+    samsa cluster [--brokers 3] [--dir DIR] [--override KEY=VALUE ...]
+                                                a local ZooKeeper + N brokers (broker/testing/cluster.py)
 
 With no config the broker runs with the embedded defaults: one listener on 127.0.0.1:9092, data in
 ./samsa-data, the embedded controller, auto topic creation on, one partition per topic. Keys of
@@ -81,7 +82,7 @@ async def serve(config: BrokerConfig) -> None:
     broker = Broker(config)
     try:
         await broker.start()
-    except (OSError, RuntimeError) as e:
+    except (OSError, RuntimeError, ConfigError) as e:
         log.error("broker start failed error=%s", e)
         try:
             await broker.stop()  # whatever did start: listeners, logs, the ZooKeeper session
@@ -112,11 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     p_cluster = sub.add_parser("cluster", help="run a local ZooKeeper and several brokers until Ctrl-C")
     p_cluster.add_argument("--brokers", type=int, default=3)
     p_cluster.add_argument("--dir", help="data directory (default: a temporary one)")
+    p_cluster.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                           help="a config of every broker (repeatable)")
     args = parser.parse_args(argv)
     if args.command == "cluster":
         from broker.testing.cluster import main as cluster_main
 
-        cluster_args = ["--brokers", str(args.brokers)] + (["--dir", args.dir] if args.dir else [])
+        cluster_args = ["--brokers", str(args.brokers)] + (["--dir", args.dir] if args.dir else []) + \
+            [f"--override={o}" for o in args.override]
         return cluster_main(cluster_args)
     configure_logging(args.log_level)
     try:

@@ -24,7 +24,14 @@ buffer released (`frame_started`).
 
 Responses are written as bytes chunks and zero-copy file regions: a region (FileRecords) goes
 from the segment file to the socket with os.sendfile (asyncio's loop.sendfile), so fetched record
-bytes never pass through Python.
+bytes never pass through Python. On a TLS connection the bytes must go through OpenSSL, so a region
+is read into memory and written to the TLS transport instead.
+
+Authentication (broker/security/session.py): each connection has a `Session`; until it is
+authenticated only the requests its state admits are read (ApiVersions, SaslHandshake,
+SaslAuthenticate, in Kafka's order), frames are bounded by sasl.server.max.receive.size, and after
+SaslHandshake v0 frames are bare SASL tokens. A session whose lifetime has passed closes at its
+next request other than SaslHandshake; a failed authentication closes after its response.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
 from broker.memory_pool import MemoryPool
 from broker.metrics.stats import REMOTE_TIME, RemoteTime, RequestMetrics, camel_case
+from broker.security.sasl import SaslFailure
+from broker.security.session import PLAINTEXT, ListenerSecurity, SaslState, Session
 from protocol import frames, messages
 from protocol.errors import ErrorCode, KafkaError
 
@@ -125,6 +134,7 @@ class Connection(asyncio.BufferedProtocol):
         pool: MemoryPool,
         scratch: memoryview,
         max_request_bytes: int,
+        security: ListenerSecurity = PLAINTEXT,
         metrics: RequestMetrics | None = None,
     ) -> None:
         self.services = services
@@ -132,6 +142,7 @@ class Connection(asyncio.BufferedProtocol):
         self._remote = RemoteTime()
         self._received_at = 0.0
         self.listener = listener
+        self.session = Session(security, "?")
         self._pool = pool
         self._scratch = scratch
         self._max_size = max_request_bytes
@@ -166,8 +177,10 @@ class Connection(asyncio.BufferedProtocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         peer = transport.get_extra_info("peername")
-        self.address = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.address = self.session.address = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.zero_copy = transport.get_extra_info("sslcontext") is None
+        if self.session.on_tls(transport.get_extra_info("ssl_object")) is not None:
+            transport.close()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         body = self._body
@@ -237,14 +250,15 @@ class Connection(asyncio.BufferedProtocol):
             if end - pos < 4:
                 break
             size = _SIZE.unpack_from(buf, pos)[0]
-            if size < 0 or size > self._max_size:
-                log.warning(
-                    "connection closed reason=frame_size client=%s size=%d max=%d client_id=%s",
-                    self.address,
-                    size,
-                    self._max_size,
-                    self.client_id,
-                )
+            max_size = self._max_size if self.session.authenticated else \
+                min(self._max_size, self.session.security.max_receive_size)
+            if size < 0 or size > max_size:
+                if self.session.authenticated:
+                    log.warning("connection closed reason=frame_size client=%s size=%d max=%d "
+                                "client_id=%s", self.address, size, max_size, self.client_id)
+                else:  # Kafka: "Failing SASL authentication due to invalid receive size"
+                    log.warning("authentication failed client=%s listener=%s reason=invalid_receive_size "
+                                "size=%d max=%d", self.address, self.listener, size, max_size)
                 self._state = ReadState.FULL  # nothing more is read
                 self._fail(ConnectionClosed("frame_size"))
                 return end
@@ -409,11 +423,27 @@ class Connection(asyncio.BufferedProtocol):
         )
         return ConnectionClosed(reason)
 
+    async def _raw_token(self, payload: bytes | memoryview) -> None:
+        """A SASL token after SaslHandshake v0: no Kafka header, answered size-prefixed."""
+        try:
+            answer, _ = await self.session.authenticate(bytes(payload), 0)
+        except SaslFailure:
+            raise ConnectionClosed("authentication_failed") from None
+        await self._write([frames.size_prefix(len(answer)), answer])
+
     async def _handle(self, payload: bytes | memoryview) -> None:
+        session = self.session
+        if session.state is not SaslState.COMPLETE or session.expires_at is not None:
+            if session.raw_tokens:
+                await self._raw_token(payload)
+                return
         try:
             api_key, api_version, correlation_id = frames.parse_request_key_version(payload)
         except KafkaError:
             raise self._close("malformed_header", size=len(payload)) from None
+        if (session.state is not SaslState.COMPLETE or session.expires_at is not None) \
+                and session.admit(api_key) is not None:
+            raise ConnectionClosed("authentication")  # the session logged why
         handler = registry.get(api_key)
         if handler is None:
             raise self._close("unknown_api_key", correlation_id, api_key=api_key)
@@ -449,6 +479,7 @@ class Connection(asyncio.BufferedProtocol):
             listener=self.listener,
             services=self.services,
             request=request,
+            session=session,
         )
         started = time.monotonic()
         self._remote.seconds = 0.0
@@ -512,7 +543,7 @@ class Connection(asyncio.BufferedProtocol):
 
         out = encode(response)
         if api_key == FETCH_KEY and throttle_ms >= 0 and self.services.quotas.active:
-            fetch_throttle_ms = self.services.quotas.fetch(header.client_id or "", out.size, _now_ms())
+            fetch_throttle_ms = self.services.quotas.fetch(session.principal.name, header.client_id or "", out.size, _now_ms())
             if fetch_throttle_ms:  # a throttled fetch answers no data (KIP-219, getThrottledResponse)
                 response = messages.replace(response, responses=())
                 throttle_ms = max(throttle_ms, fetch_throttle_ms)
@@ -527,6 +558,10 @@ class Connection(asyncio.BufferedProtocol):
         if self._metrics is not None:
             self._record(handler.name, api_key, api_version, request, response, started, sending,
                          len(payload) - header.header_size)
+        if session.failed:
+            raise ConnectionClosed("authentication_failed")
+        if api_key == frames.API_VERSIONS_KEY and response.error_code == ErrorCode.none:
+            session.versions_answered()
         elapsed_ms = (time.monotonic() - started) * 1000
         if elapsed_ms > 1000 and api_key not in (1,):  # fetches long-poll by design
             log.info(
@@ -550,9 +585,10 @@ class Connection(asyncio.BufferedProtocol):
         ):
             return -1
         now_ms = _now_ms()
-        throttle_ms = quotas.request(client_id or "", time.monotonic() - started - self._remote.seconds, now_ms)
+        user = self.session.principal.name
+        throttle_ms = quotas.request(user, client_id or "", time.monotonic() - started - self._remote.seconds, now_ms)
         if api_key == PRODUCE_KEY:
-            throttle_ms = max(throttle_ms, quotas.produce(client_id or "", size, now_ms))
+            throttle_ms = max(throttle_ms, quotas.produce(user, client_id or "", size, now_ms))
         return throttle_ms
 
     async def _mute(self, throttle_ms: int) -> None:

@@ -3,7 +3,8 @@
 Kafka's ClientQuotaManager with its default quota callback, for the three quota types Samsa
 enforces (producer_byte_rate on Produce, consumer_byte_rate on Fetch, request_percentage on every
 request). The quota of a (user, client-id) pair is the first configured one of, in Kafka's
-order (the user is ANONYMOUS, Kafka's principal without authentication, until Samsa has it):
+order (the user is the request's principal name: the SASL or certificate user, ANONYMOUS
+without authentication):
 /config/users/<user>/clients/<client-id>, /config/users/<user>/clients/<default>,
 /config/users/<user>, /config/users/<default>/clients/<client-id>,
 /config/users/<default>/clients/<default>, /config/users/<default>, /config/clients/<client-id>,
@@ -31,10 +32,6 @@ from controller.quotas import (
     USER,
     QuotaEntity,
 )
-
-ANONYMOUS = "ANONYMOUS"
-"""The user of every request while Samsa has no authentication (Kafka's KafkaPrincipal.ANONYMOUS)."""
-
 
 def find_quota(
     quotas: Mapping[QuotaEntity, Mapping[str, float]], key: str, user: str, client_id: str
@@ -161,24 +158,22 @@ class ClientQuotas:
         """Any quota configured at all (the fast path skips every sensor otherwise)."""
         return bool(self._quotas())
 
-    def produce(self, client_id: str, size: int, now_ms: int) -> int:
-        return self._produce.record(self._quotas(), PRODUCER_BYTE_RATE, ANONYMOUS, client_id, size, now_ms)
+    def produce(self, user: str, client_id: str, size: int, now_ms: int) -> int:
+        return self._produce.record(self._quotas(), PRODUCER_BYTE_RATE, user, client_id, size, now_ms)
 
-    def fetch(self, client_id: str, size: int, now_ms: int) -> int:
-        throttle = self._fetch.record(self._quotas(), CONSUMER_BYTE_RATE, ANONYMOUS, client_id, size, now_ms)
+    def fetch(self, user: str, client_id: str, size: int, now_ms: int) -> int:
+        throttle = self._fetch.record(self._quotas(), CONSUMER_BYTE_RATE, user, client_id, size, now_ms)
         if throttle:
-            self._fetch.unrecord(self._quotas(), CONSUMER_BYTE_RATE, ANONYMOUS, client_id, size, now_ms)
+            self._fetch.unrecord(self._quotas(), CONSUMER_BYTE_RATE, user, client_id, size, now_ms)
         return throttle
 
-    def max_fetch_bytes(self, client_id: str) -> int:
+    def max_fetch_bytes(self, user: str, client_id: str) -> int:
         """The most a consumer's fetch may answer: its quota times (samples - 1) windows (Kafka's
         getMaxValueInQuotaWindow), so a throttled fetch can ever fit; unlimited without a quota."""
-        found = find_quota(self._quotas(), CONSUMER_BYTE_RATE, ANONYMOUS, client_id)
+        found = find_quota(self._quotas(), CONSUMER_BYTE_RATE, user, client_id)
         if found is None:
             return 2**31 - 1
         return max(int(found[0] * (self._fetch.samples - 1) * self._fetch.window_ms / 1000), 1)
 
-    def request(self, client_id: str, seconds: float, now_ms: int) -> int:
-        return self._request.record(
-            self._quotas(), REQUEST_PERCENTAGE, ANONYMOUS, client_id, seconds * 100.0, now_ms
-        )
+    def request(self, user: str, client_id: str, seconds: float, now_ms: int) -> int:
+        return self._request.record(self._quotas(), REQUEST_PERCENTAGE, user, client_id, seconds * 100.0, now_ms)

@@ -17,11 +17,13 @@ import logging
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrides
+from broker.acl import Authorizer
 from broker.config import BrokerConfig, Listener, LogConfig, topic_log_config
 from broker.config.dynamic import DynamicBrokerConfig
+from broker.config.security import parse_super_users
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.log.cleaner import CleanerConfig
 from broker.log.manager import LogManager
@@ -32,6 +34,10 @@ from broker.producer_ids import ProducerIdManager
 from broker.quotas import ClientQuotas
 from broker.replication.replica_manager import ReplicaManager
 from broker.replication.settings import FetcherSettings, IsrSettings
+from broker.security.client import ClientSecurity
+from broker.security.listeners import listener_securities
+from broker.security.session import ListenerSecurity
+from broker.security.tls import StoreSpec, write_pem_files
 from broker.services import BrokerServices
 from broker.tasks import cancel_and_wait
 from broker.topic_creation import AutoTopicCreator
@@ -39,6 +45,8 @@ from controller import zk_layout
 from controller.embedded import EmbeddedController
 from controller.interface import Controller
 from controller.model import BrokerRegistration, Endpoint, TopicRegistration
+from controller.security_model import ScramCredential
+from controller.security_store import EmbeddedSecurityStore, SecurityStore
 from controller.zk_settings import ZkSettings
 from protocol.types import BrokerId
 
@@ -72,6 +80,8 @@ class Broker:
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
+        self.security_store: SecurityStore | None = None
+        self.listener_security: dict[str, ListenerSecurity] = {}
         self.dynamic_config = DynamicBrokerConfig(config)
         """This broker's config with the dynamic broker configs applied (the image's)."""
         self._stopped = asyncio.Event()
@@ -82,6 +92,7 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
+        self.listener_security = listener_securities(self.config, self._scram_credential)
         self.quotas = ConnectionQuotas(
             self.config, resolve_ip_overrides(self.config.max_connections_per_ip_overrides))
         for listener in self.config.listeners:
@@ -109,6 +120,12 @@ class Broker:
         hw_checkpoints = self.log_manager.read_high_watermarks()
 
         self.controller = self._new_controller(data_dir)
+        self.security_store = self._new_security_store(data_dir)
+        await self.security_store.start()
+        self.authorizer = Authorizer(bool(self.config.authorizer_class_name),
+                                     parse_super_users(self.config.super_users),
+                                     self.config.allow_everyone_if_no_acl_found)
+        self.security_store.subscribe(self.authorizer.on_image)
         self.producer_ids = ProducerIdManager(self.controller, self.broker_id)
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.log_config_for, hw_checkpoints,
@@ -134,6 +151,8 @@ class Broker:
                 self.config.quota_window_num,
                 self.config.quota_window_size_seconds,
             ),
+            authorizer=self.authorizer,
+            security_store=self.security_store,
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.group_coordinator.start()
@@ -166,7 +185,8 @@ class Broker:
         assert self.log_manager is not None
         controller = self.controller
         self._remote_end_offsets = RemoteEndOffsets(
-            self.broker_id, lambda: controller.image, self.config.inter_broker_listener_name)
+            self.broker_id, lambda: controller.image, self.config.inter_broker_listener_name,
+            security=ClientSecurity.from_config(self.config))
         collector = BrokerCollector(
             self.metrics,
             broker_id=self.broker_id,
@@ -195,6 +215,20 @@ class Broker:
             static_min_insync_replicas=self.default_log_config.min_insync_replicas,
         )
 
+    def _new_security_store(self, data_dir: Path) -> SecurityStore:
+        """ACLs and SCRAM credentials: in ZooKeeper in a cluster, else in the data directory."""
+        if self.config.zookeeper_connect:
+            from controller.zk_security import ZkSecurityStore
+
+            settings = zk_settings(self.config)
+            return ZkSecurityStore(settings.connect, settings.session_timeout_ms,
+                                   settings.connection_timeout_ms, settings.tls)
+        return EmbeddedSecurityStore(data_dir)
+
+    def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        store = self.security_store
+        return None if store is None else store.image.scram.get(user, {}).get(mechanism)
+
     async def stop(self) -> None:
         if self._metrics_endpoint is not None:  # its server thread notices within half a second
             await asyncio.to_thread(self._metrics_endpoint.stop)
@@ -222,6 +256,8 @@ class Broker:
             await self.replica_manager.shutdown()
         if self.controller is not None:
             await self.controller.stop()
+        if self.security_store is not None:
+            await self.security_store.stop()
         if self.log_manager is not None:
             await self.log_manager.stop()
             self.log_manager.close()
@@ -241,15 +277,25 @@ class Broker:
 
     async def _serve(self, listener: str, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        security = self.listener_security[listener]
         # request metrics (the per-request histograms) only when something will read them
         requests = self.metrics.requests if self.config.metrics_prometheus_port else None
         try:
             _, connection = await loop.connect_accepted_socket(
                 lambda: Connection(self.services, listener, self.memory_pool, self._receive_buffer,
-                                   self.config.socket_request_max_bytes, requests), sock)
+                                   self.config.socket_request_max_bytes, security, requests), sock,
+                ssl=security.ssl_context)
         except OSError as e:
+            try:
+                peer = "{}:{}".format(*sock.getpeername()[:2])
+            except OSError:
+                peer = "?"
             sock.close()
-            log.warning("connection setup failed listener=%s error=%s", listener, e)
+            if security.ssl_context is not None:  # a plaintext client, an untrusted certificate
+                log.warning("connection closed reason=tls_handshake_failed client=%s listener=%s "
+                            "error=%s", peer, listener, e)
+            else:
+                log.warning("connection setup failed listener=%s error=%s", listener, e)
             return
         task = asyncio.current_task()
         assert task is not None
@@ -390,5 +436,30 @@ def zk_settings(config: BrokerConfig) -> ZkSettings:
         leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
         preferred_leader_settle_s=config.samsa_preferred_leader_settle_ms / 1000,
         cluster_id=config.cluster_id,
+        tls=zookeeper_tls(config),
         static_min_insync_replicas=log_config.min_insync_replicas,
     )
+
+
+def zookeeper_tls(config: BrokerConfig) -> dict[str, Any]:
+    """kazoo's TLS arguments from the zookeeper.ssl.* configs (PEM files kazoo can read: a PKCS12
+    store is written out as PEM, mode 0600, under the data directory)."""
+    if not config.zookeeper_ssl_client_enable:
+        return {}
+
+    def spec(location: str | None, password: str | None, kind: str | None, key: str) -> StoreSpec | None:
+        if not location:
+            return None
+        kind = kind or ("PKCS12" if location.lower().endswith((".p12", ".pfx")) else "PEM")
+        return StoreSpec(kind.upper(), location, password, key=key)
+
+    files = write_pem_files(
+        Path(config.log_dirs[0]) / ".zookeeper-tls",
+        spec(config.zookeeper_ssl_keystore_location, config.zookeeper_ssl_keystore_password,
+             config.zookeeper_ssl_keystore_type, "zookeeper.ssl.keystore.location"),
+        spec(config.zookeeper_ssl_truststore_location, config.zookeeper_ssl_truststore_password,
+             config.zookeeper_ssl_truststore_type, "zookeeper.ssl.truststore.location"))
+    verify = "ca" in files
+    return {"use_ssl": True, "verify_certs": verify,
+            "check_hostname": verify and config.zookeeper_ssl_endpoint_identification_algorithm.upper() == "HTTPS",
+            **files}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker.acl import Authorizer
 from broker.config import BrokerConfig
 from broker.config.dynamic import DynamicBrokerConfig
 from broker.coordinator.coordinator import GroupCoordinator
@@ -18,6 +19,7 @@ from broker.quotas import ClientQuotas
 from broker.replication.replica_manager import ReplicaManager
 from broker.topic_creation import AutoTopicCreator
 from controller.interface import Controller
+from controller.security_store import SecurityStore
 from protocol.types import BrokerId
 
 
@@ -36,6 +38,10 @@ class BrokerServices:
     """Topics created on first use (Metadata with auto-creation)."""
     quotas: ClientQuotas
     """Client quota enforcement (the network layer throttles with it)."""
+    authorizer: Authorizer
+    """Whether a principal may do an operation on a resource (ctx.authorized)."""
+    security_store: SecurityStore
+    """ACLs and SCRAM credentials (the ACL and SCRAM credential APIs)."""
 
     @property
     def config(self) -> BrokerConfig:

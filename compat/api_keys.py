@@ -19,7 +19,7 @@ from kio.index import UnknownAPIKey
 from protocol.kio_compat import api_name
 
 TRANSACTIONS = "not yet: issue 12 (transactions)"
-SECURITY = "not yet: issue 14 (security)"
+DELEGATION_TOKENS = "not yet: delegation tokens (KIP-48) are in no issue yet"
 NEW_GROUPS = "not yet: issue 16 (KIP-848 consumer groups, share groups)"
 OPERATOR = "not yet: issue 13 (operator admin APIs)"
 KRAFT = (
@@ -28,17 +28,10 @@ KRAFT = (
 )
 
 NOT_SERVED: dict[str, str] = {
-    "sasl_handshake": SECURITY,
-    "sasl_authenticate": SECURITY,
-    "describe_acls": SECURITY,
-    "create_acls": SECURITY,
-    "delete_acls": SECURITY,
-    "create_delegation_token": SECURITY,
-    "renew_delegation_token": SECURITY,
-    "expire_delegation_token": SECURITY,
-    "describe_delegation_token": SECURITY,
-    "describe_user_scram_credentials": SECURITY,
-    "alter_user_scram_credentials": SECURITY,
+    "create_delegation_token": DELEGATION_TOKENS,
+    "renew_delegation_token": DELEGATION_TOKENS,
+    "expire_delegation_token": DELEGATION_TOKENS,
+    "describe_delegation_token": DELEGATION_TOKENS,
     "add_partitions_to_txn": TRANSACTIONS,
     "add_offsets_to_txn": TRANSACTIONS,
     "end_txn": TRANSACTIONS,

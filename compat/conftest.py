@@ -71,20 +71,28 @@ class Targets:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
         self._started: dict[str, Any] = {}
+        self._starters: dict[str, Callable[[Path], Any]] = {}
+
+    def register(self, name: str, start: Callable[[Path], Any]) -> None:
+        """How `get(name)` starts a target with settings of its own: `start(directory)` returns a
+        started SamsaProcess (names "samsa-<x>") or Kafka target ("kafka-<x>", named so)."""
+        self._starters.setdefault(name, start)
 
     def get(self, name: str) -> Any:
-        """"kafka", "samsa" (the session's Samsa) or "samsa-<name>" (a dedicated one)."""
+        """"kafka", "samsa" (the session's Samsa), "samsa-<name>" (a dedicated one) or a
+        registered one."""
         if name not in self._started:
+            start = self._starters.get(name)
             if name.startswith("samsa"):
                 stats = self.tmp / f"{name}-api-stats.json"
                 os.environ["SAMSA_API_STATS"] = str(stats)
                 try:
-                    proc = SamsaProcess(self.tmp / name, SAMSA_SETTINGS).start()
+                    proc = start(self.tmp / name) if start else SamsaProcess(self.tmp / name, SAMSA_SETTINGS).start()
                 finally:
                     del os.environ["SAMSA_API_STATS"]
                 self._started[name] = SamsaTarget(proc, stats, name)
             else:
-                target: Target = start_kafka()
+                target: Target = start(self.tmp / name) if start else start_kafka()
                 self._started[name] = target
         return self._started[name]
 
@@ -163,9 +171,10 @@ def differential(kafka_target: Any, targets: Targets, observations: Observations
     asserts they equal Kafka's for the same scenario, after compat/differences.py normalisation."""
 
     def check(key: str, run: Callable[[Any], list[dict]]) -> list[dict]:
-        if kafka_target.name == "samsa":
-            # both targets at once: the clients are mostly JVM start-up, which overlaps well
-            kafka = targets.get("kafka")
+        if kafka_target.name.startswith("samsa"):
+            # both targets at once: the clients are mostly JVM start-up, which overlaps well;
+            # "samsa-<x>" is compared with "kafka-<x>" (targets with settings of their own)
+            kafka = targets.get("kafka" + kafka_target.name.removeprefix("samsa"))
             with ThreadPoolExecutor(1) as pool:
                 reference_future = pool.submit(observations.get, key, kafka, run)
                 mine = observations.get(key, kafka_target, run)

@@ -156,8 +156,12 @@ class KafkaJarProcess:
         data_dir: str | Path | None = None,
         startup_timeout: float = 90.0,
         jvm_args: Sequence[str] = (),
+        listeners: Mapping[str, int] | None = None,
     ) -> None:
-        """`jvm_args` go to the broker's JVM only (a java agent: compat/test_metrics_names.py)."""
+        """`jvm_args` go to the broker's JVM only (a java agent: compat/test_metrics_names.py);
+        `listeners` are listeners besides PLAINTEXT, named by their security protocol, with their
+        ports (compat/test_security.py: SSL, SASL_SSL)."""
+        self.extra_listeners = dict(listeners or {})
         self._tmp: str | None = None
         self.jvm_args = tuple(jvm_args)
         if data_dir is None:
@@ -178,15 +182,17 @@ class KafkaJarProcess:
         return f"{self.host}:{self.port}"
 
     def _properties(self) -> dict[str, str]:
+        extra = "".join(f",{name}://127.0.0.1:{port}" for name, port in self.extra_listeners.items())
         return {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}{extra}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}{extra}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            + "".join(f",{name}:{name}" for name in self.extra_listeners),
             "log.dirs": str(self.root / "data"),
             **COMMON_SETTINGS,
             **_KAFKA_ONLY,

@@ -55,16 +55,18 @@ def node_script() -> list[str]:
     return [node, str(NODE_DIR / "scenario.js")]
 
 
-def run_program(cmd: list[str], bootstrap: str, scenario: str, prefix: str, *args: str) -> list[dict[str, Any]]:
+def run_program(cmd: list[str], bootstrap: str, scenario: str, prefix: str, *args: str,
+                env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Runs one scenario of a client program (`go_binary` or `node_script`; extra arguments after
-    the topic prefix) and returns its observations; it must exit 0 and end with {"step": "done"}."""
+    the topic prefix; `env` added to its environment: TLS and SASL, see compat/go/security.go) and
+    returns its observations; it must exit 0 and end with {"step": "done"}."""
     proc = subprocess.run(
         [*cmd, bootstrap, scenario, prefix, *args],
         capture_output=True,
         text=True,
         check=False,
         timeout=RUN_TIMEOUT,
-        env={**os.environ, "KAFKAJS_NO_PARTITIONER_WARNING": "1"},
+        env={**os.environ, "KAFKAJS_NO_PARTITIONER_WARNING": "1", **(env or {})},
     )
     assert proc.returncode == 0, f"{cmd[-1]} {scenario} failed ({proc.returncode}): {proc.stderr[-2000:]}"
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]

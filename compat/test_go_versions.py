@@ -443,6 +443,25 @@ def check_describe_topic_partitions(v: int, obs: list[Obs]) -> None:
         ("dtp", "", False, True, parts), ("missing", "UNKNOWN_TOPIC_OR_PARTITION", False, False, None)]
 
 
+def check_sasl(v: int, obs: list[Obs]) -> None:
+    # on a PLAINTEXT listener (Kafka's KafkaApis answers both so); the flows: compat/test_security.py
+    assert rows(obs, "handshake", "err", "mechanisms") + rows(obs, "authenticate", "err") in (
+        [("ILLEGAL_SASL_STATE", 0)], [("ILLEGAL_SASL_STATE",)])
+
+
+def check_acls(v: int, obs: list[Obs]) -> None:
+    # no authorizer on the suite's brokers: every ACL API answers SECURITY_DISABLED
+    assert rows(obs, "create", "err") == rows(obs, "describe", "err") == rows(obs, "delete", "err") == [
+        ("SECURITY_DISABLED",)]
+
+
+def check_scram(v: int, obs: list[Obs]) -> None:
+    assert rows(obs, "altered", "user", "err") == [
+        ("user", ""), ("few", ""), ("missing", "RESOURCE_NOT_FOUND")]
+    assert rows(obs, "described", "user", "err", "credentials") == [
+        ("user", "", ["SCRAM-SHA-256/8192"]), ("few", "", ["SCRAM-SHA-512/4096"]), ("missing", "RESOURCE_NOT_FOUND", None)]
+
+
 CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     0: check_produce, 1: check_fetch, 2: check_list_offsets, 3: check_metadata,
     **{k: check_group(k) for k in (8, 9, 10, 11, 12, 13, 14)},
@@ -451,4 +470,5 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     32: check_describe_configs, 33: check_alter_configs, 35: check_describe_log_dirs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
     44: check_incremental_alter_configs, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster,
     75: check_describe_topic_partitions,
+    17: check_sasl, 36: check_sasl, 29: check_acls, 30: check_acls, 31: check_acls, 50: check_scram, 51: check_scram,
 }

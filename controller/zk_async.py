@@ -84,10 +84,11 @@ class AsyncZk:
         return await self._await(self.client.get_children_async(path, watch=watch))
 
     async def create(
-        self, path: str, data: bytes = b"", *, ephemeral: bool = False, makepath: bool = False
+        self, path: str, data: bytes = b"", *, ephemeral: bool = False, makepath: bool = False,
+        sequence: bool = False,
     ) -> str:
         return await self._await(
-            self.client.create_async(path, data, ephemeral=ephemeral, makepath=makepath)
+            self.client.create_async(path, data, ephemeral=ephemeral, makepath=makepath, sequence=sequence)
         )
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:

@@ -4,7 +4,8 @@ broker/server.py `zk_settings`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from protocol.types import BrokerId
 
@@ -32,6 +33,9 @@ class ZkSettings:
     """what peers send heartbeats to: the inter-broker listener's advertised host"""
     cluster_id: str | None = None
     """cluster.id: the id /cluster/id is created with, and must hold if it exists"""
+    tls: Mapping[str, Any] = field(default_factory=dict)
+    """kazoo's TLS arguments (use_ssl, ca, certfile, keyfile, check_hostname) when
+    zookeeper.ssl.client.enable is set; empty: plain TCP"""
     static_min_insync_replicas: int = 1
     """min.insync.replicas from the broker's properties: the cluster default a controller writes
     when there is none"""

@@ -159,6 +159,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
             timeout=self.settings.session_timeout_ms / 1000,
             connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
             command_retry=None,
+            **self.settings.tls,
         )
         self._zk = AsyncZk(client, self._loop)
         client.add_listener(self._zk.bridge(self._on_zk_state))

@@ -21,8 +21,9 @@ typed fields.
 
 Every config has an effect or says it has none: its value reaches the code that obeys it, or its
 documentation starts with "Accepted for compatibility; " and says what Samsa does instead
-(tests/unit/test_config_effect.py checks this). Listeners must use PLAINTEXT: an SSL or SASL
-listener is refused with a ConfigError.
+(tests/unit/test_config_effect.py checks this). The security configs (security.py) are fields
+of `SecurityConfig`, which `BrokerConfig` extends; what Samsa cannot serve (a JKS store, GSSAPI)
+is refused with a ConfigError.
 
 Defaults follow Apache Kafka 4.x, except where Samsa deliberately differs for a drop-in dev
 broker: `broker.id`/`node.id` default to 0, `listeners` to PLAINTEXT://127.0.0.1:9092 and

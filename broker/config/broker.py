@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -21,6 +21,12 @@ from broker.config.listeners import (
     Listener,
     parse_listeners,
     parse_security_protocol_map,
+)
+from broker.config.security import (
+    SecurityConfig,
+    check_security,
+    listener_security_overrides,
+    split_listener_key,
 )
 from broker.config.settings import (
     BOOLEAN,
@@ -35,9 +41,7 @@ from broker.config.settings import (
     NO_PREALLOCATE,
     NO_TIERED_STORAGE,
     NO_TIMESTAMP_DIFFERENCE,
-    NO_TLS,
     NO_TRANSACTIONS,
-    PASSWORD,
     SHORT,
     STRING,
     TIMESTAMP_TYPE,
@@ -48,14 +52,14 @@ from broker.config.settings import (
     setting,
 )
 from broker.config.topic import TOPIC_CONFIGS, LogConfig, build_log_config
-from broker.config.values import INT_MAX, LONG_MAX, ConfigError, OneOf, Range, Scope, parse_value
+from broker.config.values import INT_MAX, LONG_MAX, ConfigError, Range, Scope, parse_value
 
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 """producer.id.expiration.ms: idle producers are forgotten after a day (storage's default too)."""
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerConfig:
+class BrokerConfig(SecurityConfig):
     """The broker's typed settings. Build it with `from_properties`.
 
     Most attributes are the config of the same name (dots as underscores) with its default
@@ -83,15 +87,15 @@ class BrokerConfig:
         "The broker's rack, used for rack-aware replica placement and reported in Metadata.")
     listeners: tuple[Listener, ...] = setting(STRING, "PLAINTEXT://127.0.0.1:9092",
         "Comma-separated listeners NAME://host:port the broker binds; an empty host binds the "
-        "default interface, port 0 picks a free port. Samsa serves only the PLAINTEXT security "
-        "protocol: a listener mapped to SSL or SASL_* is refused at start-up.")
+        "default interface, port 0 picks a free port. A listener's security protocol "
+        "(listener.security.protocol.map) is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.")
     advertised_listeners: tuple[Listener, ...] = setting(STRING, None,
         "Listeners published to clients in Metadata, if different from `listeners`.")
     listener_security_protocol_map: Mapping[str, str] = setting(STRING, DEFAULT_PROTOCOL_MAP,
-        "Map of listener name to security protocol, as NAME:PROTOCOL pairs separated by commas. "
-        "Listeners in use must map to PLAINTEXT, the only protocol Samsa serves.")
+        "Map of listener name to security protocol, as NAME:PROTOCOL pairs separated by commas.")
     inter_broker_listener_name: str = setting(STRING, None,
-        "Listener name followers use to fetch from leaders; defaults to PLAINTEXT, or the first "
+        "Listener name followers use to fetch from leaders (over its security protocol); defaults "
+        "to the listener security.inter.broker.protocol names, else PLAINTEXT, or the first "
         "advertised listener.")
     log_dirs: tuple[Path, ...] = setting(LIST, None,
         "Comma-separated directories holding partition logs; when unset, log.dir is used.")
@@ -392,25 +396,6 @@ class BrokerConfig:
         "endpoint.", Range(0, 65535))
     metrics_prometheus_host: str = setting(STRING, "0.0.0.0",
         "Address the Prometheus endpoint listens on (metrics.prometheus.port set).")
-    # ---- TLS: not served (passwords are never shown) -------------------------------------------
-    ssl_keystore_location: str | None = setting(STRING, None,
-        NO_TLS + "(Kafka: the key store file of "
-              "SSL listeners).", read_only=False)
-    ssl_keystore_password: str | None = setting(PASSWORD, None,
-        NO_TLS + "(Kafka: the key store "
-              "password).", read_only=False)
-    ssl_key_password: str | None = setting(PASSWORD, None,
-        NO_TLS + "(Kafka: the private key "
-              "password).", read_only=False)
-    ssl_truststore_location: str | None = setting(STRING, None,
-        NO_TLS + "(Kafka: the trust store "
-              "file).", read_only=False)
-    ssl_truststore_password: str | None = setting(PASSWORD, None,
-        NO_TLS + "(Kafka: the trust store "
-              "password).", read_only=False)
-    ssl_client_auth: str = setting(STRING, "none",
-        NO_TLS + "(Kafka: whether SSL listeners "
-              "require client certificates).", OneOf(("required", "requested", "none")), read_only=False)
     # ---- not configs: what from_properties works out besides ----------------------------------
     max_connections_per_listener: Mapping[str, int] = field(default_factory=dict)
     """listener.name.<name>.max.connections, by listener name."""
@@ -434,13 +419,15 @@ class BrokerConfig:
         fatal; the caller logs them). Raises ConfigError naming the key for an invalid value.
         """
         unknown = sorted(k for k in props
-                         if k not in BROKER_CONFIGS and not _LISTENER_MAX_CONNECTIONS.match(k))
+                         if k not in BROKER_CONFIGS and not _LISTENER_MAX_CONNECTIONS.match(k)
+                         and split_listener_key(k) is None)
         overrides = {k: v for k, v in props.items() if k in BROKER_CONFIGS}
         values: dict[str, object] = {}
         for name, d in BROKER_CONFIGS.items():
             values[name] = d.parse(overrides[name]) if name in overrides else d.default
         kwargs = _derived_settings(values, overrides)
         kwargs.update(_connection_limits(values, props))
+        kwargs.update(listener_security_overrides(props))
         for f in dataclasses.fields(cls):
             if f.name in ("overrides", "values", "dynamic_default", "dynamic_broker") or f.name in kwargs:
                 continue
@@ -454,6 +441,7 @@ class BrokerConfig:
             raise ConfigError(f"{key} must be unlimited (-1) or, equal or greater than 1", key)
         config = cls(**kwargs, overrides=MappingProxyType(dict(overrides)),
                      values=MappingProxyType(values))
+        check_security(config, config.listeners)
         return config, unknown
 
     def effective(self, name: str) -> object:
@@ -532,18 +520,6 @@ def effective_value(values: Mapping[str, object], name: str) -> object:
     return _resolve_group(values, group) if group[0].name == name else values[name]
 
 
-def _refuse_unsupported_protocols(key: str, listeners: Iterable[Listener]) -> None:
-    """Samsa serves PLAINTEXT only. A listener mapped to SSL or SASL_* is refused rather than
-    served as plaintext: clients would fail with confusing handshake errors, or a user would
-    believe the traffic is encrypted or authenticated."""
-    for lst in listeners:
-        if lst.security_protocol != "PLAINTEXT":
-            raise ConfigError(
-                f"{key}: listener {lst} uses security protocol {lst.security_protocol}, but "
-                "Samsa supports only PLAINTEXT listeners (no TLS, no SASL); map the listener "
-                "to PLAINTEXT in listener.security.protocol.map or remove it", key)
-
-
 _LISTENER_MAX_CONNECTIONS = re.compile(r"listener\.name\.([^.]+)\.max\.connections")
 """Kafka's listener-prefixed max.connections: `listener.name.<lower-case name>.max.connections`."""
 
@@ -608,18 +584,26 @@ def _derived_settings(values: Mapping[str, object],
         if any(a.host == "0.0.0.0" for a in advertised):
             raise ConfigError("advertised.listeners cannot use the nonroutable meta-address "
                               "0.0.0.0. Use a routable IP address.", "advertised.listeners")
-    for key, group in (("listeners", listeners), ("advertised.listeners", advertised)):
-        _refuse_unsupported_protocols(key, group)
     out["listeners"], out["advertised_listeners"] = listeners, advertised
 
     names = [a.name for a in advertised]
     inter = values["inter.broker.listener.name"]
+    if inter is not None and "security.inter.broker.protocol" in overrides:
+        raise ConfigError("Only one of inter.broker.listener.name and "
+                          "security.inter.broker.protocol should be set.",
+                          "security.inter.broker.protocol")
     if inter is not None:
         inter = str(inter).upper()
         if inter not in names:
             raise ConfigError("inter.broker.listener.name must be a listener name defined in "
                               f"advertised.listeners; valid: {', '.join(names)}",
                               "inter.broker.listener.name")
+    elif "security.inter.broker.protocol" in overrides:
+        inter = str(values["security.inter.broker.protocol"])
+        if inter not in names:
+            raise ConfigError(f"security.inter.broker.protocol {inter} names no listener of "
+                              f"advertised.listeners; valid: {', '.join(names)}",
+                              "security.inter.broker.protocol")
     else:
         inter = "PLAINTEXT" if "PLAINTEXT" in names else names[0]
     out["inter_broker_listener_name"] = inter

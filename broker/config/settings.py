@@ -114,8 +114,6 @@ NO_LEVELS = ("Accepted for compatibility; Samsa compresses with each codec's def
              "compression.type makes it recompress a batch ")
 NO_TRANSACTIONS = ("Accepted for compatibility; Samsa has no transactions (a transactional "
                     "InitProducerId is answered COORDINATOR_NOT_AVAILABLE) ")
-NO_TLS = ("Accepted for compatibility; Samsa has no TLS and serves only PLAINTEXT listeners "
-           "(SSL and SASL listeners are refused at start-up), so nothing reads it ")
 
 
 def at_least(n: int) -> Range:

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from broker.context import RequestContext
+from controller.security_model import AclOperation
+from controller.security_model import ResourceType as AclResource
 from protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("samsa.admin")
@@ -65,6 +67,23 @@ class ResourceType(enum.IntEnum):
             return cls(value).name
         except ValueError:
             return "UNKNOWN"
+
+
+_CONFIG_ACCESS: Mapping[int, tuple[AclResource, ErrorCode]] = {
+    ResourceType.TOPIC: (AclResource.TOPIC, ErrorCode.topic_authorization_failed),
+    ResourceType.GROUP: (AclResource.GROUP, ErrorCode.group_authorization_failed),
+}
+
+
+def require_config_access(ctx: RequestContext, operation: AclOperation, resource_type: int, name: str) -> None:
+    """DESCRIBE_CONFIGS or ALTER_CONFIGS on what a config resource names, as Kafka's ConfigHelper
+    checks it: the topic or group, else (brokers, loggers, client metrics) the cluster; raises
+    KafkaError with TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED."""
+    kind, error = _CONFIG_ACCESS.get(resource_type, (AclResource.CLUSTER, ErrorCode.cluster_authorization_failed))
+    if kind is AclResource.CLUSTER:
+        ctx.require(operation, kind, "kafka-cluster", error)
+    else:
+        ctx.require(operation, kind, name, error)
 
 
 def audit(ctx: RequestContext, action: str, **fields: object) -> None:
@@ -166,6 +185,7 @@ async def alter_resources(
         error: KafkaError | None = duplicates.get(i)
         if error is None:
             try:
+                require_config_access(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
                 await alter(resource)
             except KafkaError as e:
                 error = e

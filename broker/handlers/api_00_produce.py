@@ -14,6 +14,9 @@
 # Kafka 4.x's map of partitions does). acks 0, 1 and -1 (all: waits in the produce purgatory for
 # the high watermark; min.insync.replicas is checked before and after). With acks=0 an error closes
 # the connection, as Kafka does, since there is no response to carry it.
+# Authorization (Kafka's KafkaApis): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, checked before
+# the topic's existence), WRITE on the transactional id of a transactional produce
+# (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).
 # Not supported: transactional produce (INVALID_TXN_STATE until transactions exist); v12-13.
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
 from controller.model import INTERNAL_TOPICS
 from controller.placement import topic_name_error
+from controller.security_model import AclOperation, ResourceType
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_check import RecordError
@@ -194,6 +198,11 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             else:
                 order.append(tp)
             try:
+                if request.transactional_id is not None and not ctx.authorized(
+                        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+                    raise KafkaError(ErrorCode.transactional_id_authorization_failed)
+                if not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, topic.name):
+                    raise KafkaError(ErrorCode.topic_authorization_failed)
                 if request.transactional_id is not None:
                     raise KafkaError(ErrorCode.invalid_txn_state, "Transactions are not supported by this broker")
                 if acks not in (-1, 0, 1):

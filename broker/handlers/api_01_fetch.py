@@ -18,6 +18,8 @@
 # which clients take as "no session" and send full fetches again; for epoch -1 it is a sessionless
 # fetch in Kafka too. Any other epoch is incremental and names a session there is not:
 # FETCH_SESSION_ID_NOT_FOUND, no topics (the client then starts over with a full fetch).
+# Authorization (KafkaApis): a follower fetch needs CLUSTER_ACTION on the cluster, a consumer READ on
+# each topic; a partition refused is answered TOPIC_AUTHORIZATION_FAILED and not read.
 # Not supported: v13+ (topic ids in fetch), rack-aware preferred read replicas.
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from broker.replication.partition import FetchIsolation
 from broker.replication.replica_manager import FetchRequestPartition, FetchResult
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.kio_compat import as_records
 from protocol.topic_partition import TopicPartition
@@ -97,11 +100,14 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
                 current_leader_epoch=p.current_leader_epoch,
                 log_start_offset=Offset(p.log_start_offset),
             )
+    denied = {tp for tp in wanted if not (ctx.authorized(AclOperation.CLUSTER_ACTION) if is_follower
+                                           else ctx.authorized(AclOperation.READ, ResourceType.TOPIC, tp.topic))}
     max_bytes = min(request.max_bytes, ctx.services.config.fetch_max_bytes)
     if not is_follower:  # no more than the consumer's quota lets through in a window (Kafka's maxQuotaWindowBytes)
-        max_bytes = min(max_bytes, ctx.services.quotas.max_fetch_bytes(ctx.client_id or ""))
-    results = await ctx.services.replica_manager.fetch_messages(
-        list(wanted.values()),
+        max_bytes = min(max_bytes, ctx.services.quotas.max_fetch_bytes(ctx.principal.name, ctx.client_id or ""))
+    results = [FetchResult(tp, ErrorCode.topic_authorization_failed) for tp in wanted if tp in denied]
+    results += await ctx.services.replica_manager.fetch_messages(
+        [p for tp, p in wanted.items() if tp not in denied],
         isolation,
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=min(request.min_bytes, max_bytes),

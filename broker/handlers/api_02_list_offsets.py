@@ -6,7 +6,8 @@
 # offset -1 and timestamp -1 when there is none below the HW (KIP-79). Each answer carries the
 # leader epoch of its offset. A current leader epoch other than ours is fenced (KIP-320);
 # followers (replica_id >= 0) may read up to the log end offset. A partition named more than once
-# gets one INVALID_REQUEST answer, after the others (as Kafka 4.x answers).
+# gets one INVALID_REQUEST answer, after the others (as Kafka 4.x answers). Authorization: DESCRIBE
+# on each topic (TOPIC_AUTHORIZATION_FAILED).
 # Not supported: v0 (old-style offset lists; no listed client needs it), v10+ (timeout field).
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from kio.static.primitive import i32, i64
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.replication.partition import FetchIsolation
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE
@@ -55,6 +57,10 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
             response = ListOffsetsPartitionResponse(
                 partition_index=i32(p.partition_index), error_code=ErrorCode.none
             )
+            if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+                partitions.append(ListOffsetsPartitionResponse(
+                    partition_index=i32(p.partition_index), error_code=ErrorCode.topic_authorization_failed))
+                continue
             try:
                 found = replica_manager.get_partition(tp).fetch_offset_for_timestamp(
                     p.timestamp,

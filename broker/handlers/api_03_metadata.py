@@ -12,9 +12,13 @@
 # order; the others get the same answer without being created, so the next request creates the
 # next ones, and one line is logged. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
 # name before v12 closes the connection (Kafka rejects it as an invalid request).
-# Authorized operations: no authorizer, so every operation is reported as allowed when asked
-# (topic operations v8+, cluster operations v8-10), as Kafka also for a topic named in the request
-# that does not exist or has an invalid name, but not for an unknown topic id.
+# Authorization (Kafka's KafkaApis): a topic without DESCRIBE is left out of "all topics" and
+# answered TOPIC_AUTHORIZATION_FAILED when named (by name: without disclosing whether it exists; by
+# id: with the id, without the name); a topic to auto-create needs CREATE on the cluster or on it
+# (TOPIC_AUTHORIZATION_FAILED otherwise). Authorized operations when asked (topic v8+, cluster v8-10:
+# 0 without DESCRIBE on the cluster) come from the authorizer; without one every operation is
+# reported as allowed, as Kafka also for a topic named that does not exist or has an invalid name,
+# but not for an unknown topic id.
 # Brokers the cluster suspects (a majority of the others stopped hearing their heartbeats; KRaft's
 # fenced brokers) are left out, as Kafka leaves out brokers that are not alive: a partition they
 # lead gets LEADER_NOT_AVAILABLE and leader -1, their replicas are offline replicas, and clients
@@ -35,15 +39,12 @@ from kio.schema.metadata.v12.response import (
 )
 from kio.static.primitive import i32
 
-from broker.acl import (
-    AUTHORIZED_OPERATIONS_OMITTED,
-    CLUSTER_OPERATIONS,
-    TOPIC_OPERATIONS,
-)
+from broker.acl import AUTHORIZED_OPERATIONS_OMITTED
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
 from controller.model import ClusterImage, TopicRegistration
 from controller.placement import topic_name_error
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.messages import convert
 from protocol.types import NO_THROTTLE, BrokerId, TopicName
@@ -68,7 +69,7 @@ def brokers_for(image: ClusterImage, listener: str) -> tuple[MetadataResponseBro
 
 
 def topic_metadata(
-    image: ClusterImage, topic: TopicRegistration, include_operations: bool
+    image: ClusterImage, topic: TopicRegistration, operations: int
 ) -> MetadataResponseTopic:
     partitions = []
     for index, reg in sorted(topic.partitions.items()):
@@ -91,14 +92,13 @@ def topic_metadata(
         topic_id=topic.topic_id,
         is_internal=topic.internal,
         partitions=tuple(partitions),
-        topic_authorized_operations=i32(
-            TOPIC_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED
-        ),
+        topic_authorized_operations=i32(operations),
     )
 
 
 def _error_topic(
-    name: str | None, error: ErrorCode, topic_id: uuid.UUID | None = None, include_operations: bool = False
+    name: str | None, error: ErrorCode, topic_id: uuid.UUID | None = None,
+    operations: int = AUTHORIZED_OPERATIONS_OMITTED,
 ) -> MetadataResponseTopic:
     return MetadataResponseTopic(
         error_code=error,
@@ -106,9 +106,7 @@ def _error_topic(
         topic_id=topic_id or ZERO_UUID,
         is_internal=False,
         partitions=(),
-        topic_authorized_operations=i32(
-            TOPIC_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED
-        ),
+        topic_authorized_operations=i32(operations),
     )
 
 
@@ -116,7 +114,17 @@ def _error_topic(
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     services = ctx.services
     image = services.controller.image
-    include_ops = request.include_topic_authorized_operations
+    def ops(name: str) -> int:
+        if not request.include_topic_authorized_operations:
+            return AUTHORIZED_OPERATIONS_OMITTED
+        return ctx.authorized_operations(ResourceType.TOPIC, name)
+
+    def described(name: str) -> bool:
+        return ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+
+    def may_create(name: str) -> bool:
+        return ctx.authorized(AclOperation.CREATE) or ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, name)
+
     all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
     allow_auto_create = (ctx.api_version < 4 or request.allow_auto_topic_creation) and (
         services.config.auto_create_topics_enable
@@ -124,7 +132,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
 
     topics: list[MetadataResponseTopic] = []
     if all_topics:
-        topics = [topic_metadata(image, t, include_ops) for _, t in sorted(image.topics.items())]
+        topics = [topic_metadata(image, t, ops(name)) for name, t in sorted(image.topics.items()) if described(name)]
     else:
         to_create: dict[str, None] = {}  # in request order, each name once
         for requested in request.topics or ():
@@ -135,17 +143,23 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 found = image.topic_by_id(requested.topic_id) if requested.topic_id else None
                 if found is None:
                     topics.append(_error_topic(None, ErrorCode.unknown_topic_id, requested.topic_id))
+                elif not described(found.name):  # ids are not secret, names are
+                    topics.append(_error_topic(None, ErrorCode.topic_authorization_failed, requested.topic_id))
                 else:
-                    topics.append(topic_metadata(image, found, include_ops))
+                    topics.append(topic_metadata(image, found, ops(found.name)))
                 continue
-            if name in image.topics:
+            if not described(name):
+                topics.append(_error_topic(name, ErrorCode.topic_authorization_failed))
+            elif name in image.topics:
                 continue
-            if topic_name_error(name):
-                topics.append(_error_topic(name, ErrorCode.invalid_topic_exception, None, include_ops))
+            elif topic_name_error(name):
+                topics.append(_error_topic(name, ErrorCode.invalid_topic_exception, None, ops(name)))
+            elif allow_auto_create and not may_create(name):
+                topics.append(_error_topic(name, ErrorCode.topic_authorization_failed))
             elif allow_auto_create:
                 to_create[name] = None
             else:
-                topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
+                topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, ops(name)))
         cap = services.config.samsa_auto_create_topics_max_per_request
         names = list(to_create)
         deferred = set(names[cap:])
@@ -166,12 +180,12 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             image = services.controller.image
         for requested in request.topics or ():
             name = requested.name
-            if name is None:
+            if name is None or not described(name):
                 continue
             if name in to_create or name in deferred:
-                topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
+                topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, ops(name)))
             elif name in image.topics:
-                topics.append(topic_metadata(image, image.topics[name], include_ops))
+                topics.append(topic_metadata(image, image.topics[name], ops(name)))
 
     response = MetadataResponse(
         throttle_time=NO_THROTTLE,
@@ -182,8 +196,9 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     )
     if 8 <= ctx.api_version <= 10:
         # v8-10 also carry the cluster's authorized operations, dropped from the spec in v11.
-        asked = ctx.request.include_cluster_authorized_operations
-        return convert(response, MetadataResponseV10, cluster_authorized_operations=i32(
-            CLUSTER_OPERATIONS if asked else AUTHORIZED_OPERATIONS_OMITTED
-        ))
+        cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+        if ctx.request.include_cluster_authorized_operations:
+            cluster_ops = ctx.authorized_operations(ResourceType.CLUSTER) \
+                if ctx.authorized(AclOperation.DESCRIBE) else 0
+        return convert(response, MetadataResponseV10, cluster_authorized_operations=i32(cluster_ops))
     return response

@@ -9,7 +9,9 @@
 # OFFSET_METADATA_TOO_LARGE above offset.metadata.max.bytes; INVALID_GROUP_ID for empty or too long
 # group ids. v2-4 retention_time: -1 (what clients send) means offsets.retention.minutes applies;
 # any other value sets the offsets' expire timestamp to the commit time plus it (OffsetCommitValue
-# v1), as Kafka does. Not supported: v10 (topic ids).
+# v1), as Kafka does. Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED for every
+# partition), READ on each topic (TOPIC_AUTHORIZATION_FAILED, not committed).
+# Not supported: v10 (topic ids).
 from __future__ import annotations
 
 import time
@@ -25,7 +27,8 @@ from broker.context import RequestContext
 from broker.coordinator.coordinator import OffsetCommitEntry
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
-from protocol.errors import ErrorCode
+from controller.security_model import AclOperation, ResourceType
+from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 
 API_KEY = 8
@@ -57,6 +60,9 @@ def _error_response(ctx: RequestContext, request: OffsetCommitRequest, error: Ex
 
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        raise KafkaError(ErrorCode.group_authorization_failed)
+    denied = {t.name for t in request.topics if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, t.name)}
     entries = [
         OffsetCommitEntry(
             TopicPartition(t.name, int(p.partition_index)),
@@ -64,7 +70,7 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             int(p.committed_leader_epoch) if ctx.api_version >= 6 else -1,
             p.committed_metadata,
         )
-        for t in request.topics
+        for t in request.topics if t.name not in denied
         for p in t.partitions
     ]
     expire_timestamp = -1
@@ -83,6 +89,8 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         client_id=ctx.client_id,
         correlation_id=ctx.correlation_id,
     )
+    errors.update({TopicPartition(t.name, p.partition_index): ErrorCode.topic_authorization_failed
+                   for t in request.topics if t.name in denied for p in t.partitions})
     return _response(request, errors)
 
 

@@ -4,7 +4,9 @@
 # v8+ asks for several groups at once, each with its own error. Errors (coordinator, INVALID_GROUP_ID)
 # go to the top level in v2-7, to every partition in v1. require_stable (v7+) is accepted: without
 # transactions there are never pending transactional offsets, so UNSTABLE_OFFSET_COMMIT does not
-# occur. Not supported: v10 (topic ids); member id/epoch of v9 are only for KIP-848 groups and ignored.
+# occur. Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on each topic
+# (a topic named is answered TOPIC_AUTHORIZATION_FAILED, an unauthorized one left out of "all").
+# Not supported: v10 (topic ids); member id/epoch of v9 are only for KIP-848 groups and ignored.
 from __future__ import annotations
 
 from typing import Any
@@ -33,6 +35,7 @@ from broker.context import RequestContext
 from broker.coordinator.records import OffsetAndMetadata
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from protocol.types import TopicName
@@ -61,13 +64,19 @@ def _fetch(ctx: RequestContext, group: OffsetFetchRequestGroup) -> tuple[ErrorCo
     requested = None
     if group.topics is not None:
         requested = [TopicPartition(t.name, int(p)) for t in group.topics for p in t.partition_indexes]
-    error, offsets = coordinator(ctx).fetch_offsets(str(group.group_id), requested)
+    if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+        error, offsets = ErrorCode.group_authorization_failed, dict[TopicPartition, OffsetAndMetadata | None]()
+    else:
+        error, offsets = coordinator(ctx).fetch_offsets(str(group.group_id), requested)
     if error != ErrorCode.none:
         return error, [(tp, None, error) for tp in requested or ()]
+    allowed = {topic: ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
+               for topic in {tp.topic for tp in (offsets if requested is None else requested)}}
     if requested is None:
-        return ErrorCode.none, [(tp, value, ErrorCode.none) for tp, value in offsets.items()]
+        return ErrorCode.none, [(tp, value, ErrorCode.none) for tp, value in offsets.items() if allowed[tp.topic]]
     # every partition asked for, as often as it was asked (Kafka answers duplicates each time)
-    return ErrorCode.none, [(tp, offsets.get(tp), ErrorCode.none) for tp in requested]
+    return ErrorCode.none, [(tp, offsets.get(tp), ErrorCode.none) if allowed[tp.topic]
+                            else (tp, None, ErrorCode.topic_authorization_failed) for tp in requested]
 
 
 def _by_topic(rows: list[Row]) -> dict[str, list[Row]]:

@@ -4,6 +4,8 @@
 # answers with the leader of partition abs(hash(group)) % partitions, on the listener the request
 # came in on; COORDINATOR_NOT_AVAILABLE while that partition has no leader. v0-3 carry one key, v4
 # a batch (coordinator_keys), each answered on its own.
+# Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the transactional id
+# (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
 # Not supported: key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE until transactions
 # exist; other key types INVALID_REQUEST; v5-6 (KIP-890 share/transaction v2).
 from __future__ import annotations
@@ -23,6 +25,7 @@ from broker.context import RequestContext
 from broker.coordinator.coordinator import CoordinatorNode
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 10
@@ -40,6 +43,11 @@ def _message(error: ErrorCode) -> str | None:
 
 
 async def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode:
+    if key_type == GROUP_KEY_TYPE and not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return CoordinatorNode(ErrorCode.group_authorization_failed)
+    if key_type == TRANSACTION_KEY_TYPE and not ctx.authorized(
+            AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        return CoordinatorNode(ErrorCode.transactional_id_authorization_failed)
     if key_type == TRANSACTION_KEY_TYPE:
         return CoordinatorNode(ErrorCode.coordinator_not_available)
     if key_type != GROUP_KEY_TYPE:

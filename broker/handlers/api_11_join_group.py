@@ -10,6 +10,7 @@
 # COORDINATOR_NOT_AVAILABLE. v0-1 are served (old librdkafka checks v0 is advertised for GSSAPI);
 # v0 has no rebalance timeout, so the session timeout is used. The reason (v8+) is logged.
 # Not supported: nothing of v0-9 is left out.
+# Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
 from __future__ import annotations
 
 from kio.schema.join_group.v9.request import JoinGroupRequest
@@ -21,6 +22,7 @@ from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.membership import JoinRequest, JoinResult
 from broker.coordinator.wire import NO_THROTTLE, client_host, coordinator, millis
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 11
@@ -51,6 +53,7 @@ def _error_response(ctx: RequestContext, request: JoinGroupRequest, error: Excep
 
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id, ErrorCode.group_authorization_failed)
     coord = coordinator(ctx)
     config = ctx.services.config
     error, part = coord.group_status(request.group_id)

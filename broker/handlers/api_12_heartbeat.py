@@ -3,6 +3,7 @@
 # PreparingRebalance (the member must rejoin), else UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 # FENCED_INSTANCE_ID (v3+ static members) and the coordinator errors, as Kafka.
 # Not supported: nothing of v0-4 is left out.
+# Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
 from __future__ import annotations
 
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
@@ -11,6 +12,7 @@ from kio.schema.heartbeat.v4.response import HeartbeatResponse
 from broker.context import RequestContext
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 12
@@ -22,6 +24,7 @@ def _error_response(ctx: RequestContext, request: HeartbeatRequest, error: Excep
 
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id, ErrorCode.group_authorization_failed)
     coord = coordinator(ctx)
     error, group = coord.get_group(request.group_id)
     if error == ErrorCode.none:

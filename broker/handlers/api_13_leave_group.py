@@ -4,6 +4,7 @@
 # group rebalance at once. For v0-2 the member's error is the response's error. An unknown group
 # gives every member UNKNOWN_MEMBER_ID (top-level NONE), a Dead group COORDINATOR_NOT_AVAILABLE.
 # The reason (v5) is logged. Not supported: nothing of v0-5 is left out.
+# Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
 from __future__ import annotations
 
 import logging
@@ -17,6 +18,7 @@ from broker.coordinator.group import GroupState
 from broker.coordinator.membership import LeavingMember
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 13
@@ -46,6 +48,7 @@ def _error_response(ctx: RequestContext, request: LeaveGroupRequest, error: Exce
 
 @registry.api(API_KEY, error_response=_error_response, upgrade=_upgrade)
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id, ErrorCode.group_authorization_failed)
     coord = coordinator(ctx)
     error, group = coord.get_group(request.group_id)
     if error != ErrorCode.none:

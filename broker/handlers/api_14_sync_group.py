@@ -6,6 +6,7 @@
 # name against the group's (INCONSISTENT_GROUP_PROTOCOL). Other errors as Kafka: UNKNOWN_MEMBER_ID,
 # ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, coordinator errors.
 # Not supported: nothing of v0-5 is left out.
+# Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
 from __future__ import annotations
 
 from kio.schema.sync_group.v5.request import SyncGroupRequest
@@ -15,6 +16,7 @@ from broker.context import RequestContext
 from broker.coordinator.membership import SyncResult
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 14
@@ -36,6 +38,7 @@ def _error_response(ctx: RequestContext, request: SyncGroupRequest, error: Excep
 
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id, ErrorCode.group_authorization_failed)
     coord = coordinator(ctx)
     error, group = coord.get_group(request.group_id)
     if error != ErrorCode.none:

@@ -2,8 +2,9 @@
 # For each group: state, protocol type, and while Stable the chosen protocol and every member's
 # metadata and assignment (in other states members are listed without them), as Kafka. An unknown
 # group is reported as Dead with error NONE (Kafka's answer up to v5); coordinator errors and
-# INVALID_GROUP_ID per group. v3+ authorized operations: no authorizer, so every group operation
-# Kafka 4.x reports (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS) when asked.
+# INVALID_GROUP_ID per group. Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED).
+# v3+ authorized operations, when asked, from the authorizer (without one, every group operation
+# Kafka 4.x reports: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS).
 # Not supported: v6 (error messages, GROUP_ID_NOT_FOUND for unknown groups).
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from kio.schema.describe_groups.v5.response import (
 )
 from kio.static.primitive import i32
 
-from broker.acl import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
+from broker.acl import AUTHORIZED_OPERATIONS_OMITTED
 from broker.context import RequestContext
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 15
@@ -66,9 +68,14 @@ def _error_response(ctx: RequestContext, request: DescribeGroupsRequest, error: 
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     coord = coordinator(ctx)
-    operations = GROUP_OPERATIONS if request.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
     described = []
     for group_id in request.groups:
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            described.append(_described(group_id, ErrorCode.group_authorization_failed, None,
+                                        AUTHORIZED_OPERATIONS_OMITTED))
+            continue
         error, group = coord.get_group(group_id)
+        operations = ctx.authorized_operations(ResourceType.GROUP, group_id) \
+            if request.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
         described.append(_described(group_id, error, group, operations))
     return DescribeGroupsResponse(throttle_time=NO_THROTTLE, groups=tuple(described))

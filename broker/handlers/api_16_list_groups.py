@@ -3,7 +3,8 @@
 # response carries COORDINATOR_LOAD_IN_PROGRESS), with protocol type; v4+ state and a states
 # filter, v5+ type ("classic") and a types filter (both case-insensitive; empty = all). Dead
 # groups are never listed. Not supported: group types other than classic (KIP-848 consumer,
-# share, streams groups do not exist here).
+# share, streams groups do not exist here). Authorization: DESCRIBE on the cluster lists every
+# group, else only the groups with DESCRIBE on them (as Kafka).
 from __future__ import annotations
 
 from kio.schema.list_groups.v5.request import ListGroupsRequest
@@ -13,6 +14,7 @@ from broker.context import RequestContext
 from broker.coordinator.group import CLASSIC_GROUP_TYPE, GroupState
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 16
@@ -26,6 +28,8 @@ def _error_response(ctx: RequestContext, request: ListGroupsRequest, error: Exce
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     loading, groups = coordinator(ctx).all_groups()
+    if not ctx.authorized(AclOperation.DESCRIBE):  # DESCRIBE on the cluster lists all groups
+        groups = [g for g in groups if ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     states = {s.lower() for s in request.states_filter} if ctx.api_version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
     listed = []

@@ -10,6 +10,9 @@
 # replication factor and every topic config with its source; v7 the topic id.
 # Internal topics: like Kafka, `__consumer_offsets` and `__transaction_state` may be created by a
 # client; only `__cluster_metadata` is refused (INVALID_REQUEST).
+# Authorization: CREATE on the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED "Authorization
+# failed."); without DESCRIBE_CONFIGS on it a v5+ success carries no configs and
+# topic_config_error_code TOPIC_AUTHORIZATION_FAILED.
 # Not supported: v0-1 (kio has no schemas; no listed client needs them); create-topic policies
 # and controller mutation quotas (throttle_time is always 0).
 from __future__ import annotations
@@ -31,6 +34,7 @@ from broker.handlers import registry
 from broker.handlers._admin import audit, check_manual_assignment, error_message
 from controller.model import ClusterImage, NewTopic
 from controller.placement import topic_name_error
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_THROTTLE, BrokerId, TopicName
 
@@ -157,6 +161,9 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
                 topic.name, KafkaError(ErrorCode.invalid_request, "Duplicate topic name.")
             )
             continue
+        if not (ctx.authorized(AclOperation.CREATE) or ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, topic.name)):
+            results[topic.name] = _error(topic.name, KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed."))
+            continue
         try:
             planned.append(
                 plan_topic(topic, image, services.config.num_partitions, services.config.default_replication_factor)
@@ -181,7 +188,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
                 is_sensitive=c.is_sensitive,
             )
             for c in describe_topic_configs(services.config, dict(new.configs))
-        )
+        ) if ctx.authorized(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, new.name) else None
         results[new.name] = CreatableTopicResult(
             name=TopicName(new.name),
             topic_id=registration.topic_id if registration is not None else ZERO_UUID,
@@ -189,7 +196,8 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             error_message=None,
             num_partitions=i32(new.num_partitions),
             replication_factor=i16(new.replication_factor),
-            configs=configs,
+            configs=configs or (),
+            topic_config_error_code=i16(0 if configs is not None else ErrorCode.topic_authorization_failed),
         )
 
     ordered: dict[str, CreatableTopic] = {}

@@ -8,6 +8,8 @@
 # CLI refuses). The controller drops the topic from the metadata image; the replica manager then
 # takes the partitions offline and renames their directories to `<tp>.<id>-delete`, removed after
 # file.delete.delay.ms; a topic created again under the same name starts empty at offset 0.
+# Authorization: DELETE on the topic (TOPIC_AUTHORIZATION_FAILED, before its existence is looked
+# at); a topic given by id without DESCRIBE on it is answered without its name.
 # Not supported: controller mutation quotas (throttle_time is always 0).
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from kio.schema.delete_topics.v6.response import (
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import audit, default_message, error_message
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.types import NO_THROTTLE, TopicName
 
@@ -92,6 +95,14 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
             if topic is None:
                 results.append(_result(None, t.topic_id, ErrorCode.unknown_topic_id))
                 continue
+            if not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, topic.name):
+                described = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
+                results.append(_result(topic.name if described else None, t.topic_id,
+                                       ErrorCode.topic_authorization_failed))
+                continue
+        elif not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, t.name or ""):
+            results.append(_result(t.name, ZERO_UUID, ErrorCode.topic_authorization_failed))
+            continue
         else:
             topic = image.topics.get(t.name or "")
             if topic is None:

@@ -7,7 +7,8 @@
 # unknown partition -> UNKNOWN_TOPIC_OR_PARTITION; not the leader -> NOT_LEADER_OR_FOLLOWER; a topic
 # whose cleanup.policy lacks "delete" -> POLICY_VIOLATION; an offset below -1 or above the high
 # watermark -> OFFSET_OUT_OF_RANGE. Failed partitions report low_watermark -1. A partition named
-# twice is answered once, for its last entry, as Kafka does.
+# twice is answered once, for its last entry, as Kafka does. Authorization: DELETE on the topic
+# (TOPIC_AUTHORIZATION_FAILED, before its existence is looked at).
 # Not supported: waiting for followers to move their log start offsets (Kafka's delayed
 # DeleteRecords purgatory); the low watermark is the leader's.
 from __future__ import annotations
@@ -25,6 +26,7 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import audit
 from controller.model import INTERNAL_TOPICS
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, Offset
@@ -53,6 +55,8 @@ async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRe
     for tp, offset in wanted.items():
         message = None
         try:
+            if not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, tp.topic):
+                raise KafkaError(ErrorCode.topic_authorization_failed)
             low = delete_records_on_leader(ctx, tp, offset)
             error = ErrorCode.none
         except KafkaError as e:

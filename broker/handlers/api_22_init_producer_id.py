@@ -5,6 +5,9 @@
 # Not supported: transactional ids. There is no transaction coordinator yet, so a transactional id
 # is answered COORDINATOR_NOT_AVAILABLE (as FindCoordinator does for transaction keys), and a
 # transaction timeout above transaction.max.timeout.ms INVALID_TRANSACTION_TIMEOUT.
+# Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent
+# producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679;
+# CLUSTER_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
@@ -13,6 +16,7 @@ from kio.static.primitive import i16
 
 from broker.context import RequestContext
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.types import NO_PRODUCER_ID, NO_THROTTLE, ProducerId
 
@@ -30,6 +34,12 @@ def _response(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = 
 
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    if request.transactional_id is not None and not ctx.authorized(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return _response(ErrorCode.transactional_id_authorization_failed)
+    if request.transactional_id is None and not (
+            ctx.authorized(AclOperation.IDEMPOTENT_WRITE) or ctx.authorized_any(AclOperation.WRITE, ResourceType.TOPIC)):
+        return _response(ErrorCode.cluster_authorization_failed)
     if request.transactional_id is not None:
         timeout_ms = request.transaction_timeout.total_seconds() * 1000
         if timeout_ms <= 0 or timeout_ms > ctx.services.config.transaction_max_timeout_ms:

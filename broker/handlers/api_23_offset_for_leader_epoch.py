@@ -7,6 +7,8 @@
 # A current leader epoch other than ours is fenced; replica_id -2 (v0-2 default) may be answered by
 # any replica, others only by the leader.
 # Not supported: v0-1 (removed in Kafka 4; no listed client needs them).
+# Authorization: CLUSTER_ACTION on the cluster (brokers), else DESCRIBE on each topic
+# (TOPIC_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
@@ -19,6 +21,7 @@ from kio.static.primitive import i32, i64
 
 from broker.context import RequestContext
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE
@@ -37,6 +40,9 @@ async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> O
         for p in topic.partitions:
             tp = TopicPartition(topic.topic, p.partition)
             try:
+                if not (ctx.authorized(AclOperation.CLUSTER_ACTION)
+                        or ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.topic)):
+                    raise KafkaError(ErrorCode.topic_authorization_failed)
                 epoch, end_offset = replica_manager.get_partition(tp).last_offset_for_leader_epoch(
                     p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=only_leader
                 )

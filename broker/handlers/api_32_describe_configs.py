@@ -9,7 +9,9 @@
 # only; another broker id or a name that is not a number -> INVALID_REQUEST with Kafka's message.
 # BROKER_LOGGER (8): this broker's loggers (root and samsa.*) with their levels, as Kafka lists its
 # log4j loggers. Other resource types (GROUP, CLIENT_METRICS) -> INVALID_REQUEST. configuration_keys
-# null or empty means every config. Passwords are never shown.
+# null or empty means every config. Passwords are never shown. Authorization (Kafka's ConfigHelper),
+# before anything else: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED), on the group
+# (GROUP_AUTHORIZATION_FAILED), else on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 # Not supported: v0 (kio has no schema; every listed client uses v1+).
 from __future__ import annotations
 
@@ -40,8 +42,10 @@ from broker.handlers._admin import (
     broker_id_of,
     error_message,
     logger_levels,
+    require_config_access,
 )
 from controller.placement import topic_name_error
+from controller.security_model import AclOperation
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_THROTTLE
 
@@ -108,6 +112,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
     for resource in request.resources:
         keys = resource.configuration_keys
         try:
+            require_config_access(ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
             entries = _entries(resource, ctx)
             if keys:
                 entries = [c for c in entries if c.name in keys]

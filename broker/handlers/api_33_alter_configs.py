@@ -11,6 +11,8 @@
 # rules). Another broker id -> INVALID_REQUEST. BROKER_LOGGER and other types -> INVALID_REQUEST "Unknown resource type N" (as
 # Kafka: loggers are altered through IncrementalAlterConfigs only). A resource named twice,
 # duplicate keys or null values -> INVALID_REQUEST. validate_only checks and changes nothing.
+# Authorization (before anything else): ALTER_CONFIGS on the topic, the group or else the cluster
+# (TOPIC_, GROUP_, CLUSTER_AUTHORIZATION_FAILED), checked in _admin.alter_resources.
 from __future__ import annotations
 
 from kio.schema.alter_configs.v2.request import (

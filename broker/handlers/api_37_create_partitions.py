@@ -7,6 +7,7 @@
 # assignments the new partitions are placed like the existing ones. validate_only changes nothing.
 # The replica manager creates the new partitions' logs when the image changes.
 # Not supported: controller mutation quotas (throttle_time is always 0).
+# Authorization: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 from collections import Counter
@@ -28,6 +29,7 @@ from broker.handlers._admin import (
     error_message,
 )
 from controller.model import ClusterImage
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_THROTTLE, BrokerId
 
@@ -72,6 +74,8 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
         try:
             if counts[topic.name] > 1:
                 raise KafkaError(ErrorCode.invalid_request, "Duplicate topic name.")
+            if not ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC, topic.name):
+                raise KafkaError(ErrorCode.topic_authorization_failed, "The topic authorization is failed.")
             check_topic(topic, controller.image)
             assignments = (
                 None

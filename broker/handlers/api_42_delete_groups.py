@@ -1,7 +1,8 @@
 # DeleteGroups (key 42), versions 0-2.
 # Deletes Empty groups: the group and all its committed offsets get tombstones in
 # __consumer_offsets. Per group: GROUP_ID_NOT_FOUND (unknown or Dead), NON_EMPTY_GROUP (has
-# members), INVALID_GROUP_ID, coordinator errors. Not supported: nothing of v0-2 is left out.
+# members), INVALID_GROUP_ID, coordinator errors; GROUP_AUTHORIZATION_FAILED without DELETE on the
+# group. Not supported: nothing of v0-2 is left out.
 from __future__ import annotations
 
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
@@ -13,6 +14,7 @@ from kio.schema.delete_groups.v2.response import (
 from broker.context import RequestContext
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 42
@@ -33,5 +35,7 @@ def _error_response(ctx: RequestContext, request: DeleteGroupsRequest, error: Ex
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     names = tuple(dict.fromkeys(request.groups_names))
-    results = await coordinator(ctx).delete_groups(list(names))
+    denied = {g for g in names if not ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, g)}
+    results = await coordinator(ctx).delete_groups([g for g in names if g not in denied])
+    results.update(dict.fromkeys(denied, ErrorCode.group_authorization_failed))
     return _response(results, names)

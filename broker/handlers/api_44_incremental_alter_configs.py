@@ -14,6 +14,8 @@
 # it (inherit from root), as Kafka does for log4j; unknown loggers, the root's DELETE, APPEND and
 # SUBTRACT are refused with Kafka's messages. A resource named twice, duplicate keys, null values
 # for SET/APPEND/SUBTRACT and unknown operations -> INVALID_REQUEST. validate_only changes nothing.
+# Authorization (before anything else): ALTER_CONFIGS on the topic, the group or else the cluster
+# (TOPIC_, GROUP_, CLUSTER_AUTHORIZATION_FAILED), checked in _admin.alter_resources.
 from __future__ import annotations
 
 import enum

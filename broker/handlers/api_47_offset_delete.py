@@ -3,7 +3,8 @@
 # group, and in a consumer group with members for topics none of them subscribes to
 # (GROUP_SUBSCRIBED_TO_TOPIC otherwise); a non-consumer group with members gets NON_EMPTY_GROUP.
 # GROUP_ID_NOT_FOUND for unknown groups, UNKNOWN_TOPIC_OR_PARTITION for partitions that do not
-# exist, INVALID_GROUP_ID and coordinator errors at the top level.
+# exist, INVALID_GROUP_ID and coordinator errors at the top level. Authorization: DELETE on the group
+# (GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED, not deleted).
 # Not supported: nothing of v0 is left out.
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kio.schema.offset_delete.v0.response import (
 from broker.context import RequestContext
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 
@@ -47,6 +49,10 @@ def _error_response(ctx: RequestContext, request: OffsetDeleteRequest, error: Ex
 
 @registry.api(API_KEY, error_response=_error_response)
 async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    ctx.require(AclOperation.DELETE, ResourceType.GROUP, request.group_id, ErrorCode.group_authorization_failed)
     partitions = [TopicPartition(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
-    error, results = await coordinator(ctx).delete_offsets(str(request.group_id), partitions)
+    denied = {tp for tp in partitions if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, tp.topic)}
+    error, results = await coordinator(ctx).delete_offsets(
+        str(request.group_id), [tp for tp in partitions if tp not in denied])
+    results.update(dict.fromkeys(denied, ErrorCode.topic_authorization_failed))
     return _response(error, results, partitions if error == ErrorCode.none else None)

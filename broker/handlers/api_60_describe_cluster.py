@@ -3,7 +3,8 @@
 # every live broker with its endpoint on the listener the request came in on. endpoint_type
 # (v1+) must be 1 (brokers): 2 (controllers) -> MISMATCHED_ENDPOINT_TYPE, anything else ->
 # UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST on v0), with Kafka's messages. Cluster authorized
-# operations, when asked: no authorizer, so every operation on the cluster resource is allowed.
+# operations, when asked, from the authorizer (0 without DESCRIBE on the cluster; without an
+# authorizer every operation on the cluster resource).
 # v2: include_fenced_brokers; brokers are never fenced here (is_fenced false).
 from __future__ import annotations
 
@@ -14,18 +15,17 @@ from kio.schema.describe_cluster.v2.response import (
 )
 from kio.static.primitive import i8, i32
 
-from broker.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+from broker.acl import AUTHORIZED_OPERATIONS_OMITTED
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import audit
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.types import NO_THROTTLE, BrokerId
 
 API_KEY = 60
 BROKER_ENDPOINTS = 1
 CONTROLLER_ENDPOINTS = 2
-# AclOperation codes on the CLUSTER resource: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
 
 
 def _error(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeClusterResponse:
@@ -70,7 +70,9 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
             controller_id=BrokerId(controller_id),
             brokers=tuple(brokers),
             cluster_authorized_operations=i32(
-                CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
+                AUTHORIZED_OPERATIONS_OMITTED if not request.include_cluster_authorized_operations
+                else ctx.authorized_operations(ResourceType.CLUSTER) if ctx.authorized(AclOperation.DESCRIBE)
+                else 0
             ),
         )
     audit(ctx, "describe_cluster", endpoint_type=endpoint_type, brokers=len(response.brokers),

@@ -6,7 +6,9 @@
 # (Kafka's max.request.partition.size.limit default), continuing from the request's cursor, with
 # next_cursor where the next page starts; a cursor topic not among the requested ones is
 # INVALID_REQUEST. Eligible leader replicas (KIP-966) are not used, so the ELR and last known ELR
-# lists are empty, as on a Kafka cluster with ELR off. No authorizer: every topic operation allowed.
+# lists are empty, as on a Kafka cluster with ELR off. Authorization: a topic without DESCRIBE is
+# left out of "all topics" and answered TOPIC_AUTHORIZATION_FAILED when named (whether it exists or
+# not); topic authorized operations from the authorizer.
 from __future__ import annotations
 
 import uuid
@@ -22,10 +24,10 @@ from kio.schema.describe_topic_partitions.v0.response import (
 )
 from kio.static.primitive import i32
 
-from broker.acl import TOPIC_OPERATIONS
 from broker.context import RequestContext
 from broker.handlers import registry
 from controller.model import ClusterImage, TopicRegistration
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_THROTTLE, TopicName
 
@@ -85,7 +87,7 @@ async def handle(
     names = (
         sorted({t.name for t in request.topics})
         if request.topics
-        else sorted(image.topics)
+        else sorted(n for n in image.topics if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, n))
     )
     cursor = request.cursor
     if cursor is not None:
@@ -100,10 +102,12 @@ async def handle(
     next_cursor: Cursor | None = None
     for name in names:
         topic = image.topics.get(name)
-        if topic is None:
+        described = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+        if topic is None or not described:
             topics.append(
                 DescribeTopicPartitionsResponseTopic(
-                    error_code=ErrorCode.unknown_topic_or_partition,
+                    error_code=ErrorCode.topic_authorization_failed if not described
+                    else ErrorCode.unknown_topic_or_partition,
                     name=TopicName(name),
                     topic_id=ZERO_UUID,
                     partitions=(),
@@ -127,7 +131,7 @@ async def handle(
                 topic_id=topic.topic_id,
                 is_internal=topic.internal,
                 partitions=partitions,
-                topic_authorized_operations=i32(TOPIC_OPERATIONS),
+                topic_authorized_operations=i32(ctx.authorized_operations(ResourceType.TOPIC, name)),
             )
         )
         if first + len(partitions) < len(topic.partitions):

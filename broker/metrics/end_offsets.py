@@ -21,6 +21,7 @@ from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsets
 from kio.static.primitive import i8, i32, i64
 
 from broker.replication.leader_client import LeaderClient, LeaderConnectionError
+from broker.security.client import ClientSecurity
 from controller.model import ClusterImage
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
@@ -34,8 +35,11 @@ CONSUMER = BrokerId(-1)
 
 class RemoteEndOffsets:
     def __init__(
-        self, broker_id: BrokerId, image: Callable[[], ClusterImage], listener: str, timeout_s: float = 5.0
+        self, broker_id: BrokerId, image: Callable[[], ClusterImage], listener: str, timeout_s: float = 5.0,
+        security: ClientSecurity | None = None,
     ) -> None:
+        """`security`: the inter-broker listener's TLS and SASL (broker/security/client.py)."""
+        self._security = security
         self._broker_id = broker_id
         self._image = image
         self._listener = listener
@@ -86,7 +90,8 @@ class RemoteEndOffsets:
             if client is not None:
                 client.close()
             client = self._clients[leader] = LeaderClient(
-                endpoint.host, endpoint.port, client_id=f"samsa-metrics-{self._broker_id}", timeout_s=self._timeout_s
+                endpoint.host, endpoint.port, client_id=f"samsa-metrics-{self._broker_id}", timeout_s=self._timeout_s,
+                security=self._security,
             )
         by_topic: dict[str, list[ListOffsetsPartition]] = {}
         for tp in tps:

@@ -283,6 +283,7 @@ class ReplicaFetcher:
                 endpoint.port,
                 client_id=f"samsa-replica-fetcher-{self.settings.broker_id}-{self.leader_id}-{self.shard}",
                 timeout_s=self.settings.socket_timeout_ms / 1000,
+                security=self.settings.security,
             )
             self._client = client
         return client

@@ -4,6 +4,10 @@ Frames are `size | header | body`: request header v1 (v2 for flexible versions),
 with kio through `protocol.messages`; the response header is v0 (v1, with an empty tagged-field
 section, for flexible versions). Any failure (connect, timeout, short read, bad frame) raises
 `LeaderConnectionError` and closes the connection; the next request reconnects.
+
+With `security` (the inter-broker listener's: broker/security/client.py) the connection is TLS
+and/or authenticates with SaslHandshake v1 and SaslAuthenticate v2 before any other request; a
+session with a lifetime (KIP-368) is replaced by a new connection once 90% of it has passed.
 """
 
 from __future__ import annotations
@@ -11,8 +15,11 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 from typing import Any
 
+from broker.security.client import ClientSecurity, SaslClient
+from broker.security.sasl import SaslFailure
 from protocol import frames, messages
 
 _I32 = struct.Struct(">i")
@@ -25,12 +32,16 @@ class LeaderConnectionError(Exception):
 
 class LeaderClient:
     def __init__(
-        self, host: str, port: int, *, client_id: str, timeout_s: float
+        self, host: str, port: int, *, client_id: str, timeout_s: float,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security
+        self._renew_at: float | None = None
+        """time.monotonic() after which the authenticated session is replaced"""
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._correlation_id = 0
@@ -41,10 +52,14 @@ class LeaderClient:
 
     async def connect(self) -> None:
         if self._writer is not None:
-            return
+            if self._renew_at is None or time.monotonic() < self._renew_at:
+                return
+            self.close()
+        tls = self.security.ssl_context if self.security is not None else None
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 20),
+                asyncio.open_connection(self.host, self.port, limit=1 << 20, ssl=tls,
+                                        server_hostname=self.host if tls is not None else None),
                 self.timeout_s,
             )
         except (OSError, TimeoutError) as e:
@@ -54,7 +69,55 @@ class LeaderClient:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.security is not None and self.security.mechanism is not None:
+            try:
+                await self._authenticate(reader, writer, self.security)
+            except BaseException:
+                writer.close()
+                raise
         self._reader, self._writer = reader, writer
+
+    async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                            security: ClientSecurity) -> None:
+        from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+        from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+        handshake = await self._exchange(reader, writer, SaslHandshakeRequest(mechanism=security.mechanism or ""))
+        if handshake.error_code != 0:
+            raise LeaderConnectionError(
+                f"{self.host}:{self.port} refused SASL mechanism {security.mechanism}: {handshake.error_code.name}")
+        sasl = SaslClient(security)
+        token: bytes | None = sasl.first()
+        while token is not None:
+            answer = await self._exchange(reader, writer, SaslAuthenticateRequest(auth_bytes=token))
+            if answer.error_code != 0:
+                raise LeaderConnectionError(f"authentication to {self.host}:{self.port} failed: "
+                                            f"{answer.error_code.name} {answer.error_message}")
+            try:
+                token = sasl.next(answer.auth_bytes)
+            except SaslFailure as e:
+                raise LeaderConnectionError(f"{self.host}:{self.port}: {e}") from None
+            lifetime_ms = answer.session_lifetime.total_seconds() * 1000
+            self._renew_at = time.monotonic() + 0.9 * lifetime_ms / 1000 if lifetime_ms > 0 else None
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, entity: Any) -> Any:
+        """One request and its response on a connection being set up."""
+        cls = type(entity)
+        key, version = int(cls.__api_key__), int(cls.__version__)
+        cid, frame = self._frame(entity, version)
+        try:
+            writer.write(frame)
+            await asyncio.wait_for(writer.drain(), self.timeout_s)
+            (size,) = _I32.unpack(await asyncio.wait_for(reader.readexactly(4), self.timeout_s))
+            if size < 4 or size > MAX_RESPONSE_BYTES:
+                raise LeaderConnectionError(f"response frame of size {size}")
+            payload = await asyncio.wait_for(reader.readexactly(size), self.timeout_s)
+            got, pos = frames.parse_response_header(payload, key, messages.is_flexible(key, version))
+            if got != cid:
+                raise LeaderConnectionError(f"correlation id {got}, expected {cid}")
+            return messages.decode_response(key, version, payload, pos)[0]
+        except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
+            raise LeaderConnectionError(f"authentication to {self.host}:{self.port} failed: {e!r}") from e
 
     def close(self) -> None:
         writer, self._reader, self._writer = self._writer, None, None

@@ -7,6 +7,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig
+from broker.security.client import ClientSecurity
 from protocol.types import BrokerId
 
 
@@ -23,6 +24,8 @@ class FetcherSettings:
     response_max_bytes: int = 10_485_760
     socket_timeout_ms: int = 30_000
     num_fetchers: int = 1
+    security: ClientSecurity | None = None
+    """TLS and SASL of the inter-broker listener (None: PLAINTEXT)"""
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> FetcherSettings:
@@ -36,6 +39,7 @@ class FetcherSettings:
             response_max_bytes=config.replica_fetch_response_max_bytes,
             socket_timeout_ms=config.replica_socket_timeout_ms,
             num_fetchers=max(1, config.num_replica_fetchers),
+            security=ClientSecurity.from_config(config),
         )
 
 

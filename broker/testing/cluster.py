@@ -76,9 +76,13 @@ def zookeeper_classpath() -> str:
 class ZooKeeperServer:
     """A standalone ZooKeeper server process on 127.0.0.1."""
 
-    def __init__(self, data_dir: Path, port: int = 0) -> None:
+    def __init__(self, data_dir: Path, port: int = 0, *, tls: tuple[Path, Path] | None = None) -> None:
+        """`tls`: (a PEM key and certificate chain, a PEM CA) to also listen with TLS on
+        `secure_port` (Netty's connection factory, as ZooKeeper requires for TLS)."""
         self.data_dir = data_dir
         self.port = port or free_port()
+        self.tls = tls
+        self.secure_port = free_port() if tls else 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir / "zookeeper.log"
 
@@ -89,11 +93,15 @@ class ZooKeeperServer:
             f"tickTime=500\nminSessionTimeout=1000\nmaxSessionTimeout=60000\n"
             f"dataDir={self.data_dir / 'data'}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
             "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\nmaxClientCnxns=0\n"
+            + (f"secureClientPort={self.secure_port}\nssl.keyStore.location={self.tls[0]}\n"
+               f"ssl.keyStore.type=PEM\nssl.trustStore.location={self.tls[1]}\nssl.trustStore.type=PEM\n"
+               "ssl.clientAuth=none\n" if self.tls else "")
         )
         java = shutil.which("java") or "/usr/bin/java"
+        netty = ["-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory"] if self.tls else []
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(
-                [java, "-Xmx256m", "-cp", zookeeper_classpath(),
+                [java, "-Xmx256m", *netty, "-cp", zookeeper_classpath(),
                  "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
@@ -404,8 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="samsa cluster", description="a local ZooKeeper + Samsa cluster")
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--dir", help="data directory (default: a temporary one)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config of every broker (repeatable): a secured inter-broker listener, ...")
     args = parser.parse_args(argv)
-    with SamsaCluster(args.dir, brokers=args.brokers, metrics=True) as cluster:
+    overrides = dict(o.split("=", 1) for o in args.override)
+    with SamsaCluster(args.dir, brokers=args.brokers, metrics=True, overrides=overrides) as cluster:
         print(f"zookeeper 127.0.0.1:{cluster.zookeeper.port}", flush=True)
         for i, slot in cluster.brokers.items():
             print(f"broker {i} PLAINTEXT://127.0.0.1:{slot.client_port} metrics http://127.0.0.1:{slot.metrics_port}/metrics "

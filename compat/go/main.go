@@ -113,7 +113,7 @@ func consumed(r *kgo.Record) obs {
 }
 
 func newClient(bootstrap string, opts ...kgo.Opt) *kgo.Client {
-	base := []kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.FetchMaxWait(500 * time.Millisecond)}
+	base := append([]kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.FetchMaxWait(500 * time.Millisecond)}, securityOpts()...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	must(err, "client")
 	return cl

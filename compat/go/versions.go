@@ -96,7 +96,7 @@ func scenarioServed(ctx context.Context, bootstrap string, args []string) {
 			cl := r.pinned(kgo.RequestRetries(0))
 			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			_, p.err = cl.SeedBrokers()[0].Request(pctx, kmsg.RequestForKey(p.key))
+			_, p.err = cl.SeedBrokers()[0].Request(pctx, probeRequest(p.key))
 		}()
 	}
 	wg.Wait()

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from compat.kafka import TARGET, classpath, java
@@ -28,6 +29,7 @@ TOOLS = {
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
@@ -86,12 +88,15 @@ def run_harness(cp_name: str, bootstrap: str, scenario: str, prefix: str, timeou
     return run_main(cp_name, "Harness", bootstrap, scenario, prefix, timeout=timeout)
 
 
-def run_main(cp_name: str, main_class: str, *args: str, timeout: float = 180, run_on: str | None = None) -> list[dict]:
+def run_main(cp_name: str, main_class: str, *args: str, timeout: float = 180, run_on: str | None = None,
+             extra_jars: Sequence[Path] = ()) -> list[dict]:
     """Runs one class of compat/jvm/harness against a kafka-clients classpath (compiled against
-    `cp_name`, run on `run_on`'s jars when given: a broker's classpath); returns the JSON lines it
-    prints, which must end with {"step": "end"}."""
+    `cp_name`, run on `run_on`'s jars when given: a broker's classpath; `extra_jars` added, such as
+    the jackson-databind an OAUTHBEARER client needs); returns the JSON lines it prints, which must
+    end with {"step": "end"}."""
     classes = compile_harness(cp_name)
-    cmd = [java(), *TOOL_JVM, "-cp", f"{classpath(run_on or cp_name)}{os.pathsep}{classes}", main_class, *args]
+    jars = os.pathsep.join([classpath(run_on or cp_name), *map(str, extra_jars), str(classes)])
+    cmd = [java(), *TOOL_JVM, "-cp", jars, main_class, *args]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines or lines[-1].get("step") != "end":

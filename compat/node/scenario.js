@@ -36,7 +36,24 @@ const logCreator = () => ({ namespace, level, label, log }) => {
   process.stderr.write(`${label} [${namespace}] ${log.message} ${JSON.stringify(log)}\n`)
 }
 
+// TLS and SASL from the environment (compat/test_security.py; see compat/go/security.go)
+const fs = require('fs')
+const env = process.env
+const security = {}
+if (env.COMPAT_TLS_CA) {
+  security.ssl = { ca: [fs.readFileSync(env.COMPAT_TLS_CA)] }
+  if (env.COMPAT_TLS_CERT) {
+    security.ssl.cert = fs.readFileSync(env.COMPAT_TLS_CERT)
+    security.ssl.key = fs.readFileSync(env.COMPAT_TLS_KEY)
+  }
+}
+if (env.COMPAT_SASL) {
+  const [mechanism, username, ...password] = env.COMPAT_SASL.split(':')
+  security.sasl = { mechanism: mechanism.toLowerCase(), username, password: password.join(':') }
+}
+
 const kafka = new Kafka({
+  ...security,
   clientId: 'samsa-compat-node',
   brokers: [bootstrap],
   logLevel: logLevel.WARN,

@@ -31,6 +31,10 @@ assigned a partition it resumed at or after the offset the group had committed f
 group's final committed offsets are the highest ones it committed.
 
     CHAOS_SEED=20261122 CHAOS_ROUNDS=8 .venv/bin/python -m pytest tests/cluster/test_chaos.py -s
+
+The `sasl_ssl` variant runs the same with the brokers' inter-broker listener over SASL_SSL (PLAIN,
+PEM stores made at test time), for CHAOS_SECURED_ROUNDS rounds (2): replication and its
+reconnections after every fault go through TLS and SASL.
 """
 
 from __future__ import annotations
@@ -67,13 +71,30 @@ OFFSETS_PARTITIONS = 3
 LAG_MS = 3000
 SEED = int(os.environ.get("CHAOS_SEED", "20261122"))
 ROUNDS = int(os.environ.get("CHAOS_ROUNDS", "8"))
+SECURED_ROUNDS = int(os.environ.get("CHAOS_SECURED_ROUNDS", "2"))
 KINDS = ("kill_leader", "kill_follower", "pause_follower", "partition", "zk_expire", "zk_stop", "restart")
 ZK_SESSION_MS = 6000
 JAVA_PREFIX = 7  # VerifiableProducer values are "<prefix>.<counter>"
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SamsaCluster]:
+def _sasl_ssl_inter_broker(directory: Path) -> dict[str, str]:
+    from broker.testing.certs import CertificateAuthority
+
+    ca = CertificateAuthority(directory)
+    server = ca.issue("broker")
+    return {
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:SASL_SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(server.pem),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca.pem),
+        "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.replication.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+            'password="broker-secret" user_broker="broker-secret";',
+    }
+
+
+@pytest.fixture(params=["plaintext", "sasl_ssl"])
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SamsaCluster]:
     overrides = {
         "min.insync.replicas": "2",
         "replica.lag.time.max.ms": str(LAG_MS),
@@ -84,6 +105,7 @@ def cluster(tmp_path: Path) -> Iterator[SamsaCluster]:
         "leader.imbalance.check.interval.seconds": "3",
         "samsa.preferred.leader.settle.ms": "4000",
         "zookeeper.session.timeout.ms": str(ZK_SESSION_MS),
+        **(_sasl_ssl_inter_broker(tmp_path / "tls") if request.param == "sasl_ssl" else {}),
     }
     with SamsaCluster(tmp_path, brokers=3, overrides=overrides) as c:
         yield c
@@ -353,7 +375,9 @@ def plan(rng: random.Random, rounds: int) -> list[str]:
     return kinds
 
 
-def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: Path) -> None:
+def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: Path,
+                                               request: pytest.FixtureRequest) -> None:
+    rounds = SECURED_ROUNDS if request.node.callspec.params["cluster"] == "sasl_ssl" else ROUNDS
     started = time.monotonic()
     rng = random.Random(SEED)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
@@ -390,7 +414,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
 
         faults: Counter[str] = Counter()
         coordinators = [coordinator(cluster)]
-        for rnd, kind in enumerate(plan(rng, ROUNDS), 1):
+        for rnd, kind in enumerate(plan(rng, rounds), 1):
             views = partition_views(cluster)[TOPIC]
             q = rng.randrange(PARTITIONS)
             leader = views[q].leader
@@ -452,7 +476,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
             # from the fault until the group consumes again after the bounce that follows it
             gaps = [ck.longest_gap(p, fault_at, time.monotonic()) for p in range(PARTITIONS)]
             round_gaps.append((kind, gaps))
-            print(f"\nCHAOS round {rnd}/{ROUNDS}: {kind} broker {target} (partition {q}, leader {leader}); "
+            print(f"\nCHAOS round {rnd}/{rounds}: {kind} broker {target} (partition {q}, leader {leader}); "
                   f"recovered (ISR, group consuming) in {took:.1f}s; longest ack gaps (confluent-kafka) "
                   + " ".join(f"p{p} {g:.2f}s" for p, g in enumerate(gaps))
                   + f"; acked ck={len(ck.records)} kp={len(kp.records)}; seen={len(group.seen)}; "
@@ -522,7 +546,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
     acked = len(ck.records) + len(kp.records) + len(jv.records)
     moved = sum(1 for a, b in itertools.pairwise(coordinators) if a != b)
     print(
-        f"\nCHAOS REPORT seed={SEED} rounds={ROUNDS} faults={dict(sorted(faults.items()))} "
+        f"\nCHAOS REPORT seed={SEED} rounds={rounds} faults={dict(sorted(faults.items()))} "
         f"acknowledged={acked} (confluent-kafka {len(ck.records)}, kafka-python {len(kp.records)}, java {len(jv.records)}) "
         f"log={len(at)} consumed={len(group.seen)} (redelivered {len(group.seen) - len(seen_offsets)}) "
         f"commits-failed={sum(group.commit_failures.values())} assignments={group.assignments} bounces={group.bounces} "

@@ -160,12 +160,13 @@ def test_defaults_are_valid_for_their_definition() -> None:
 
 
 def test_brokerconfig_fields_are_the_broker_configs() -> None:
-    """Every BrokerConfig field is a broker config declared where it stands (or one of the three
-    values from_properties adds, or the dynamic configs applied), and every broker config but the topic ones that are also broker
-    configs (declared in LogConfig) is a field; a field is None only when its config has no
-    default."""
+    """Every BrokerConfig field is a broker config declared where it stands (or one of the values
+    from_properties adds besides, or the dynamic configs applied), and every broker config but the
+    topic ones that are also broker configs (declared in LogConfig) is a field; a field is None only
+    when its config has no default."""
     config = cfg()
-    extra = {"max_connections_per_listener", "overrides", "values", "dynamic_default", "dynamic_broker"}
+    extra = {"max_connections_per_listener", "listener_security_overrides", "overrides", "values",
+             "dynamic_default", "dynamic_broker"}
     fields = {f.name for f in dataclasses.fields(BrokerConfig)}
     in_log_config = {d.attr for d in BROKER_CONFIGS.values() if Scope.TOPIC in d.scope}
     assert fields - extra == {d.attr for d in BROKER_CONFIGS.values()} - in_log_config
@@ -320,36 +321,58 @@ def test_listeners_with_protocol_map_and_advertised() -> None:
 
 
 @pytest.mark.parametrize(
-    ("props", "key", "listener", "protocol"),
+    ("props", "key", "says"),
     [
-        ({"listeners": "SSL://127.0.0.1:9093"}, "listeners", "SSL://127.0.0.1:9093", "SSL"),
-        ({"listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094"}, "listeners",
-         "SASL_PLAINTEXT://:9094", "SASL_PLAINTEXT"),
-        ({"listeners": "EXTERNAL://:9094",
-          "listener.security.protocol.map": "EXTERNAL:SASL_SSL"}, "listeners",
-         "EXTERNAL://:9094", "SASL_SSL"),
-        ({"listeners": "PLAINTEXT://:9092", "advertised.listeners": "SSL://broker1:9093"},
-         "advertised.listeners", "SSL://broker1:9093", "SSL"),
+        ({"listeners": "SSL://127.0.0.1:9093"}, "ssl.keystore.location", "no key store is configured"),
+        ({"listeners": "EXTERNAL://:9094", "listener.security.protocol.map": "EXTERNAL:SASL_SSL",
+          "ssl.keystore.location": "/k.p12", "ssl.keystore.type": "PKCS12"},
+         "sasl.enabled.mechanisms", "GSSAPI/Kerberos is not supported"),
+        ({"listeners": "SSL://:9093", "ssl.keystore.location": "/k.jks"}, "ssl.keystore.type",
+         "convert it to PKCS12"),
+        ({"listeners": "SASL_PLAINTEXT://:9094", "sasl.enabled.mechanisms": "SCRAM-SHA-1"},
+         "sasl.enabled.mechanisms", "Samsa serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER"),
+        ({"principal.builder.class": "com.example.Builder"}, "principal.builder.class", "not supported"),
+        ({"listeners": "A://:1,B://:2", "listener.security.protocol.map": "A:PLAINTEXT,B:SSL",
+          "inter.broker.listener.name": "A", "security.inter.broker.protocol": "SSL",
+          "ssl.keystore.location": "/k.pem", "ssl.keystore.type": "PEM"},
+         "security.inter.broker.protocol", "Only one of"),
     ],
 )
-def test_listeners_other_than_plaintext_are_refused(
-        props: dict[str, str], key: str, listener: str, protocol: str) -> None:
-    """SSL and SASL listeners are refused rather than served as plaintext."""
+def test_what_samsa_cannot_serve_is_refused(props: dict[str, str], key: str, says: str) -> None:
+    """A listener configured in a way Samsa cannot serve is refused with one message, never
+    served as something else."""
     with pytest.raises(ConfigError) as e:
         BrokerConfig.from_properties(props)
     assert e.value.key == key
-    message = str(e.value)
-    assert f"listener {listener} uses security protocol {protocol}" in message
-    assert "only PLAINTEXT" in message
+    assert says in str(e.value)
 
 
-def test_cli_refuses_an_ssl_listener(capsys: pytest.CaptureFixture[str]) -> None:
+def test_listener_prefixed_security_configs() -> None:
+    c, unknown = BrokerConfig.from_properties({
+        "listeners": "PLAINTEXT://:9092,SASL_SSL://:9093,SSL://:9094",
+        "ssl.keystore.location": "/k.pem", "ssl.keystore.type": "PEM",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.ssl.ssl.client.auth": "required",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "M required;",
+        "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms": "5000",
+        "listener.name.sasl_ssl.not.a.config": "x",
+        "security.inter.broker.protocol": "SASL_SSL",
+    })
+    assert unknown == ["listener.name.sasl_ssl.not.a.config"]
+    assert c.listener_value("SSL", "ssl.client.auth") == "required"
+    assert c.listener_value("SASL_SSL", "ssl.client.auth") == "none"
+    assert c.listener_value("SASL_SSL", "sasl.jaas.config", "SCRAM-SHA-512") == "M required;"
+    assert c.listener_value("SASL_SSL", "connections.max.reauth.ms", "SCRAM-SHA-512") == 5000
+    assert c.listener_value("SASL_SSL", "connections.max.reauth.ms", "PLAIN") == 0
+    assert c.inter_broker_listener_name == "SASL_SSL"
+
+
+def test_cli_refuses_a_tls_listener_without_a_key_store(capsys: pytest.CaptureFixture[str]) -> None:
     from broker.cli import main
 
     assert main(["serve", "--override", "listeners=SSL://127.0.0.1:0"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("samsa: listeners: listener SSL://127.0.0.1:0 uses security protocol "
-                          "SSL, but Samsa supports only PLAINTEXT listeners")
+    assert err.startswith("samsa: listener SSL://127.0.0.1:0 is SSL but no key store is configured")
 
 
 @pytest.mark.parametrize(

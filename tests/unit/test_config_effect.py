@@ -44,6 +44,7 @@ FOLDED = {
     "log.dir": "log_dirs",
     "offsets.retention.minutes": "offsets_retention_ms",
     "listener.security.protocol.map": "listeners",
+    "security.inter.broker.protocol": "inter_broker_listener_name",
 }
 """Broker configs config.py folds into a BrokerConfig attribute or property of another name."""
 

@@ -1,0 +1,1 @@
+"""Security: TLS, SASL, principals, the inter-broker client's side (see docs/architecture.md, Security)."""
