@@ -33,6 +33,7 @@ from controller.quotas import (
     QuotaEntity,
 )
 
+
 def find_quota(
     quotas: Mapping[QuotaEntity, Mapping[str, float]], key: str, user: str, client_id: str
 ) -> tuple[float, tuple[str, str]] | None:
