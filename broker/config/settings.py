@@ -96,8 +96,6 @@ NO_DOWNCONVERSION = ("Accepted for compatibility; Samsa stores magic v2 batches 
                       "produce formats are up-converted) and serves Fetch v4 and later, which "
                       "carry them as stored, so it never down-converts (Kafka: whether old fetch "
                       "versions get down-converted messages).")
-NO_TRANSACTIONS = ("Accepted for compatibility; Samsa has no transactions (a transactional "
-                    "InitProducerId is answered COORDINATOR_NOT_AVAILABLE) ")
 NO_TLS = ("Accepted for compatibility; Samsa has no TLS and serves only PLAINTEXT listeners "
            "(SSL and SASL listeners are refused at start-up), so nothing reads it ")
 

@@ -303,8 +303,9 @@ class UnifiedLog:
                     if done is not None:
                         completed.append(done)
                 continue
+            from_client = origin is AppendOrigin.CLIENT
             entry = self.producer_state.last_entry(header.producer_id)
-            if entry is not None and header.producer_id not in staged:
+            if from_client and entry is not None and header.producer_id not in staged:
                 duplicate = entry.find_duplicate(
                     header.producer_epoch, header.base_sequence, header.last_sequence
                 )
@@ -320,7 +321,9 @@ class UnifiedLog:
                         0,
                         duplicate=True,
                     )
-            info = self.producer_state.prepare(header.producer_id, staged, validate=True)
+            info = self.producer_state.prepare(
+                header.producer_id, staged, validate=True, check_sequence=from_client
+            )
             info.append_data_batch(
                 header.producer_epoch,
                 header.base_sequence,

@@ -171,10 +171,18 @@ class ProducerAppendInfo:
     """The staged effect of one append on one producer's state (Kafka's ProducerAppendInfo)."""
 
     def __init__(
-        self, current: ProducerStateEntry | None, producer_id: int, *, validate: bool
+        self,
+        current: ProducerStateEntry | None,
+        producer_id: int,
+        *,
+        validate: bool,
+        check_sequence: bool | None = None,
     ) -> None:
         self.producer_id = producer_id
         self.validate = validate
+        self.check_sequence = validate if check_sequence is None else check_sequence
+        """Sequences are checked for clients' appends only (a coordinator's transactional
+        offset commits all start at sequence 0, as Kafka writes them)."""
         self.current = current or ProducerStateEntry(producer_id)
         self.updated = self.current.copy()
         self.started_txns: list[TxnMetadata] = []
@@ -192,7 +200,7 @@ class ProducerAppendInfo:
     ) -> None:
         """Validate (leader appends) and stage one data batch."""
         self._check_epoch(epoch)
-        if self.validate:
+        if self.check_sequence:
             self._check_sequence(epoch, first_seq)
         if epoch != self.updated.producer_epoch:
             self.updated.batches.clear()
@@ -314,13 +322,18 @@ class ProducerStateManager:
         return self.producers.get(producer_id)
 
     def prepare(
-        self, producer_id: int, staged: dict[int, ProducerAppendInfo], *, validate: bool
+        self,
+        producer_id: int,
+        staged: dict[int, ProducerAppendInfo],
+        *,
+        validate: bool,
+        check_sequence: bool | None = None,
     ) -> ProducerAppendInfo:
         """The staging object for `producer_id` within one append (created on first use)."""
         info = staged.get(producer_id)
         if info is None:
             info = ProducerAppendInfo(
-                self.producers.get(producer_id), producer_id, validate=validate
+                self.producers.get(producer_id), producer_id, validate=validate, check_sequence=check_sequence
             )
             staged[producer_id] = info
         return info
