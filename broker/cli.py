@@ -19,6 +19,7 @@ import sys
 
 from broker import api_stats
 from broker.config import BrokerConfig, ConfigError, load_properties
+from broker.config.topic import DEPRECATED_BROKER_CONFIGS
 from broker.logs import configure_logging
 
 log = logging.getLogger("samsa.cli")
@@ -63,6 +64,9 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     config, unknown = BrokerConfig.from_properties(props)
     if unknown:
         log.warning("unknown config keys ignored keys=%s", ",".join(sorted(unknown)))
+    for name in sorted(props.keys() & DEPRECATED_BROKER_CONFIGS.keys()):
+        log.warning("deprecated broker config accepted with no effect config=%s value=%s reason=%r",
+                    name, props[name], DEPRECATED_BROKER_CONFIGS[name])
     return config
 
 
@@ -122,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "serve":
         try:
-            asyncio.run(serve(config))
+            if config.metrics_prometheus_port:  # the loop measures its idle time for the metrics
+                from broker.metrics.loop import IdleTrackingEventLoop
+
+                with asyncio.Runner(loop_factory=IdleTrackingEventLoop) as runner:
+                    runner.run(serve(config))
+            else:
+                asyncio.run(serve(config))
         except KeyboardInterrupt:
             pass
         except StartupFailed as e:

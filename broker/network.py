@@ -40,6 +40,7 @@ from broker import api_stats
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
 from broker.memory_pool import MemoryPool
+from broker.metrics.stats import REMOTE_TIME, RemoteTime, RequestMetrics, camel_case
 from protocol import frames, messages
 from protocol.errors import ErrorCode, KafkaError
 
@@ -55,6 +56,8 @@ SCRATCH_SIZE = 256 * 1024
 FIRST_CHUNK = 1 << 20
 """A large frame's buffer starts at this size (or the frame's) and doubles as bytes arrive."""
 _SIZE = struct.Struct(">i")
+_REQUEST_NAMES: dict[int, str] = {}
+"""Kafka's request name (ApiKeys.name) of each API key, as RequestMetrics labels requests."""
 
 
 def receive_buffer() -> memoryview:
@@ -83,8 +86,9 @@ class ReadState(enum.Enum):
     CLOSED = "closed"
 
 
-Frame = tuple[bytes | memoryview, int]
-"""A request frame's payload and the bytes it reserved in the memory pool."""
+Frame = tuple[bytes | memoryview, int, float]
+"""A request frame's payload, the bytes it reserved in the memory pool, and when it was received
+whole (time.monotonic())."""
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -110,8 +114,12 @@ class Connection(asyncio.BufferedProtocol):
         pool: MemoryPool,
         scratch: memoryview,
         max_request_bytes: int,
+        metrics: RequestMetrics | None = None,
     ) -> None:
         self.services = services
+        self._metrics = metrics
+        self._remote = RemoteTime()
+        self._received_at = 0.0
         self.listener = listener
         self._pool = pool
         self._scratch = scratch
@@ -193,7 +201,7 @@ class Connection(asyncio.BufferedProtocol):
                 self._pool.release(reserved)
         self._reserved, self._in_flight_reserved = None, 0
         if self._inbox is not None:
-            self._inbox = (self._inbox[0], 0)
+            self._inbox = (self._inbox[0], 0, self._inbox[2])
         self._fail(EndOfStream(truncated))
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_exception(ConnectionResetError("connection lost"))
@@ -264,7 +272,7 @@ class Connection(asyncio.BufferedProtocol):
         self._update_reading()
 
     def _deliver(self, payload: bytes | memoryview) -> None:
-        frame = (payload, self._reserved or 0)
+        frame = (payload, self._reserved or 0, time.monotonic())
         self._reserved = None
         self.frame_started = None
         waiter = self._waiter
@@ -297,7 +305,7 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self._waiter = asyncio.get_running_loop().create_future()
             frame = await self._waiter
-        payload, self._in_flight_reserved = frame
+        payload, self._in_flight_reserved, self._received_at = frame
         self.idle_since = None
         return payload
 
@@ -328,6 +336,7 @@ class Connection(asyncio.BufferedProtocol):
     # -- serving -------------------------------------------------------------------------------
 
     async def serve(self) -> None:
+        REMOTE_TIME.set(self._remote)  # this connection's task: purgatories add their waits
         try:
             while True:
                 payload = await self._next_frame()
@@ -431,6 +440,7 @@ class Connection(asyncio.BufferedProtocol):
             request=request,
         )
         started = time.monotonic()
+        self._remote.seconds = 0.0
         try:
             response = await handler.handle(ctx, handler.handler_request(api_version, request))
         except CloseConnection as e:
@@ -466,6 +476,9 @@ class Connection(asyncio.BufferedProtocol):
                 )
                 raise self._close("handler_error", correlation_id, api=handler.name) from None
         if response is None:  # acks=0 produce: no response
+            if self._metrics is not None:
+                self._record(handler.name, api_key, api_version, request, None, started, started,
+                             len(payload) - header.header_size)
             return
         out = messages.FrameBuffer()
         # ApiVersions responses always use header v0 (KIP-511).
@@ -486,7 +499,11 @@ class Connection(asyncio.BufferedProtocol):
             )
             raise self._close("response_encoding_error", correlation_id, api=handler.name) from None
         chunks = out.finish()
+        sending = time.monotonic()
         await self._write([frames.size_prefix(out.size), *chunks])
+        if self._metrics is not None:
+            self._record(handler.name, api_key, api_version, request, response, started, sending,
+                         len(payload) - header.header_size)
         elapsed_ms = (time.monotonic() - started) * 1000
         if elapsed_ms > 1000 and api_key not in (1,):  # fetches long-poll by design
             log.info(
@@ -497,6 +514,26 @@ class Connection(asyncio.BufferedProtocol):
                 correlation_id,
                 elapsed_ms,
             )
+
+    def _record(
+        self, handler_name: str, api_key: int, api_version: int, request: Any, response: Any,
+        started: float, sending: float, request_bytes: int,
+    ) -> None:
+        """Kafka's RequestChannel.updateRequestMetrics for this request."""
+        assert self._metrics is not None
+        name = _REQUEST_NAMES.get(api_key)
+        if name is None:
+            name = _REQUEST_NAMES[api_key] = camel_case(handler_name)
+        if api_key == 1:  # Fetch: also as FetchFollower or FetchConsumer
+            names: tuple[str, ...] = (
+                "FetchFollower" if getattr(request, "replica_id", -1) >= 0 else "FetchConsumer", name)
+        else:
+            names = (name,)
+        self._metrics.record(
+            names, api_version, response, received=self._received_at, started=started,
+            sending=sending, done=time.monotonic(), remote_s=self._remote.seconds,
+            request_bytes=request_bytes,
+        )
 
     async def _drain(self) -> None:
         if self._state is ReadState.CLOSED:

@@ -4,6 +4,10 @@ Start-up order: bind the listeners (so port 0 resolves to a real port before the
 its endpoints), recover and load the logs, start the controller (embedded, or ZooKeeper in a
 cluster), follow its metadata image with the replica manager, then serve. Shutdown reverses it and
 leaves a clean-shutdown marker so the next start skips log recovery.
+
+Metrics: `self.metrics` (broker/metrics) is counted into by the replica manager and, with
+metrics.prometheus.port set, by the connections (per-request histograms); the Prometheus endpoint
+starts last and stops first.
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ import logging
 import socket
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.acceptor import Acceptor, ConnectionQuotas, bind, resolve_ip_overrides
 from broker.config import BrokerConfig, Listener, LogConfig, topic_log_config
+from broker.config.dynamic import DynamicBrokerConfig
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.log.cleaner import CleanerConfig
 from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
+from broker.metrics.stats import BrokerMetrics
 from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
 from broker.replication.replica_manager import ReplicaManager
@@ -35,6 +42,10 @@ from controller.model import BrokerRegistration, Endpoint, TopicRegistration
 from controller.zk_settings import ZkSettings
 from protocol.types import BrokerId
 
+if TYPE_CHECKING:
+    from broker.metrics.end_offsets import RemoteEndOffsets
+    from broker.metrics.endpoint import PrometheusEndpoint
+
 log = logging.getLogger("samsa.broker")
 
 
@@ -49,6 +60,9 @@ class Broker:
         self.memory_pool = MemoryPool(
             max(queued, config.socket_request_max_bytes) if queued > 0 else -1)
         self._receive_buffer = receive_buffer()
+        self.metrics = BrokerMetrics()
+        self._metrics_endpoint: PrometheusEndpoint | None = None
+        self._remote_end_offsets: RemoteEndOffsets | None = None
         self._connections: dict[asyncio.Task[None], Connection | None] = {}
         """Every connection task; None until its transport is set up."""
         self._sweep: asyncio.Task[None] | None = None
@@ -59,6 +73,8 @@ class Broker:
         self.txn_coordinator: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
+        self.dynamic_config = DynamicBrokerConfig(config)
+        """This broker's config with the dynamic broker configs applied (the image's)."""
         self._stopped = asyncio.Event()
         self.serving = False
         """start() completed; stop() also cleans up after a start that failed part way."""
@@ -88,6 +104,7 @@ class Broker:
             high_watermark_checkpoint_interval_ms=(
                 self.config.replica_high_watermark_checkpoint_interval_ms),
             cleaner_config=CleanerConfig.from_broker_config(self.config),
+            io_threads=self.config.num_io_threads,
         )
         await asyncio.to_thread(self.log_manager.load_logs)
         hw_checkpoints = self.log_manager.read_high_watermarks()
@@ -100,6 +117,7 @@ class Broker:
             # a cluster's failure detector: a suspected follower leaves the ISR at once
             isr_settings=IsrSettings.from_config(self.config, self.controller.suspected_peers),
             fetcher_settings=FetcherSettings.from_config(self.config),
+            metrics=self.metrics,
         )  # fmt: skip
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
         self.controller.add_suspicion_listener(self.replica_manager.isr_manager.wake)
@@ -109,7 +127,7 @@ class Broker:
         )
         self.services = BrokerServices(
             broker_id=self.broker_id,
-            config=self.config,
+            dynamic_config=self.dynamic_config,
             controller=self.controller,
             replica_manager=self.replica_manager,
             group_coordinator=self.group_coordinator,
@@ -121,12 +139,17 @@ class Broker:
         self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership_change)
         self.group_coordinator.start()
         self.txn_coordinator.start()
+        self.dynamic_config.add_listener(self._on_config_change)
+        # dynamic broker configs first, so partitions are created with the topic defaults they set
+        self.controller.subscribe(lambda old, new: self.dynamic_config.update(new.broker_configs))
         self.controller.subscribe(self.replica_manager.on_image)
         await self.controller.start()
         self.replica_manager.start()
         self.log_manager.start()
         for acceptor in self.acceptors:
             acceptor.start()
+        if self.config.metrics_prometheus_port:
+            self._start_metrics_endpoint()
         self.serving = True
         self._sweep = asyncio.create_task(self._sweep_connections(), name="connection-sweep")
         log.info(
@@ -136,15 +159,51 @@ class Broker:
             (time.monotonic() - started) * 1000,
         )
 
+    def _start_metrics_endpoint(self) -> None:
+        from broker.metrics.collector import BrokerCollector
+        from broker.metrics.end_offsets import RemoteEndOffsets
+        from broker.metrics.endpoint import PrometheusEndpoint
+        from broker.metrics.loop import loop_idle_fraction
+
+        assert self.log_manager is not None
+        controller = self.controller
+        self._remote_end_offsets = RemoteEndOffsets(
+            self.broker_id, lambda: controller.image, self.config.inter_broker_listener_name)
+        collector = BrokerCollector(
+            self.metrics,
+            broker_id=self.broker_id,
+            replica_manager=self.replica_manager,
+            log_manager=self.log_manager,
+            controller=self.controller,
+            group_coordinator=self.group_coordinator,
+            quotas=lambda: self.quotas,
+            loop_idle=loop_idle_fraction,
+            now=time.monotonic,
+            remote_end_offsets=self._remote_end_offsets,
+        )
+        self._metrics_endpoint = PrometheusEndpoint(
+            self.config.metrics_prometheus_host, self.config.metrics_prometheus_port, collector.families
+        )
+        self._metrics_endpoint.start()
+
     def _new_controller(self, data_dir: Path) -> Controller:
         """The ZooKeeper controller when zookeeper.connect is set, else the embedded one."""
         if self.config.zookeeper_connect:
             from controller.zookeeper import ZooKeeperController
 
             return ZooKeeperController(zk_settings(self.config), self.registration())
-        return EmbeddedController(data_dir, self.registration(), self.config.cluster_id)
+        return EmbeddedController(
+            data_dir, self.registration(), self.config.cluster_id,
+            static_min_insync_replicas=self.default_log_config.min_insync_replicas,
+        )
 
     async def stop(self) -> None:
+        if self._metrics_endpoint is not None:  # its server thread notices within half a second
+            await asyncio.to_thread(self._metrics_endpoint.stop)
+            self._metrics_endpoint = None
+        if self._remote_end_offsets is not None:
+            await self._remote_end_offsets.close()
+            self._remote_end_offsets = None
         if self.config.controlled_shutdown_enable and self.serving:
             try:
                 await self.controller.controlled_shutdown()  # move leadership away while still serving
@@ -186,10 +245,12 @@ class Broker:
 
     async def _serve(self, listener: str, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        # request metrics (the per-request histograms) only when something will read them
+        requests = self.metrics.requests if self.config.metrics_prometheus_port else None
         try:
             _, connection = await loop.connect_accepted_socket(
                 lambda: Connection(self.services, listener, self.memory_pool, self._receive_buffer,
-                                   self.config.socket_request_max_bytes), sock)
+                                   self.config.socket_request_max_bytes, requests), sock)
         except OSError as e:
             sock.close()
             log.warning("connection setup failed listener=%s error=%s", listener, e)
@@ -292,6 +353,16 @@ class Broker:
     def log_config_for(self, topic: TopicRegistration) -> LogConfig:
         return topic_log_config(self.default_log_config, topic.configs)
 
+    def _on_config_change(self, old: BrokerConfig, new: BrokerConfig) -> None:
+        """Dynamic broker configs changed: the topic defaults they set (log.retention.ms,
+        message.max.bytes, ...) apply to every log at once, as Kafka's DynamicLogConfig does."""
+        default = new.log_config()
+        if default != self.default_log_config:
+            self.default_log_config = default
+            assert self.log_manager is not None
+            self.log_manager.default_config = default
+            self.replica_manager.update_log_configs()
+
 
 def zk_settings(config: BrokerConfig) -> ZkSettings:
     """The ZooKeeper controller's settings from this broker's config (zookeeper.connect set)."""
@@ -323,4 +394,5 @@ def zk_settings(config: BrokerConfig) -> ZkSettings:
         leader_imbalance_percentage=config.leader_imbalance_per_broker_percentage,
         preferred_leader_settle_s=config.samsa_preferred_leader_settle_ms / 1000,
         cluster_id=config.cluster_id,
+        static_min_insync_replicas=log_config.min_insync_replicas,
     )

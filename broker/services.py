@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.config import BrokerConfig
+from broker.config.dynamic import DynamicBrokerConfig
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.producer_ids import ProducerIdManager
 from broker.replication.replica_manager import ReplicaManager
@@ -23,8 +24,8 @@ from protocol.types import BrokerId
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
     broker_id: BrokerId
-    config: BrokerConfig
-    """The broker's configuration (read only)."""
+    dynamic_config: DynamicBrokerConfig
+    """The broker's configuration with the dynamic broker configs applied."""
     controller: Controller
     """The cluster metadata image and the admin writes (topics, partitions, configs)."""
     replica_manager: ReplicaManager
@@ -35,3 +36,8 @@ class BrokerServices:
     producer_ids: ProducerIdManager
     topic_creator: AutoTopicCreator
     """Topics created on first use (Metadata with auto-creation)."""
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The broker's configuration as it is now (read only; dynamic configs change it)."""
+        return self.dynamic_config.current

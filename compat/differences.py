@@ -8,7 +8,6 @@ the scenario be compared meanwhile). docs/compat.md lists them all, generated fr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,78 +25,7 @@ class Difference:
     normalise: Callable[[Obs], Obs]
 
 
-def _sub_entries(pattern: str, repl: str) -> Callable[[Obs], Obs]:
-    rx = re.compile(pattern)
-
-    def apply(o: Obs) -> Obs:
-        o = dict(o)
-        o["entries"] = [rx.sub(repl, e) for e in o["entries"]]
-        return o
-
-    return apply
-
-
-def _sub_out(pattern: str, repl: str) -> Callable[[Obs], Obs]:
-    rx = re.compile(pattern)
-
-    def apply(o: Obs) -> Obs:
-        o = dict(o)
-        o["out"] = [rx.sub(repl, e) for e in o["out"]]
-        return o
-
-    return apply
-
-
-def _key_step(key: str, *steps: str) -> Callable[[str, Obs], bool]:
-    return lambda k, o: k == key and "out" in o and (not steps or o.get("step") in steps)
-
-
-def _step(*steps: str) -> Callable[[str, Obs], bool]:
-    return lambda key, o: o.get("step") in steps
-
-
-DIFFERENCES: list[Difference] = [
-    Difference(
-        name="min.insync.replicas source",
-        kind="explained",
-        where="java admin: describeConfigs (topic)",
-        text=(
-            "Kafka 4.x's KRaft controller writes the cluster-wide `min.insync.replicas` as a dynamic "
-            "cluster default when it formats a new cluster (KIP-966, eligible leader replicas), so "
-            "topics report its source as DYNAMIC_DEFAULT_BROKER_CONFIG; Samsa has no dynamic "
-            "cluster defaults and reports DEFAULT_CONFIG. The value (1) is the same."
-        ),
-        applies=_step("describeConfigs", "describeConfigs-altered", "describeConfigs-legacy-altered"),
-        normalise=_sub_entries(
-            r"^min\.insync\.replicas=(\S+) \S+ default=\S+", r"min.insync.replicas=\1 <source>"
-        ),
-    ),
-    Difference(
-        name="min.insync.replicas in kafka-topics --describe",
-        kind="explained",
-        where="kafka-topics --describe",
-        text=(
-            "The same cluster-wide dynamic `min.insync.replicas` default on Kafka (see above) is listed "
-            "among a topic's non-default configs by kafka-topics --describe; it is dropped from Kafka's "
-            "list before comparing."
-        ),
-        applies=_key_step("cli-kafka-topics"),
-        normalise=_sub_out(r"Configs: min\.insync\.replicas=1,?", "Configs: "),
-    ),
-    Difference(
-        name="broker configs are read-only in Samsa",
-        kind="explained",
-        where="java admin: describeConfigs (broker)",
-        text=(
-            "Samsa does not implement dynamic broker configs (AlterConfigs on a BROKER resource, "
-            "other than BROKER_LOGGER levels), so it marks every broker config read-only; Kafka "
-            "marks its dynamically updatable ones (message.max.bytes, log.cleanup.policy) "
-            "read-only=false. Values and sources agree."
-        ),
-        applies=_step("describeConfigs-broker"),
-        normalise=_sub_entries(r" ro=(true|false)$", ""),
-    ),
-]
+DIFFERENCES: list[Difference] = []
 
 
 def _sweep_step(api_key: int, step: str, below: int | None = None, **fields: Any) -> Callable[[str, Obs], bool]:
@@ -115,20 +43,6 @@ def _keep(*fields: str, **replace: Any) -> Callable[[Obs], Obs]:
 
 
 DIFFERENCES += [
-    Difference(
-        name="Metadata v0-3 auto-creation answer",
-        kind="explained",
-        where="franz-go version sweep: Metadata v0-3 naming an unknown topic",
-        text=(
-            "Metadata v0-3 requests always allow auto-creation (auto.create.topics.enable is on in both). "
-            "Kafka 4.x passes the unknown topic to its controller and answers that request "
-            "UNKNOWN_TOPIC_OR_PARTITION, the topic appearing a moment later; Samsa creates the topic before "
-            "answering and returns it with its partitions, saving the client a retry. The answer to that one "
-            "request is not compared; that the topic then exists, listed by the next requests, is."
-        ),
-        applies=_sweep_step(3, "described", below=4, topic="missing"),
-        normalise=_keep("step", "topic", "v", "present", answer="<topic being auto-created>"),
-    ),
     Difference(
         name="topic id of a validate-only CreateTopics",
         kind="explained",
@@ -223,5 +137,23 @@ DIFFERENCES += [
         ),
         applies=_malformed("gzip record length past the stream"),
         normalise=_keep("step", "case", answer="<differs>"),
+    ),
+]
+
+
+DIFFERENCES += [
+    Difference(
+        name="no incremental fetch sessions",
+        kind="explained",
+        where="raw Fetch: a full fetch with epoch 0 (INITIAL_EPOCH)",
+        text=(
+            "Kafka creates an incremental fetch session (KIP-227) for a full fetch with epoch 0 and answers "
+            "its id; Samsa keeps no fetch sessions and answers session id 0, which is Kafka's own answer when "
+            "its session cache is full, and on which every client goes on with full fetches. The rest of the "
+            "answer (error, partitions, records) is compared, and so are the sessionless (epoch -1) and "
+            "incremental cases."
+        ),
+        applies=lambda k, o: k == "raw-fetch-sessions" and o.get("epoch") == 0,
+        normalise=lambda o: {**o, "sessionCreated": "<differs>"},
     ),
 ]

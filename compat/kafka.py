@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -155,8 +155,11 @@ class KafkaJarProcess:
         *,
         data_dir: str | Path | None = None,
         startup_timeout: float = 90.0,
+        jvm_args: Sequence[str] = (),
     ) -> None:
+        """`jvm_args` go to the broker's JVM only (a java agent: compat/test_metrics_names.py)."""
         self._tmp: str | None = None
+        self.jvm_args = tuple(jvm_args)
         if data_dir is None:
             self._tmp = tempfile.mkdtemp(prefix="kafka-compat-")
             data_dir = self._tmp
@@ -190,10 +193,11 @@ class KafkaJarProcess:
             **self.overrides,
         }
 
-    def _jvm(self, main: str, *args: str, heap: str = JVM_HEAP) -> list[str]:
+    def _jvm(self, main: str, *args: str, heap: str = JVM_HEAP, extra: Sequence[str] = ()) -> list[str]:
         return [
             java(),
             heap,
+            *extra,
             "-XX:+UseG1GC",
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}",
@@ -225,7 +229,7 @@ class KafkaJarProcess:
         out = open(self.root / "stdout.log", "ab")
         try:
             self.proc = subprocess.Popen(
-                self._jvm("kafka.Kafka", str(props)),
+                self._jvm("kafka.Kafka", str(props), extra=self.jvm_args),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

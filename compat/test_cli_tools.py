@@ -54,7 +54,7 @@ def test_kafka_topics(kafka_target, differential):
 
     obs = differential("cli-kafka-topics", run)
     describe = next(o for o in obs if o["step"] == "describe-altered")["out"]
-    assert describe[0].startswith("Topic: cli-topics TopicId: <id> PartitionCount: 3 ReplicationFactor: 1 Configs: retention.ms=3600000")
+    assert describe[0].startswith("Topic: cli-topics TopicId: <id> PartitionCount: 3 ReplicationFactor: 1 Configs: min.insync.replicas=1,retention.ms=3600000")
     assert describe[1:] == [f"Topic: cli-topics Partition: {p} Leader: 1 Replicas: 1 Isr: 1 Elr: LastKnownElr:" for p in range(3)]
     assert next(o for o in obs if o["step"] == "create-again")["rc"] != 0
 

@@ -1,6 +1,6 @@
 """Produce v0-2, which kio cannot give (Kafka 4.x's specs dropped them), are served from Samsa's own
 schemas (protocol/schemas/produce_v0_2.py). Held here against kafka-clients 3.9, the last release
-whose generated ProduceRequestData and ProduceResponseData write them (compat/jvm/harness/
+whose generated ProduceRequestData and ProduceResponseData write them (compat/jvm/harness/clients-3.9/
 WireSchemas.java): each version's request decodes to what Kafka's classes wrote and encodes back to
 the same bytes, and the response the Produce handler builds, converted down to each version as
 the network layer does, is byte for byte the one Kafka's classes write."""

@@ -20,6 +20,8 @@ from types import MappingProxyType
 
 from controller.interface import ImageListener
 from controller.model import (
+    DEFAULT_BROKER_ENTITY,
+    MIN_INSYNC_REPLICAS,
     BrokerRegistration,
     ClusterImage,
     NewTopic,
@@ -94,36 +96,49 @@ class EmbeddedController:
     """Single-node controller. This broker is the controller, the only broker and every leader."""
 
     def __init__(
-        self, data_dir: Path, registration: BrokerRegistration, cluster_id: str | None = None
+        self,
+        data_dir: Path,
+        registration: BrokerRegistration,
+        cluster_id: str | None = None,
+        static_min_insync_replicas: int = 1,
     ) -> None:
+        """`static_min_insync_replicas` is this broker's min.insync.replicas from its properties:
+        the cluster default written when there is none (see `start`)."""
         self._data_dir = data_dir
         self._registration = registration
         self._listeners: list[ImageListener] = []
+        self._static_min_insync_replicas = static_min_insync_replicas
         cluster_id = load_or_create_cluster_id(data_dir, registration.broker_id, cluster_id)
-        topics, self._next_producer_id = self._load()
+        topics, broker_configs, self._next_producer_id = self._load()
         self._image = ClusterImage(
             cluster_id=cluster_id,
             controller_id=registration.broker_id,
             controller_epoch=ControllerEpoch(1),
             brokers=MappingProxyType({registration.broker_id: registration}),
             topics=MappingProxyType(topics),
+            broker_configs=MappingProxyType(broker_configs),
         )
 
     # -- persistence --------------------------------------------------------------------------
 
-    def _load(self) -> tuple[dict[str, TopicRegistration], int]:
+    def _load(self) -> tuple[dict[str, TopicRegistration], dict[str, Mapping[str, str]], int]:
         path = self._data_dir / METADATA_FILE
         if not path.exists():
-            return {}, 0
+            return {}, {}, 0
         doc = json.loads(path.read_text())
         topics = {name: TopicRegistration.from_json(name, t) for name, t in doc["topics"].items()}
-        return topics, int(doc.get("next_producer_id", 0))
+        broker_configs: dict[str, Mapping[str, str]] = {
+            str(entity): MappingProxyType({str(k): str(v) for k, v in configs.items()})
+            for entity, configs in doc.get("broker_configs", {}).items()
+        }
+        return topics, broker_configs, int(doc.get("next_producer_id", 0))
 
     def _persist(self, image: ClusterImage, next_producer_id: int) -> None:
         """Write the metadata file; KafkaError(KAFKA_STORAGE_ERROR) if it cannot be written (a
         full disk), with the file and the image as they were."""
         doc = {
             "topics": {name: t.to_json() for name, t in image.topics.items()},
+            "broker_configs": {entity: dict(c) for entity, c in image.broker_configs.items()},
             "next_producer_id": next_producer_id,
         }
         try:
@@ -134,10 +149,20 @@ class EmbeddedController:
                 ErrorCode.kafka_storage_error, f"cluster metadata could not be written: {exc.strerror or exc}"
             ) from None
 
-    def _publish(self, topics: Mapping[str, TopicRegistration]) -> None:
+    def _publish(
+        self,
+        topics: Mapping[str, TopicRegistration] | None = None,
+        broker_configs: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         """Persist, then make the new image current and tell the listeners (persisted first, so
         a failed write changes nothing)."""
-        new = replace(self._image, topics=MappingProxyType(dict(topics)))
+        new = self._image
+        if topics is not None:
+            new = replace(new, topics=MappingProxyType(dict(topics)))
+        if broker_configs is not None:
+            new = replace(new, broker_configs=MappingProxyType(
+                {e: MappingProxyType(dict(c)) for e, c in broker_configs.items() if c}
+            ))
         self._persist(new, self._next_producer_id)
         old, self._image = self._image, new
         for listener in self._listeners:
@@ -154,6 +179,20 @@ class EmbeddedController:
         listener(None, self._image)
 
     async def start(self) -> None:
+        """Starts the controller. As Kafka's KRaft controller does on a cluster with eligible
+        leader replicas (ConfigurationControlManager.maybeGenerateElrSafetyRecords), a cluster
+        without a cluster-wide min.insync.replicas gets this broker's static value as its dynamic
+        default (DYNAMIC_DEFAULT_BROKER_CONFIG)."""
+        default = self._image.broker_configs.get(DEFAULT_BROKER_ENTITY, {})
+        if MIN_INSYNC_REPLICAS not in default:
+            try:
+                self._publish(broker_configs={
+                    **self._image.broker_configs,
+                    DEFAULT_BROKER_ENTITY: {**default, MIN_INSYNC_REPLICAS: str(self._static_min_insync_replicas)},
+                })
+                log.info("cluster-level min.insync.replicas generated value=%d", self._static_min_insync_replicas)
+            except KafkaError:  # logged by _persist; tried again at the next start
+                pass
         log.info(
             "controller started mode=embedded cluster_id=%s broker_id=%d topics=%d",
             self._image.cluster_id,
@@ -277,6 +316,14 @@ class EmbeddedController:
             {**self._image.topics, name: replace(topic, configs=MappingProxyType(dict(configs)))}
         )
         log.info("topic configs altered topic=%s configs=%s", name, dict(configs))
+
+    async def alter_broker_configs(
+        self, entity: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        if validate_only:
+            return
+        self._publish(broker_configs={**self._image.broker_configs, entity: dict(configs)})
+        log.info("broker configs altered entity=%r configs=%s", entity, dict(configs))
 
     async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
         first = self._next_producer_id

@@ -61,6 +61,12 @@ class Controller(Protocol):
     ) -> None:
         """Replace the topic's config overrides. Raises KafkaError on failure."""
 
+    async def alter_broker_configs(
+        self, entity: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        """Replace the dynamic broker configs of `entity` ("" for the cluster default, else a
+        broker id). Raises KafkaError on failure."""
+
     async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
         """Reserve `count` producer ids for a broker; returns the first. Never hands out an id twice,
         across restarts too (Kafka's ProducerIdManager block allocation)."""

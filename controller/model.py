@@ -16,6 +16,9 @@ from typing import Any
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch, LeaderEpoch
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+DEFAULT_BROKER_ENTITY = ""
+"""The entity of the cluster-wide dynamic broker config defaults (Kafka's `<default>`)."""
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +126,10 @@ class ClusterImage:
     """Registered brokers a majority of the other registered brokers suspect (heartbeats): dead or
     paused or cut off as far as the cluster can tell, like a broker KRaft fenced. Metadata leaves
     them out (clients then give up requests waiting on them) and names no leader they lead."""
+    broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_frozen_map)
+    """Dynamic broker configs by entity: "" is the cluster-wide default
+    (DYNAMIC_DEFAULT_BROKER_CONFIG), a broker id's string that broker's own
+    (DYNAMIC_BROKER_CONFIG)."""
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicRegistration | None:
         for topic in self.topics.values():

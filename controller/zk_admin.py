@@ -21,9 +21,16 @@ from kazoo.exceptions import (
 
 from controller import zk_layout as L
 from controller.election import isr_ineligible
-from controller.model import ClusterImage, NewTopic, PartitionRegistration
+from controller.model import (
+    DEFAULT_BROKER_ENTITY,
+    MIN_INSYNC_REPLICAS,
+    ClusterImage,
+    NewTopic,
+    PartitionRegistration,
+)
 from controller.planning import initial_state, plan_new_partitions, plan_topic
 from controller.zk_async import AsyncZk, TransactionFailed
+from controller.zk_settings import ZkSettings
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import BrokerId
 
@@ -39,6 +46,7 @@ class ZkAdmin:
         _controller_epoch_seen: int
         _shutting_down: set[BrokerId]
         _suspicions: dict[BrokerId, set[BrokerId]]
+        settings: ZkSettings
 
         async def _wait_image(self, pred: Callable[[ClusterImage], bool], timeout_s: float) -> bool: ...
 
@@ -173,6 +181,44 @@ class ZkAdmin:
         log.info("topic configs altered topic=%s configs=%s", name, dict(configs))
         want = dict(configs)
         await self._wait_image(lambda im: name not in im.topics or dict(im.topics[name].configs) == want, 10)
+
+    async def alter_broker_configs(
+        self, entity: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        if validate_only:
+            return
+        path, data = L.broker_config_path(entity), L.encode_config(configs)
+        try:
+            await self._zk.set(path, data)
+        except NoNodeError:
+            await self._zk.create(path, data)
+        log.info("broker configs altered entity=%r configs=%s", entity, dict(configs))
+        want = dict(configs)
+        await self._wait_image(lambda im: dict(im.broker_configs.get(entity, {})) == want, 10)
+
+    async def generate_min_insync_replicas_default(self) -> None:
+        """A new controller gives a cluster without a cluster-wide min.insync.replicas its own
+        static value as the dynamic default, as Kafka's KRaft controller does for eligible leader
+        replicas (ConfigurationControlManager.maybeGenerateElrSafetyRecords); version-checked, so
+        two controllers cannot both write it."""
+        path = L.broker_config_path(DEFAULT_BROKER_ENTITY)
+        value = str(self.settings.static_min_insync_replicas)
+        try:
+            try:
+                data, stat = await self._zk.get(path)
+            except NoNodeError:
+                await self._zk.create(path, L.encode_config({MIN_INSYNC_REPLICAS: value}))
+            else:
+                configs = L.decode_config(data)
+                if MIN_INSYNC_REPLICAS in configs:
+                    return
+                await self._zk.set(path, L.encode_config({**configs, MIN_INSYNC_REPLICAS: value}), stat.version)
+        except (NodeExistsError, BadVersionError):
+            return  # written meanwhile by another broker
+        except KazooException as e:
+            log.warning("cluster-level min.insync.replicas not generated error=%r", e)
+            return
+        log.info("cluster-level min.insync.replicas generated value=%s", value)
 
     async def allocate_producer_ids(self, broker_id: BrokerId, count: int) -> int:
         while True:

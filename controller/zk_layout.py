@@ -14,6 +14,9 @@
                                                   "controller_epoch"}; changed only with a version
                                                   check; the znode version is the partition epoch
     /config/topics/<topic>                        {"version":1,"config":{...overrides}}
+    /config/brokers/<id> and /config/brokers/<default>
+                                                  {"version":1,"config":{...}}: dynamic broker
+                                                  configs of one broker / the cluster default
     /admin/controlled_shutdown/<id>  ephemeral    a broker asking to lose its leaderships
     /samsa/suspicions/<suspect>/<reporter>  eph.  reporter stopped hearing suspect's heartbeats
     /latest_producer_id_block                     {"version":1,"broker","block_start","block_end"}
@@ -37,11 +40,14 @@ CONTROLLER_EPOCH = "/controller_epoch"
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 TOPIC_CONFIGS = "/config/topics"
+BROKER_CONFIGS = "/config/brokers"
+DEFAULT_BROKER_ZNODE = "<default>"
+"""Kafka's znode name for the cluster-wide defaults (the image's entity "")."""
 CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 SUSPICIONS = "/samsa/suspicions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
-PERSISTENT_PATHS = (BROKER_IDS, TOPICS, TOPIC_CONFIGS, CONTROLLED_SHUTDOWN, SUSPICIONS, "/cluster")
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, CONTROLLED_SHUTDOWN, SUSPICIONS, "/cluster")
 
 
 def broker_path(broker_id: int) -> str:
@@ -216,6 +222,15 @@ def decode_state(data: bytes, version: int) -> PartitionState:
         int(doc.get("controller_epoch", 0)),
         version,
     )
+
+
+def broker_config_path(entity: str) -> str:
+    """The znode of an entity's dynamic broker configs ("" is the cluster default)."""
+    return f"{BROKER_CONFIGS}/{entity or DEFAULT_BROKER_ZNODE}"
+
+
+def broker_config_entity(znode: str) -> str:
+    return "" if znode == DEFAULT_BROKER_ZNODE else znode
 
 
 def encode_config(configs: Mapping[str, str]) -> bytes:

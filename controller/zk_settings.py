@@ -32,3 +32,6 @@ class ZkSettings:
     """what peers send heartbeats to: the inter-broker listener's advertised host"""
     cluster_id: str | None = None
     """cluster.id: the id /cluster/id is created with, and must hold if it exists"""
+    static_min_insync_replicas: int = 1
+    """min.insync.replicas from the broker's properties: the cluster default a controller writes
+    when there is none"""

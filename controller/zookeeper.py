@@ -118,6 +118,7 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
         self._assignments: dict[str, tuple[uuid.UUID, dict[int, tuple[BrokerId, ...]]]] = {}
         self._states: dict[tuple[str, int], L.PartitionState] = {}
         self._configs: dict[str, dict[str, str]] = {}
+        self._broker_configs: dict[str, dict[str, str]] = {}
         self._suspicions: dict[BrokerId, set[BrokerId]] = {}
         self._shutting_down: set[BrokerId] = set()
         self._my_suspicions: set[BrokerId] = set()
@@ -355,7 +356,7 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
         """Read one znode (data or children) with a watch and apply it to the cache."""
         gen = self._session_gen
         watch = self._watcher(kind, path)
-        children = kind in ("broker_ids", "topics", "suspects", "reporters", "shutdowns")
+        children = kind in ("broker_ids", "topics", "suspects", "reporters", "shutdowns", "broker_config_entities")
         try:
             if children:
                 value: Any = await self._zk.children(path, watch)
@@ -426,6 +427,13 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
         elif kind == "config":
             if name in self._topic_names:
                 self._configs[name] = L.decode_config(value)
+        elif kind == "broker_config_entities":
+            entities = {L.broker_config_entity(c) for c in value or ()}
+            for e in [e for e in self._broker_configs if e not in entities]:
+                del self._broker_configs[e]
+            reads = [self._read("broker_config", L.broker_config_path(e)) for e in entities - set(self._broker_configs)]
+        elif kind == "broker_config":
+            self._broker_configs[L.broker_config_entity(name)] = L.decode_config(value)
         elif kind == "controller":
             self._controller_id = L.decode_controller(value) or NO_BROKER
             self._controller_stat_version = stat.version if stat is not None else -1
@@ -465,6 +473,8 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
             self._read("controller_epoch", L.CONTROLLER_EPOCH),
             self._read("suspects", L.SUSPICIONS),
             self._read("shutdowns", L.CONTROLLED_SHUTDOWN),
+            self._read("broker_config_entities", L.BROKER_CONFIGS),
+            *(self._read("broker_config", L.broker_config_path(e)) for e in list(self._broker_configs)),
             *(self._read("broker", L.broker_path(b)) for b in list(self._brokers)),
             *(self._read("topic", L.topic_path(t)) for t in list(self._topic_names)),
             *(self._read("config", L.config_path(t)) for t in list(self._topic_names)),
@@ -505,6 +515,9 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
             controller_epoch=ControllerEpoch(self._controller_epoch_seen),
             brokers=MappingProxyType({b: i.registration for b, i in sorted(self._brokers.items())}),
             topics=MappingProxyType(topics),
+            broker_configs=MappingProxyType(
+                {e: MappingProxyType(dict(c)) for e, c in sorted(self._broker_configs.items()) if c}
+            ),
             fenced=frozenset(
                 b
                 for b in registered
@@ -580,6 +593,7 @@ class ZooKeeperController(ZkAdmin, ZkHealth):
         self._controller_id = self.broker_id
         log.info("became controller broker_id=%d controller_epoch=%d", self.broker_id, epoch)
         self._kick()
+        self._spawn(self.generate_min_insync_replicas_default())
 
     def _resign(self, reason: str) -> None:
         if self.state is ControllerState.CONTROLLER:

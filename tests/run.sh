@@ -14,7 +14,8 @@ fi
 
 # System packages: kcat (librdkafka's CLI, a client under test), strace (the zero-copy test
 # watches the broker's syscalls), a JDK and Maven (the compat suite runs real Apache Kafka, its CLI
-# tools and a Java client harness from Maven Central jars), Debian's zookeeper (tests/cluster).
+# tools and a Java client harness from Maven Central jars), Debian's zookeeper (tests/cluster), Debian's
+# prometheus (a real Prometheus server scrapes a cluster in tests/cluster/test_prometheus.py).
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
@@ -23,6 +24,7 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)  # tests/cluster: a real ZooKeeper
 command -v go >/dev/null 2>&1 || missing+=(golang-go)  # compat/go: franz-go client (needs Go >= 1.21 to fetch its toolchain)
 command -v npm >/dev/null 2>&1 || missing+=(npm)  # compat/node: kafkajs client
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)  # tests/cluster/test_prometheus.py scrapes a cluster
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -31,7 +31,10 @@ from broker.config.settings import (
     LONG,
     MINUTE_MS,
     NO_DOWNCONVERSION,
+    NO_MESSAGE_FORMAT,
     NO_PREALLOCATE,
+    NO_TIERED_STORAGE,
+    NO_TIMESTAMP_DIFFERENCE,
     NO_TLS,
     PASSWORD,
     SHORT,
@@ -80,13 +83,12 @@ class BrokerConfig:
     listeners: tuple[Listener, ...] = setting(STRING, "PLAINTEXT://127.0.0.1:9092",
         "Comma-separated listeners NAME://host:port the broker binds; an empty host binds the "
         "default interface, port 0 picks a free port. Samsa serves only the PLAINTEXT security "
-        "protocol: a listener mapped to SSL or SASL_* is refused at start-up.", read_only=False)
+        "protocol: a listener mapped to SSL or SASL_* is refused at start-up.")
     advertised_listeners: tuple[Listener, ...] = setting(STRING, None,
-        "Listeners published to clients in Metadata, if different from `listeners`.",
-        read_only=False)
+        "Listeners published to clients in Metadata, if different from `listeners`.")
     listener_security_protocol_map: Mapping[str, str] = setting(STRING, DEFAULT_PROTOCOL_MAP,
         "Map of listener name to security protocol, as NAME:PROTOCOL pairs separated by commas. "
-        "Listeners in use must map to PLAINTEXT, the only protocol Samsa serves.", read_only=False)
+        "Listeners in use must map to PLAINTEXT, the only protocol Samsa serves.")
     inter_broker_listener_name: str = setting(STRING, None,
         "Listener name followers use to fetch from leaders; defaults to PLAINTEXT, or the first "
         "advertised listener.")
@@ -172,7 +174,10 @@ class BrokerConfig:
         "Accepted for compatibility; Samsa serves all connections on one asyncio loop.",
         at_least(1), read_only=False)
     num_io_threads: int = setting(INT, 8,
-        "Accepted for compatibility; Samsa handles requests on one asyncio loop.",
+        "The threads that write appends to the logs while the disk is slow (a write over 20 ms "
+        "sends writes there for 10 s), so that a slow disk holds up the partitions it writes and "
+        "not the event loop; requests are handled on one asyncio loop (Kafka: the request "
+        "handler threads).",
         at_least(1), read_only=False)
     background_threads: int = setting(INT, 10,
         "Accepted for compatibility; Samsa runs background work (retention, flushes, checkpoints, "
@@ -239,13 +244,20 @@ class BrokerConfig:
         "How far in the future a record timestamp may be, relative to the broker's clock.",
         at_least(0))
     log_message_downconversion_enable: bool = setting(BOOLEAN, True, NO_DOWNCONVERSION)
+    log_message_format_version: str = setting(STRING, "3.0-IV1", NO_MESSAGE_FORMAT)
+    log_message_timestamp_difference_max_ms: int = setting(LONG, LONG_MAX, NO_TIMESTAMP_DIFFERENCE,
+        at_least(0))
+    log_local_retention_ms: int = setting(LONG, -2, NO_TIERED_STORAGE + "(Kafka: the default of "
+        "local.retention.ms).", at_least(-2))
+    log_local_retention_bytes: int = setting(LONG, -2, NO_TIERED_STORAGE + "(Kafka: the default of "
+        "local.retention.bytes).", at_least(-2))
     # ---- log cleaner ---------------------------------------------------------------------------
     log_cleaner_enable: bool = setting(BOOLEAN, True,
         "Run the log cleaner (compaction).")
     log_cleaner_threads: int = setting(INT, 1,
-        "Cleaner threads.", at_least(0), read_only=False)
+        "Cleaner threads.", at_least(0))
     log_cleaner_backoff_ms: int = setting(LONG, 15_000,
-        "Sleep between cleaner passes when nothing needs cleaning.", at_least(0), read_only=False)
+        "Sleep between cleaner passes when nothing needs cleaning.", at_least(0))
     log_cleaner_min_cleanable_ratio: float = setting(DOUBLE, 0.5,
         "Minimum dirty ratio before a log is compacted.", Range(0, 1))
     log_cleaner_delete_retention_ms: int = setting(LONG, 86_400_000,
@@ -290,7 +302,7 @@ class BrokerConfig:
         "Most members a consumer group may have.", at_least(1))
     # ---- transactions and producer ids ------------------------------------------------------
     producer_id_expiration_ms: int = setting(INT, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-        "Idle producer ids are forgotten after this long.", at_least(1), read_only=False)
+        "Idle producer ids are forgotten after this long.", at_least(1))
     transaction_max_timeout_ms: int = setting(INT, 900_000,
         "Largest transaction timeout a producer may ask for.", at_least(1))
     transactional_id_expiration_ms: int = setting(INT, 604_800_000,
@@ -331,7 +343,7 @@ class BrokerConfig:
     replica_high_watermark_checkpoint_interval_ms: int = setting(LONG, 5000,
         "How often high watermarks are checkpointed; 0 or less checkpoints them only at shutdown.")
     num_replica_fetchers: int = setting(INT, 1,
-        "Fetcher tasks per source broker.", read_only=False)
+        "Fetcher tasks per source broker.")
     # ---- controller, ZooKeeper, shutdown -------------------------------------------------------
     zookeeper_connect: str | None = setting(STRING, None,
         "ZooKeeper connect string host:port[,...][/chroot]; when unset Samsa uses its embedded "
@@ -375,6 +387,13 @@ class BrokerConfig:
     leader_imbalance_per_broker_percentage: int = setting(INT, 10,
         "The share of a broker's preferred partitions led elsewhere above which the controller "
         "moves them back.", Range(0, 100))
+    # ---- metrics (broker/metrics) ----------------------------------------------------------------
+    metrics_prometheus_port: int = setting(INT, 0,
+        "Port of the Prometheus endpoint (GET /metrics): Kafka's broker metrics under the names "
+        "the Prometheus JMX exporter gives them with Strimzi's rules (docs/operations.md). 0: no "
+        "endpoint.", Range(0, 65535))
+    metrics_prometheus_host: str = setting(STRING, "0.0.0.0",
+        "Address the Prometheus endpoint listens on (metrics.prometheus.port set).")
     # ---- TLS: not served (passwords are never shown) -------------------------------------------
     ssl_keystore_location: str | None = setting(STRING, None,
         NO_TLS + "(Kafka: the key store file of "
@@ -399,6 +418,10 @@ class BrokerConfig:
     """listener.name.<name>.max.connections, by listener name."""
     overrides: Mapping[str, str] = field(default_factory=dict, repr=False)
     values: Mapping[str, object] = field(default_factory=dict, repr=False)
+    dynamic_default: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The cluster-wide dynamic broker configs (DYNAMIC_DEFAULT_BROKER_CONFIG, config/dynamic.py)."""
+    dynamic_broker: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """This broker's own dynamic configs (DYNAMIC_BROKER_CONFIG)."""
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -421,7 +444,7 @@ class BrokerConfig:
         kwargs = _derived_settings(values, overrides)
         kwargs.update(_connection_limits(values, props))
         for f in dataclasses.fields(cls):
-            if f.name in ("overrides", "values") or f.name in kwargs:
+            if f.name in ("overrides", "values", "dynamic_default", "dynamic_broker") or f.name in kwargs:
                 continue
             key = f.name.replace("_", ".")
             if key not in BROKER_CONFIGS:
@@ -444,13 +467,17 @@ class BrokerConfig:
         """Each topic config's default on this broker (typed), from its broker synonyms."""
         out: dict[str, object] = {}
         for name, d in TOPIC_CONFIGS.items():
-            v = self.effective(d.synonyms[0].name)
+            v = self.effective(d.synonyms[0].name) if d.synonyms[0].name in self.values else None
             out[name] = d.default if v is None else v
         return out
 
     def log_config(self) -> LogConfig:
         """The broker's defaults for topics, as the storage layer's LogConfig."""
         return build_log_config(LogConfig(), self.topic_defaults())
+
+
+_STATIC_TOPIC_DEFAULTS = frozenset({"log.message.format.version"})
+"""Topic defaults Kafka never changed at runtime (its DynamicLogConfig's excluded configs)."""
 
 
 def _broker_table() -> dict[str, ConfigDef]:
@@ -464,8 +491,9 @@ def _broker_table() -> dict[str, ConfigDef]:
                 raise AssertionError(f"{d.name} declared twice")
             table[d.name] = d
     for d in TOPIC_CONFIGS.values():
-        primary = table[d.synonyms[0].name]
-        table[primary.name] = dataclasses.replace(primary, read_only=False)
+        primary = table.get(d.synonyms[0].name)  # None: a topic config with no broker default
+        if primary is not None and primary.name not in _STATIC_TOPIC_DEFAULTS:
+            table[primary.name] = dataclasses.replace(primary, read_only=False)
     return table
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from broker.config.broker import BROKER_CONFIGS, CONFIG_DEFS, BrokerConfig, broker_synonyms
-from broker.config.topic import TOPIC_CONFIGS, parse_topic_configs
+from broker.config.topic import INTERNAL_TOPIC_CONFIGS, TOPIC_CONFIGS, parse_topic_configs
 from broker.config.values import ConfigSource, render_value
 
 
@@ -42,16 +42,19 @@ class DescribedConfig:
 
 def _broker_synonym_entries(config: BrokerConfig, name: str,
                             sensitive: bool) -> list[ConfigSynonym]:
-    """Kafka's synonym list for broker config `name`: the members of its synonym group set in
-    server.properties, then the members that have a default, with every entry before the
-    first one for `name` itself dropped (so log.retention.ms lists nothing when only
+    """Kafka's synonym list for broker config `name` (ConfigHelper.configSynonyms): the members of
+    its synonym group set dynamically for this broker, then in the cluster-wide dynamic defaults,
+    then in server.properties, then the members that have a default, with every entry before
+    the first one for `name` itself dropped (so log.retention.ms lists nothing when only
     log.retention.hours is set or defaulted, exactly as Kafka reports it)."""
     group = [s.name for s in broker_synonyms(name)]
     entries: list[ConfigSynonym] = []
-    for member in group:
-        if member in config.overrides:
-            value = None if sensitive else config.overrides[member]
-            entries.append(ConfigSynonym(member, value, ConfigSource.STATIC_BROKER_CONFIG))
+    for configs, source in ((config.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                            (config.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                            (config.overrides, ConfigSource.STATIC_BROKER_CONFIG)):
+        for member in group:
+            if member in configs:
+                entries.append(ConfigSynonym(member, None if sensitive else configs[member], source))
     for member in group:
         default = CONFIG_DEFS[member].default_string
         if default is not None:
@@ -62,16 +65,27 @@ def _broker_synonym_entries(config: BrokerConfig, name: str,
     return entries
 
 
-def describe_broker_configs(config: BrokerConfig) -> list[DescribedConfig]:
+def describe_broker_configs(config: BrokerConfig, *, cluster_default: bool = False) -> list[DescribedConfig]:
     """DescribeConfigs entries for the broker resource, sorted by name.
 
     Each config shows its own value (log.retention.ms is None when only log.retention.hours
-    applies, as in Kafka); the source is that of its first synonym."""
+    applies, as in Kafka); the source is that of its first synonym. `cluster_default`: the
+    resource "" (Kafka's ConfigHelper): only the configs set in the cluster-wide dynamic
+    defaults, without this broker's own dynamic configs among the synonyms."""
     out: list[DescribedConfig] = []
     for name in sorted(BROKER_CONFIGS):
         d = BROKER_CONFIGS[name]
+        if cluster_default and name not in config.dynamic_default:
+            continue
         synonyms = _broker_synonym_entries(config, name, d.is_sensitive)
-        value = None if d.is_sensitive else render_value(d.type, config.values[name])
+        if cluster_default:
+            synonyms = [s for s in synonyms if s.source != ConfigSource.DYNAMIC_BROKER_CONFIG]
+        if d.is_sensitive:
+            value = None
+        elif cluster_default:
+            value = render_value(d.type, d.parse(config.dynamic_default[name]))
+        else:
+            value = render_value(d.type, config.values[name])
         source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
         out.append(DescribedConfig(name, value, d.read_only, int(source), d.is_sensitive,
                                    tuple(synonyms), int(d.type), d.doc))
@@ -89,6 +103,8 @@ def describe_topic_configs(defaults: BrokerConfig,
     typed = {**defaults.topic_defaults(), **parse_topic_configs(overrides, allow_null=True)}
     out: list[DescribedConfig] = []
     for name in sorted(TOPIC_CONFIGS):
+        if name in INTERNAL_TOPIC_CONFIGS and overrides.get(name) is None:
+            continue  # Kafka describes an internal config only where it is set
         d = TOPIC_CONFIGS[name]
         value = None if d.is_sensitive else render_value(d.type, typed[name])
         synonyms: list[ConfigSynonym] = []

@@ -96,6 +96,22 @@ NO_DOWNCONVERSION = ("Accepted for compatibility; Samsa stores magic v2 batches 
                       "produce formats are up-converted) and serves Fetch v4 and later, which "
                       "carry them as stored, so it never down-converts (Kafka: whether old fetch "
                       "versions get down-converted messages).")
+NO_MESSAGE_FORMAT = ("Accepted for compatibility; deprecated in Kafka 3.x (ignored with "
+                     "inter.broker.protocol.version 3.0 and later) and removed in 4.0: Samsa stores "
+                     "record batches v2 whatever it says, and logs a warning when it is set (Kafka: "
+                     "the message format version of the log).")
+NO_TIMESTAMP_DIFFERENCE = ("Accepted for compatibility; deprecated in Kafka 3.6 and removed in 4.0 "
+                           "in favour of message.timestamp.before.max.ms and "
+                           "message.timestamp.after.max.ms, which alone decide in Samsa (as in "
+                           "Kafka 4.x); a warning is logged when it is set (Kafka 3.x: the bound "
+                           "used where those two are unset).")
+NO_TIERED_STORAGE = ("Accepted for compatibility; Samsa has no tiered storage, so every segment is "
+                     "local and this changes nothing ")
+NO_THROTTLES = ("Accepted for compatibility; Samsa does not throttle replication yet (partition "
+                "reassignment is not served), so nothing reads it (Kafka: the replicas whose "
+                "replication traffic is throttled).")
+NO_LEVELS = ("Accepted for compatibility; Samsa compresses with each codec's default level when "
+             "compression.type makes it recompress a batch ")
 NO_TLS = ("Accepted for compatibility; Samsa has no TLS and serves only PLAINTEXT listeners "
            "(SSL and SASL listeners are refused at start-up), so nothing reads it ")
 
@@ -134,7 +150,9 @@ def setting(
     synonyms: tuple[Synonym, ...] = (),
 ) -> Any:
     """A broker config (a `BrokerConfig` field): server.properties sets it; DescribeConfigs shows
-    it. The field has no Python default: `BrokerConfig.from_properties` fills every field."""
+    it. The field has no Python default: `BrokerConfig.from_properties` fills every field.
+    `read_only=False` makes it a dynamic broker config (config/dynamic.py): only for a config whose
+    new value takes effect at once, or that says it has no effect."""
     spec = _Spec(type, default, doc, validator, read_only, Scope.BROKER, synonyms)
     return dataclasses.field(metadata={_SPEC: spec})
 

@@ -11,6 +11,7 @@ it falls back to (`retention.ms` <- `log.retention.ms`, `.minutes`, `.hours`), e
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -27,7 +28,12 @@ from broker.config.settings import (
     LONG,
     MINUTE_MS,
     NO_DOWNCONVERSION,
+    NO_LEVELS,
+    NO_MESSAGE_FORMAT,
     NO_PREALLOCATE,
+    NO_THROTTLES,
+    NO_TIERED_STORAGE,
+    NO_TIMESTAMP_DIFFERENCE,
     STRING,
     TIMESTAMP_TYPE,
     ConfigDef,
@@ -37,9 +43,11 @@ from broker.config.settings import (
     syn,
     topic_setting,
 )
-from broker.config.values import LONG_MAX, ConfigError
+from broker.config.values import LONG_MAX, ConfigError, GzipLevel, ThrottledReplicas
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("samsa.config")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +123,37 @@ class LogConfig:
         NO_DOWNCONVERSION, synonyms=syn("log.message.downconversion.enable"))
     preallocate: bool = topic_setting(BOOLEAN, False,
         NO_PREALLOCATE, synonyms=syn("log.preallocate"))
+    # ---- accepted as Kafka 3.9 and 4.x accept them (compat/test_config_names.py) ---------------
+    message_format_version: str = topic_setting(STRING, "3.0-IV1",
+        NO_MESSAGE_FORMAT, synonyms=syn("log.message.format.version"))
+    message_timestamp_difference_max_ms: int = topic_setting(LONG, LONG_MAX,
+        NO_TIMESTAMP_DIFFERENCE, at_least(0), synonyms=syn("log.message.timestamp.difference.max.ms"))
+    compression_gzip_level: int = topic_setting(INT, -1,
+        NO_LEVELS + "(Kafka: the gzip level, -1 for zlib's default, or 1-9).", GzipLevel(), scope=BOTH)
+    compression_lz4_level: int = topic_setting(INT, 9,
+        NO_LEVELS + "(Kafka: the lz4 level, 1-17).", Range(1, 17), scope=BOTH)
+    compression_zstd_level: int = topic_setting(INT, 3,
+        NO_LEVELS + "(Kafka: the zstd level, -131072-22).", Range(-131_072, 22), scope=BOTH)
+    leader_replication_throttled_replicas: tuple[str, ...] = topic_setting(LIST, (),
+        NO_THROTTLES, ThrottledReplicas())
+    follower_replication_throttled_replicas: tuple[str, ...] = topic_setting(LIST, (),
+        NO_THROTTLES, ThrottledReplicas())
+    remote_storage_enable: bool = topic_setting(BOOLEAN, False,
+        NO_TIERED_STORAGE + "(Kafka: keep the topic's older segments in remote storage). Setting "
+        "it true is refused, as Kafka refuses it on a broker without tiered storage.")
+    remote_log_copy_disable: bool = topic_setting(BOOLEAN, False,
+        NO_TIERED_STORAGE + "(Kafka: stop copying segments to remote storage).")
+    remote_log_delete_on_disable: bool = topic_setting(BOOLEAN, False,
+        NO_TIERED_STORAGE + "(Kafka: delete the remote segments when tiered storage is turned off).")
+    local_retention_ms: int = topic_setting(LONG, -2,
+        NO_TIERED_STORAGE + "(Kafka: how long segments stay local once copied to remote storage; "
+        "-2 means retention.ms).", at_least(-2), synonyms=syn("log.local.retention.ms"))
+    local_retention_bytes: int = topic_setting(LONG, -2,
+        NO_TIERED_STORAGE + "(Kafka: the local size bound once segments are in remote storage; "
+        "-2 means retention.bytes).", at_least(-2), synonyms=syn("log.local.retention.bytes"))
+    internal_segment_bytes: int | None = topic_setting(INT, None,
+        "Kafka 4.x's internal segment size for tests (below segment.bytes' 1 MiB floor): when set, "
+        "it is the segment size instead of segment.bytes.", at_least(14))
 
     @property
     def compact(self) -> bool:
@@ -218,19 +257,46 @@ def _check_compaction_lag(min_lag: object, max_lag: object) -> None:
                          f"max.compaction.lag.ms ({max_lag})")
 
 
-def validate_topic_configs(configs: Mapping[str, str | None], *, allow_null: bool = True) -> None:
+INTERNAL_TOPIC_CONFIGS = frozenset({"internal.segment.bytes"})
+"""Kafka's internal topic configs (defineInternal): accepted, described only where set."""
+
+DEPRECATED_TOPIC_CONFIGS: Mapping[str, str] = MappingProxyType({
+    "message.format.version": "ignored because the inter-broker protocol version is greater or equal "
+    "than 3.0; this configuration is deprecated and it will be removed in Apache Kafka 4.0",
+    "message.timestamp.difference.max.ms": "deprecated in Kafka 3.6 and removed in 4.0; "
+    "message.timestamp.before.max.ms and message.timestamp.after.max.ms decide",
+})
+"""Topic configs Kafka 3.9 accepts with a deprecation warning (removed in 4.0): accepted, no effect,
+with Kafka's warning (its LogConfig.MessageFormatVersion.topicWarningMessage)."""
+DEPRECATED_BROKER_CONFIGS: Mapping[str, str] = MappingProxyType(
+    {TOPIC_CONFIGS[name].synonyms[0].name: reason for name, reason in DEPRECATED_TOPIC_CONFIGS.items()})
+"""Their broker defaults (log.message.format.version, ...), accepted the same way."""
+
+
+def validate_topic_configs(
+    configs: Mapping[str, str | None], *, allow_null: bool = True, topic: str = ""
+) -> None:
     """Check topic config overrides from CreateTopics / AlterConfigs.
 
     Raises `KafkaError(ErrorCode.invalid_config, msg)` with Kafka's wording for an unknown name
     (`Unknown topic config name: x`), a value of the wrong type or out of range
-    (`Invalid value -2 for configuration retention.ms: Value must be at least -1`), or
-    min.compaction.lag.ms above max.compaction.lag.ms. A None value means "remove the
-    override" and passes unless `allow_null` is False (CreateTopics rejects nulls).
+    (`Invalid value -2 for configuration retention.ms: Value must be at least -1`),
+    min.compaction.lag.ms above max.compaction.lag.ms, or remote.storage.enable true (no tiered
+    storage). A None value means "remove the override" and passes unless `allow_null` is False
+    (CreateTopics rejects nulls). A deprecated config is accepted with one warning line, as
+    Kafka 3.9 accepts it.
     """
     typed = parse_topic_configs(configs, allow_null=allow_null)
     _check_compaction_lag(
         typed.get("min.compaction.lag.ms", TOPIC_CONFIGS["min.compaction.lag.ms"].default),
         typed.get("max.compaction.lag.ms", TOPIC_CONFIGS["max.compaction.lag.ms"].default))
+    if typed.get("remote.storage.enable") is True:
+        raise KafkaError(ErrorCode.invalid_config, "Tiered Storage functionality is disabled in the broker. "
+                         "Topic cannot be configured with remote log storage.")
+    for name in sorted(typed.keys() & DEPRECATED_TOPIC_CONFIGS.keys()):
+        if configs[name] is not None:
+            log.warning("deprecated topic config accepted with no effect topic=%s config=%s value=%s reason=%r",
+                        topic, name, configs[name], DEPRECATED_TOPIC_CONFIGS[name])
 
 
 def topic_log_config(defaults: LogConfig, overrides: Mapping[str, str | None]) -> LogConfig:
@@ -240,4 +306,6 @@ def topic_log_config(defaults: LogConfig, overrides: Mapping[str, str | None]) -
     """
     config = build_log_config(defaults, parse_topic_configs(overrides, allow_null=True))
     _check_compaction_lag(config.min_compaction_lag_ms, config.max_compaction_lag_ms)
+    if config.internal_segment_bytes is not None:
+        config = dataclasses.replace(config, segment_bytes=config.internal_segment_bytes)
     return config

@@ -172,4 +172,30 @@ class OneOf:
             raise ConfigError(f"Configuration '{key}' values must not be duplicated.", key)
 
 
-Validator = Range | OneOf
+@dataclass(frozen=True, slots=True)
+class GzipLevel:
+    """Kafka's GzipCompression.LevelValidator: -1 (zlib's default) or 1-9."""
+
+    def check(self, key: str, ctype: ConfigType, value: object) -> None:
+        """Raise ConfigError for any other level."""
+        assert isinstance(value, int)
+        if value != -1 and not 1 <= value <= 9:
+            raise invalid(key, value, "Value must be between 1 and 9 or equal to -1")
+
+
+_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottledReplicas:
+    """Kafka's ThrottledReplicaListValidator: `*` or `partitionId:brokerId` pairs."""
+
+    def check(self, key: str, ctype: ConfigType, value: object) -> None:
+        """Raise ConfigError, showing the value as a Java list, for anything else."""
+        assert isinstance(value, tuple)
+        if "".join(value) != "*" and not all(_REPLICA.fullmatch(item) for item in value):
+            raise invalid(key, f"[{', '.join(value)}]", f"{key} must be the literal '*' or a list of replicas "
+                          "in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
+Validator = Range | OneOf | GzipLevel | ThrottledReplicas

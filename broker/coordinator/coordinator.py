@@ -232,6 +232,16 @@ class GroupCoordinator:
             for member in group.members.values():
                 self.membership.start_session(group, member)
 
+    def loaded_groups(self) -> list[ClassicGroup]:
+        """Every group of the __consumer_offsets partitions this broker leads and has loaded
+        (the metrics' group counts and lag)."""
+        return [
+            group
+            for part in list(self._partitions.values())
+            if part.status is LoadStatus.ACTIVE
+            for group in list(part.groups.values())
+        ]
+
     def _partition(self, group_id: str) -> tuple[ErrorCode, OffsetsPartition | None]:
         """Kafka's coordinator checks, in its order."""
         if not self._active:

@@ -383,3 +383,26 @@ def parse_subscription_topics(data: bytes) -> set[str]:
         topics.add(data[pos : pos + n].decode("utf-8"))
         pos += n
     return topics
+
+
+def parse_assignment(data: bytes) -> list[tuple[str, int]]:
+    """(topic, partition) pairs of a ConsumerProtocolAssignment (int16 version, then [topic
+    string, [int32 partition]]); a malformed one raises ValueError or struct.error."""
+    if len(data) < 6:
+        return []
+    (count,) = struct.unpack_from(">i", data, 2)
+    pos = 6
+    out: list[tuple[str, int]] = []
+    for _ in range(max(count, 0)):
+        (n,) = struct.unpack_from(">h", data, pos)
+        pos += 2
+        if n < 0 or pos + n > len(data):
+            raise ValueError("assignment topic truncated")
+        topic = data[pos : pos + n].decode("utf-8")
+        pos += n
+        (partitions,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(max(partitions, 0)):
+            out.append((topic, struct.unpack_from(">i", data, pos)[0]))
+            pos += 4
+    return out

@@ -77,9 +77,9 @@ def audit(ctx: RequestContext, action: str, **fields: object) -> None:
     )
 
 
-def scala_set(names: Iterable[str]) -> str:
-    """How Kafka's messages render a set of names: `Set(a, b)`."""
-    return f"Set({', '.join(sorted(names))})"
+def java_set(names: Iterable[str]) -> str:
+    """How Kafka 4.x's messages render a set of names (a Java Set): `[a, b]`."""
+    return f"[{', '.join(sorted(names))}]"
 
 
 def broker_id_of(name: str, *, what: str = "Broker id") -> int:
@@ -206,7 +206,7 @@ async def alter_topic_configs(
     error = topic_name_error(name)
     if error:
         raise KafkaError(ErrorCode.invalid_topic_exception, error)
-    validate_topic_configs(configs, allow_null=False)
+    validate_topic_configs(configs, allow_null=False, topic=name)
     controller = ctx.services.controller
     if name not in controller.image.topics:
         raise KafkaError(
@@ -228,15 +228,47 @@ def check_broker_resource(ctx: RequestContext, name: str) -> None:
             )
 
 
-def refuse_dynamic_broker_configs(names: Iterable[str]) -> None:
-    """Samsa has no dynamic broker configs: any that would be set is refused, in the words Kafka
-    uses for a config that cannot be changed at runtime (INVALID_REQUEST, KAFKA-13609)."""
-    names = list(names)
-    if names:
+async def alter_broker_configs(
+    ctx: RequestContext, name: str, configs: Mapping[str, str], validate_only: bool
+) -> None:
+    """Make `configs` the dynamic broker configs of BROKER resource `name` ("" for the cluster
+    default, else this broker's id), checked as Kafka's ConfigAdminManager checks them
+    (INVALID_REQUEST with its message, KAFKA-13609) and then by its controller's rules for
+    min.insync.replicas (INVALID_CONFIG); the controller stores them and every broker applies
+    them (broker/config/dynamic.py). Names Samsa does not know are kept and change nothing, as
+    in Kafka."""
+    from broker.config import BROKER_CONFIGS, ConfigError
+    from broker.config.dynamic import DYNAMIC_CONFIGS, PER_BROKER_CONFIGS
+    from controller.model import MIN_INSYNC_REPLICAS
+
+    check_broker_resource(ctx, name)
+    fixed = [n for n in configs if n in BROKER_CONFIGS and n not in DYNAMIC_CONFIGS]
+    if fixed:
+        raise KafkaError(ErrorCode.invalid_request, f"Cannot update these configs dynamically: {java_set(fixed)}")
+    per_broker = [n for n in configs if n in PER_BROKER_CONFIGS]
+    if not name and per_broker:
         raise KafkaError(
             ErrorCode.invalid_request,
-            f"Cannot update these configs dynamically: {scala_set(names)}",
+            "Cannot update these configs at default cluster level, broker id must be specified: "
+            f"{java_set(per_broker)}",
         )
+    for key, value in configs.items():
+        if key in BROKER_CONFIGS:
+            try:
+                BROKER_CONFIGS[key].parse(value)
+            except ConfigError as e:
+                raise KafkaError(ErrorCode.invalid_request, str(e)) from None
+    current = ctx.services.controller.image.broker_configs.get(name, {})
+    # Kafka 4.x's eligible leader replicas: min.insync.replicas is cluster-wide only
+    if name and configs.get(MIN_INSYNC_REPLICAS) != current.get(MIN_INSYNC_REPLICAS):
+        raise KafkaError(
+            ErrorCode.invalid_config, "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+        )
+    if not name and MIN_INSYNC_REPLICAS in current and MIN_INSYNC_REPLICAS not in configs:
+        raise KafkaError(
+            ErrorCode.invalid_config, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+        )
+    await ctx.services.controller.alter_broker_configs(name, dict(configs), validate_only=validate_only)
 
 
 # --------------------------------------------------------------------------------------------

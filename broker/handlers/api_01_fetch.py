@@ -12,9 +12,13 @@
 # The response budget is the request's max_bytes capped by the broker's fetch.max.bytes, and
 # min_bytes is capped by that budget, as in Kafka (the first batch still goes out whole).
 # A partition named twice is answered once, for its last entry (as Kafka's fetch session map).
-# Fetch sessions (KIP-227): served sessionless. A full fetch asking for a new session (epoch 0) is
-# answered with session id 0, which clients take as "no session"; a request naming a session id
-# gets FETCH_SESSION_ID_NOT_FOUND; an incremental epoch without a session INVALID_FETCH_SESSION_EPOCH.
+# Fetch sessions (KIP-227): Samsa keeps none, and answers every session id and epoch as Kafka's
+# FetchManager.newContext does with an empty session cache. A full fetch (epoch 0, INITIAL_EPOCH,
+# or -1, FINAL_EPOCH) is served whatever session id it names (0, -1, any: Kafka would close that
+# session), with session id 0: for epoch 0 that is Kafka's answer when it creates no session,
+# which clients take as "no session" and send full fetches again; for epoch -1 it is a sessionless
+# fetch in Kafka too. Any other epoch is incremental and names a session there is not:
+# FETCH_SESSION_ID_NOT_FOUND, no topics (the client then starts over with a full fetch).
 # Not supported: v13+ (topic ids in fetch), rack-aware preferred read replicas.
 from __future__ import annotations
 
@@ -63,11 +67,11 @@ def _partition_data(result: FetchResult, read_committed: bool) -> PartitionData:
 
 
 def _session_error(request: FetchRequest) -> ErrorCode:
-    if request.session_id != 0:
-        return ErrorCode.fetch_session_id_not_found
-    if request.session_epoch not in (FINAL_EPOCH, INITIAL_EPOCH):
-        return ErrorCode.invalid_fetch_session_epoch
-    return ErrorCode.none
+    """Kafka's FetchManager.newContext without sessions: a full fetch is served, an incremental
+    one names a session that does not exist."""
+    if request.session_epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        return ErrorCode.none
+    return ErrorCode.fetch_session_id_not_found
 
 
 @registry.api(API_KEY)

@@ -4,10 +4,13 @@
 # v0: an empty topic list means all topics; v1+: null means all, empty means none. Unknown topics
 # are created when the request allows it (v4+ flag; always for v0-3) and auto.create.topics.enable
 # is on, with num.partitions and default.replication.factor; invalid names get
-# INVALID_TOPIC_EXCEPTION. At most samsa.auto.create.topics.max.per.request topics are created per
-# request, in request order; the others are answered UNKNOWN_TOPIC_OR_PARTITION (what Kafka 4.x
-# answers for a topic whose creation it has passed to its controller, in every version), so the
-# client asks again, and one line is logged. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
+# INVALID_TOPIC_EXCEPTION. A topic this request creates is answered as Kafka 4.x answers it (its
+# AutoTopicCreationManager passes the topic to the controller and answers at once, in every
+# version): UNKNOWN_TOPIC_OR_PARTITION with no partitions, and the client asks again; the topic
+# exists by then (Kafka 3.x in ZooKeeper mode answered LEADER_NOT_AVAILABLE; clients retry both).
+# At most samsa.auto.create.topics.max.per.request topics are created per request, in request
+# order; the others get the same answer without being created, so the next request creates the
+# next ones, and one line is logged. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
 # name before v12 closes the connection (Kafka rejects it as an invalid request).
 # Authorized operations: no authorizer, so every operation is reported as allowed when asked
 # (topic operations v8+, cluster operations v8-10), as Kafka also for a topic named in the request
@@ -165,12 +168,10 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             name = requested.name
             if name is None:
                 continue
-            if name in image.topics:
-                topics.append(topic_metadata(image, image.topics[name], include_ops))
-            elif name in to_create:
-                topics.append(_error_topic(name, ErrorCode.leader_not_available, None, include_ops))
-            elif name in deferred:
+            if name in to_create or name in deferred:
                 topics.append(_error_topic(name, ErrorCode.unknown_topic_or_partition, None, include_ops))
+            elif name in image.topics:
+                topics.append(topic_metadata(image, image.topics[name], include_ops))
 
     response = MetadataResponse(
         throttle_time=NO_THROTTLE,

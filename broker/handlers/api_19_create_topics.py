@@ -74,7 +74,7 @@ def plan_topic(
         raise KafkaError(
             ErrorCode.invalid_config, f"Null value not supported for topic configs: {','.join(nulls)}"
         )
-    validate_topic_configs(configs, allow_null=False)
+    validate_topic_configs(configs, allow_null=False, topic=name)
     overrides = {k: v for k, v in configs.items() if v is not None}
 
     if topic.assignments:

@@ -1,11 +1,12 @@
 # DescribeConfigs (key 32), versions 1-4.
 # TOPIC (2): every topic config with its value, source (TOPIC_CONFIG for the topic's overrides,
-# STATIC_BROKER_CONFIG / DEFAULT_CONFIG for what it inherits), read_only false, is_sensitive,
-# synonyms in Kafka's order when include_synonyms, config_type (v3+) and documentation (v3+ when
-# include_documentation). An illegal name -> INVALID_TOPIC_EXCEPTION, an unknown topic ->
-# UNKNOWN_TOPIC_OR_PARTITION. BROKER (4): every broker config of this broker, each read_only since
-# Samsa has no dynamic broker configs yet; the empty name (cluster-wide dynamic defaults) has none;
-# another broker id or a name that is not a number -> INVALID_REQUEST with Kafka's message.
+# DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG / STATIC_BROKER_CONFIG / DEFAULT_CONFIG
+# for what it inherits), read_only false, is_sensitive, synonyms in Kafka's order when
+# include_synonyms, config_type (v3+) and documentation (v3+ when include_documentation). An
+# illegal name -> INVALID_TOPIC_EXCEPTION, an unknown topic -> UNKNOWN_TOPIC_OR_PARTITION.
+# BROKER (4): every broker config of this broker, read_only unless it is a dynamic broker config
+# (broker/config/dynamic.py), with its source; the empty name: the cluster-wide dynamic defaults
+# only; another broker id or a name that is not a number -> INVALID_REQUEST with Kafka's message.
 # BROKER_LOGGER (8): this broker's loggers (root and samsa.*) with their levels, as Kafka lists its
 # log4j loggers. Other resource types (GROUP, CLIENT_METRICS) -> INVALID_REQUEST. configuration_keys
 # null or empty means every config. Passwords are never shown.
@@ -59,17 +60,13 @@ def _entries(resource: DescribeConfigsResource, ctx: RequestContext) -> list[Des
         return describe_topic_configs(services.config, topic.configs)
     if kind == ResourceType.BROKER:
         if not name:
-            return []  # no dynamic cluster-wide defaults
+            return describe_broker_configs(services.config, cluster_default=True)
         if broker_id_of(name) != services.broker_id:
             raise KafkaError(
                 ErrorCode.invalid_request,
                 f"Unexpected broker id, expected {services.broker_id} or empty string, but received {name}",
             )
-        return [
-            DescribedConfig(c.name, c.value, True, c.source, c.is_sensitive, c.synonyms, c.config_type,
-                            c.documentation)
-            for c in describe_broker_configs(services.config)
-        ]
+        return describe_broker_configs(services.config)
     if kind == ResourceType.BROKER_LOGGER:
         if not name:
             raise KafkaError(ErrorCode.invalid_request, "Broker id must not be empty")

@@ -3,10 +3,12 @@
 # TOPIC (2): the given configs become the topic's overrides (those not named return to the broker
 # defaults), validated as Kafka does (INVALID_CONFIG with Kafka's message); an unknown topic ->
 # UNKNOWN_TOPIC_OR_PARTITION; the replica manager applies the new LogConfig to the live logs.
-# BROKER (4): Samsa has no dynamic broker configs yet, so any config is refused with Kafka's answer
-# for configs that cannot change at runtime (INVALID_REQUEST "Cannot update these configs
-# dynamically: Set(...)"); an empty set is accepted and changes nothing. Another broker id ->
-# INVALID_REQUEST. BROKER_LOGGER and other types -> INVALID_REQUEST "Unknown resource type N" (as
+# BROKER (4): the given configs become the dynamic broker configs of this broker (its id) or of
+# the cluster default (""), applied by every broker at once (broker/config/dynamic.py); a config
+# that cannot change at runtime -> INVALID_REQUEST "Cannot update these configs dynamically:
+# [...]", a bad value -> INVALID_REQUEST with the parse error (Kafka's KAFKA-13609 answers),
+# min.insync.replicas per broker, or removed from the default -> INVALID_CONFIG (Kafka 4.x's ELR
+# rules). Another broker id -> INVALID_REQUEST. BROKER_LOGGER and other types -> INVALID_REQUEST "Unknown resource type N" (as
 # Kafka: loggers are altered through IncrementalAlterConfigs only). A resource named twice,
 # duplicate keys or null values -> INVALID_REQUEST. validate_only checks and changes nothing.
 from __future__ import annotations
@@ -24,11 +26,10 @@ from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import (
     ResourceType,
+    alter_broker_configs,
     alter_resources,
     alter_topic_configs,
-    check_broker_resource,
     check_config_keys,
-    refuse_dynamic_broker_configs,
 )
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_THROTTLE
@@ -50,8 +51,7 @@ async def _alter(
     if int(resource.resource_type) == ResourceType.TOPIC:
         await alter_topic_configs(ctx, resource.resource_name, configs, validate_only)
     elif int(resource.resource_type) == ResourceType.BROKER:
-        check_broker_resource(ctx, resource.resource_name)
-        refuse_dynamic_broker_configs(configs)
+        await alter_broker_configs(ctx, resource.resource_name, configs, validate_only)
     else:
         raise KafkaError(
             ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}"

@@ -6,9 +6,10 @@
 # TOPIC (2): the result becomes the topic's overrides after Kafka's validation (INVALID_CONFIG with
 # Kafka's message, e.g. "Can't APPEND to key x because its type is not LIST."); an unknown topic ->
 # UNKNOWN_TOPIC_OR_PARTITION; the replica manager applies the new LogConfig to the live logs.
-# BROKER (4): Samsa has no dynamic broker configs yet: a SET/APPEND/SUBTRACT is refused with
-# Kafka's answer for configs that cannot change at runtime (INVALID_REQUEST "Cannot update these
-# configs dynamically: Set(...)"); DELETE alone succeeds and changes nothing (nothing is set).
+# BROKER (4): the ops apply to the dynamic broker configs of this broker (its id) or of the
+# cluster default (""), checked as for AlterConfigs (api_33_alter_configs.py) on the resulting set
+# and applied by every broker at once (broker/config/dynamic.py). APPEND/SUBTRACT only for LIST
+# configs ("Config value append is not allowed for config key: x").
 # BROKER_LOGGER (8): SET a logger's level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF) or DELETE
 # it (inherit from root), as Kafka does for log4j; unknown loggers, the root's DELETE, APPEND and
 # SUBTRACT are refused with Kafka's messages. A resource named twice, duplicate keys, null values
@@ -37,14 +38,13 @@ from broker.handlers._admin import (
     ROOT_LOGGER,
     VALID_LOG_LEVELS,
     ResourceType,
+    alter_broker_configs,
     alter_resources,
     alter_topic_configs,
     broker_id_of,
-    check_broker_resource,
     check_config_keys,
     logger_levels,
     python_logger,
-    refuse_dynamic_broker_configs,
 )
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_THROTTLE
@@ -104,9 +104,9 @@ def apply_topic_ops(
     return configs
 
 
-def broker_ops_to_set(ops: Sequence[AlterableConfig]) -> dict[str, str]:
-    """The dynamic broker configs the ops would leave set, starting from none."""
-    props: dict[str, str] = {}
+def apply_broker_ops(current: Mapping[str, str], ops: Sequence[AlterableConfig]) -> dict[str, str]:
+    """The dynamic broker configs after `ops` (Kafka's ConfigAdminManager.prepareIncrementalConfigs)."""
+    props = dict(current)
     for config in ops:
         op = _op(config)
         if op == OpType.SET:
@@ -125,7 +125,13 @@ def broker_ops_to_set(ops: Sequence[AlterableConfig]) -> dict[str, str]:
                     ErrorCode.invalid_config,
                     f"Config value {verb} is not allowed for config key: {config.name}",
                 )
-            props[config.name] = config.value or ""
+            values = _parts(props.get(config.name, definition.default_string))
+            for v in (config.value or "").split(","):
+                if op == OpType.APPEND and v not in values:
+                    values.append(v)
+                elif op == OpType.SUBTRACT and v in values:
+                    values.remove(v)
+            props[config.name] = ",".join(values)
     return props
 
 
@@ -208,8 +214,9 @@ async def _alter(
         configs = apply_topic_ops(current, resource.configs, defaults)
         await alter_topic_configs(ctx, resource.resource_name, configs, validate_only)
     elif kind == ResourceType.BROKER:
-        check_broker_resource(ctx, resource.resource_name)
-        refuse_dynamic_broker_configs(broker_ops_to_set(resource.configs))
+        existing = ctx.services.controller.image.broker_configs.get(resource.resource_name, {})
+        configs = apply_broker_ops(existing, resource.configs)
+        await alter_broker_configs(ctx, resource.resource_name, configs, validate_only)
     elif kind == ResourceType.BROKER_LOGGER:
         alter_loggers(ctx, resource, validate_only)
     else:

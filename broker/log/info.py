@@ -79,6 +79,22 @@ class LogOffsetMetadata:
     segment_base_offset: Offset = NO_OFFSET
     relative_position: int = -1
 
+    @property
+    def message_offset_only(self) -> bool:
+        """Only the offset is known, not where it lies."""
+        return self.segment_base_offset == NO_OFFSET
+
+    def on_older_segment(self, that: LogOffsetMetadata) -> bool:
+        """Kafka's onOlderSegment: this offset lies in a segment before `that` one's."""
+        return self.segment_base_offset < that.segment_base_offset
+
+    def on_same_segment(self, that: LogOffsetMetadata) -> bool:
+        return self.segment_base_offset == that.segment_base_offset
+
+    def position_diff(self, that: LogOffsetMetadata) -> int:
+        """Bytes from `that` to this position, both on the same segment (Kafka's positionDiff)."""
+        return self.relative_position - that.relative_position
+
 
 @dataclass(frozen=True, slots=True)
 class FetchDataInfo:

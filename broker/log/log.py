@@ -27,8 +27,10 @@ import bisect
 import errno
 import logging
 import shutil
+import time
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from pathlib import Path
 
 from broker import clock
@@ -52,6 +54,7 @@ from broker.log.validation import (
     validate_follower_append,
     validate_leader_append,
 )
+from broker.metrics.stats import LOG_FLUSH_MICROS
 from protocol.control import EndTxnMarker, read_end_txn_marker
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import BatchHeader
@@ -76,8 +79,47 @@ def run_now(delay_ms: int, fn: Callable[[], None]) -> None:
 
 
 
+@dataclass(eq=False, slots=True)
+class PendingAppend:
+    """An append between its halves. `prepare_append_as_leader` / `_as_follower` (on the loop)
+    validated the records, assigned offsets and staged the producer state; `write` puts the bytes
+    in the segment and may run on any thread; `complete_append` (on the loop) accounts them, or
+    `abandon_append` forgets them.
+
+        prepared --write--> written --complete_append--> appended (LEO moved)
+                                    --abandon_append--> nothing changed (bytes cut off)
+        prepared --write fails--> failed --complete_append--> KAFKA_STORAGE_ERROR, nothing changed
+    """
+
+    segment: LogSegment
+    buffers: list[bytes | bytearray | memoryview]
+    valid: ValidRecords
+    staged: dict[int, ProducerAppendInfo]
+    completed: list[CompletedTxn]
+    """Transactions the append's markers end (their aborted-index entries are written when it
+    completes)."""
+    now_ms: int
+    sync: bool
+    info: LogAppendInfo
+    error: OSError | None = None
+
+    def write(self) -> None:
+        """The I/O (blocking; callable from any thread): a failure is kept for `complete_append`."""
+        try:
+            self.segment.write(self.buffers, self.valid.valid_bytes, sync=self.sync)
+        except OSError as exc:
+            self.error = exc
+
+
 class UnifiedLog:
-    """One partition's log. Construct with `UnifiedLog.open`."""
+    """One partition's log. Construct with `UnifiedLog.open`.
+
+    Appends come in two halves around their I/O (`PendingAppend`), so that the caller may write
+    off the event loop; one append at a time is in flight, and while it is, nothing else may
+    truncate, roll or close the log (truncation raises; a retention roll waits for the next pass;
+    close and delete are done when the append ends). `append_as_leader` and `append_as_follower`
+    do all three halves at once.
+    """
 
     def __init__(
         self,
@@ -109,6 +151,10 @@ class UnifiedLog:
         self._deleted_segments: list[LogSegment] = []
         self._storage_failures = 0
         """Storage operations failed since the last one that succeeded (0: healthy)."""
+        self._pending: PendingAppend | None = None
+        """The append whose bytes are being written (see PendingAppend)."""
+        self._when_appended: list[Callable[[], None]] = []
+        """Close or delete asked for while an append was in flight: done when it ends."""
         self.lowest_truncation_offset: int | None = None
         """The lowest log end offset a truncation left since the log cleaner last looked (the
         cleaner lowers its checkpoint to it and then resets this to None)."""
@@ -275,9 +321,38 @@ class UnifiedLog:
         now_ms: int | None = None,
         origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
-        """Validate, assign offsets and append a produced records blob (see broker/log/validation.py).
-        A coordinator's records may hold transaction markers (control batches)."""
-        self._check_open()
+        """Validate, assign offsets and append a produced records blob (see broker/log/validation.py),
+        writing on this thread. A coordinator's records may hold transaction markers (control
+        batches)."""
+        return self._append_now(
+            self.prepare_append_as_leader(records, leader_epoch, now_ms=now_ms, origin=origin)
+        )
+
+    def append_as_follower(
+        self, records: bytes | bytearray | memoryview, *, now_ms: int | None = None
+    ) -> LogAppendInfo:
+        """Append replicated batches keeping the leader's offsets and epochs, writing on this
+        thread. A trailing partial batch (the leader cut its region at max_bytes) is ignored."""
+        return self._append_now(self.prepare_append_as_follower(records, now_ms=now_ms))
+
+    def _append_now(self, prepared: PendingAppend | LogAppendInfo) -> LogAppendInfo:
+        if isinstance(prepared, LogAppendInfo):
+            return prepared
+        prepared.write()
+        return self.complete_append(prepared)
+
+    def prepare_append_as_leader(
+        self,
+        records: CheckedRecords | bytes | bytearray | memoryview,
+        leader_epoch: int,
+        *,
+        now_ms: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> PendingAppend | LogAppendInfo:
+        """The first half of a leader append: validate, assign offsets at the LEO and stage the
+        producer state. Returns the answer itself when nothing is to be written (no records, or
+        a duplicate of an idempotent producer's batch)."""
+        self._check_appendable()
         now = clock.now_ms() if now_ms is None else now_ms
         if len(records) == 0:
             return LogAppendInfo(
@@ -333,26 +408,14 @@ class UnifiedLog:
                 batch.last_offset,
                 header.is_transactional,
             )
-        self._append(valid, staged, now, completed)
-        return LogAppendInfo(
-            Offset(valid.first_offset),
-            Offset(valid.last_offset),
-            valid.max_timestamp,
-            Offset(valid.offset_of_max_timestamp),
-            now if self._config.log_append_time else -1,
-            self.log_start_offset,
-            valid.num_messages,
-            valid.valid_bytes,
-        )
+        return self._prepare(valid, staged, completed, now, now if self._config.log_append_time else -1)
 
-    def append_as_follower(
+    def prepare_append_as_follower(
         self, records: bytes | bytearray | memoryview, *, now_ms: int | None = None
-    ) -> LogAppendInfo:
-        """Append replicated batches keeping the leader's offsets and epochs.
-
-        A trailing partial batch (the leader cut its region at max_bytes) is ignored.
-        """
-        self._check_open()
+    ) -> PendingAppend | LogAppendInfo:
+        """The first half of a follower append (the leader's offsets and epochs kept); the answer
+        itself when there is no whole batch."""
+        self._check_appendable()
         now = clock.now_ms() if now_ms is None else now_ms
         valid = validate_follower_append(records, self.log_end_offset)
         if not valid.batches:
@@ -370,52 +433,102 @@ class UnifiedLog:
             done = info.append_replicated(header, marker)
             if done is not None:
                 completed.append(done)
-        self._append(valid, staged, now, completed)
-        return LogAppendInfo(
-            Offset(valid.first_offset),
-            Offset(valid.last_offset),
-            valid.max_timestamp,
-            Offset(valid.offset_of_max_timestamp),
-            -1,
-            self.log_start_offset,
-            valid.num_messages,
-            valid.valid_bytes,
-        )
+        return self._prepare(valid, staged, completed, now, -1)
 
-    def _append(
+    def _prepare(
         self,
         valid: ValidRecords,
         staged: dict[int, ProducerAppendInfo],
-        now_ms: int,
         completed: list[CompletedTxn],
-    ) -> None:
-        """Write, then account: nothing (offsets, producer state, epochs) moves unless every byte
-        was written; with flush.messages reached the bytes are fsynced before they count."""
+        now_ms: int,
+        log_append_time: int,
+    ) -> PendingAppend:
         segment = self._maybe_roll(valid, now_ms)
-        buffers = [buf for batch in valid.batches for buf in batch.buffers]
-        sync = self.unflushed_messages + valid.num_messages >= self._config.flush_messages
         try:
-            segment.append(
-                buffers,
+            segment.open_for_write()
+        except OSError as exc:
+            raise self._storage_failed("append", exc) from None
+        pending = PendingAppend(
+            segment,
+            [buf for batch in valid.batches for buf in batch.buffers],
+            valid,
+            staged,
+            completed,
+            now_ms,
+            self.unflushed_messages + valid.num_messages >= self._config.flush_messages,
+            LogAppendInfo(
+                Offset(valid.first_offset),
+                Offset(valid.last_offset),
+                valid.max_timestamp,
+                Offset(valid.offset_of_max_timestamp),
+                log_append_time,
+                self.log_start_offset,
+                valid.num_messages,
+                valid.valid_bytes,
+            ),
+        )
+        segment.writing = True
+        self._pending = pending
+        return pending
+
+    def complete_append(self, pending: PendingAppend) -> LogAppendInfo:
+        """The last half: account the written bytes (offsets, producer state, epochs move only
+        now); KAFKA_STORAGE_ERROR with nothing changed if the write failed. With flush.messages
+        reached the bytes were fsynced before they count, and the log is flushed."""
+        self._end_pending(pending)
+        try:
+            if pending.error is not None:
+                raise self._storage_failed("append", pending.error) from None
+            if self.closed:  # closed or deleted while the bytes were written
+                raise KafkaError(ErrorCode.kafka_storage_error, f"log {self.topic_partition} is closed")
+            self._storage_succeeded()
+            valid = pending.valid
+            pending.segment.account(
                 [
                     AppendedBatch(b.size, b.last_offset, b.max_timestamp, b.offset_of_max_timestamp)
                     for b in valid.batches
                 ],
-                sync=sync,
+                sync=pending.sync,
             )
-        except OSError as exc:
-            raise self._storage_failed("append", exc) from None
-        self._storage_succeeded()
-        for batch in valid.batches:
-            self.leader_epoch_cache.assign(batch.leader_epoch, batch.base_offset)
-        for info in staged.values():
-            self.producer_state.update(info)
-        for txn in completed:
-            self._complete_txn(segment, txn)
-        self.producer_state.update_map_end_offset(self.log_end_offset)
-        self.unflushed_messages += valid.num_messages
-        if sync:
-            self._flush_quietly()
+            for batch in valid.batches:
+                self.leader_epoch_cache.assign(batch.leader_epoch, batch.base_offset)
+            for staged in pending.staged.values():
+                self.producer_state.update(staged)
+            for txn in pending.completed:
+                self._complete_txn(pending.segment, txn)
+            self.producer_state.update_map_end_offset(self.log_end_offset)
+            self.unflushed_messages += valid.num_messages
+            if pending.sync:
+                self._flush_quietly()
+            return pending.info
+        finally:
+            self._run_deferred()
+
+    def abandon_append(self, pending: PendingAppend) -> None:
+        """Forget an append whose bytes are written but must not count (its partition's
+        leadership changed meanwhile): they are cut off again, nothing else changed."""
+        self._end_pending(pending)
+        try:
+            if pending.error is None and not self.closed:
+                pending.segment.discard_write()
+        finally:
+            self._run_deferred()
+
+    def _end_pending(self, pending: PendingAppend) -> None:
+        if pending is not self._pending:
+            raise RuntimeError(f"{self.topic_partition}: not the append in flight")
+        self._pending = None
+        pending.segment.writing = False
+
+    def _run_deferred(self) -> None:
+        deferred, self._when_appended = self._when_appended, []
+        for action in deferred:
+            action()
+
+    def _check_appendable(self) -> None:
+        self._check_open()
+        if self._pending is not None:
+            raise RuntimeError(f"{self.topic_partition}: an append is already in flight")
 
     def _maybe_roll(self, valid: ValidRecords, now_ms: int) -> LogSegment:
         segment = self._segments[-1]
@@ -430,7 +543,7 @@ class UnifiedLog:
         self, *, now_ms: int | None = None, expected_next_offset: int | None = None
     ) -> LogSegment:
         """Start a new active segment at the log end offset (Kafka's roll)."""
-        self._check_open()
+        self._check_appendable()
         now = clock.now_ms() if now_ms is None else now_ms
         new_base = max(expected_next_offset or 0, self.log_end_offset)
         active = self._segments[-1]
@@ -506,6 +619,21 @@ class UnifiedLog:
         except OSError as exc:  # no descriptor left to open the segment, an I/O error
             raise self._storage_failed("read", exc) from None
         return empty
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where `offset` lies (Kafka's convertToOffsetMetadataOrThrow): its segment's base offset
+        and the position of the batch holding it; the log end offset lies at the end of the
+        active segment, and an offset no batch of its segment holds (a compacted gap) at that
+        segment's end."""
+        self._check_open()
+        try:
+            i, position = self._position_of(offset)
+        except OSError as exc:
+            raise self._storage_failed("read", exc) from None
+        segment = self._segments[i]
+        return LogOffsetMetadata(
+            Offset(offset), Offset(segment.base_offset), segment.size if position is None else position
+        )
 
     def _position_of(self, offset: int) -> tuple[int, int | None]:
         """(segment index, byte position) where the batch holding `offset` starts (None = end)."""
@@ -664,7 +792,7 @@ class UnifiedLog:
                 should_roll = segment.size > 0
                 break
             deletable.append(segment)
-        if should_roll:
+        if should_roll and self._pending is None:  # else the next pass rolls it
             self.roll()
         if not deletable:
             return 0
@@ -705,7 +833,7 @@ class UnifiedLog:
         above the log end offset. The cut is at a batch boundary, so the new log end offset is
         the base offset of the batch holding `target` when `target` lies inside a batch.
         """
-        self._check_open()
+        self._check_appendable()
         if target < 0:
             raise ValueError(f"cannot truncate to negative offset {target}")
         if target >= self.log_end_offset:
@@ -742,7 +870,7 @@ class UnifiedLog:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and restart the log, empty, at `new_offset`."""
-        self._check_open()
+        self._check_appendable()
         try:  # created under a suffix first: it may share its name with a doomed segment
             segment = LogSegment(
                 self._dir, new_offset, self._config, created_ms=clock.now_ms(), file_suffix=NEW_SUFFIX
@@ -813,6 +941,7 @@ class UnifiedLog:
         if offset <= self.recovery_point:
             return
         first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+        started = time.monotonic()
         try:
             self.leader_epoch_cache.persist()
             for segment in self._segments[first:]:
@@ -821,6 +950,8 @@ class UnifiedLog:
                 segment.flush()
         except OSError as exc:
             raise self._storage_failed("flush", exc) from None
+        done = time.monotonic()
+        LOG_FLUSH_MICROS.update(round((done - started) * 1_000_000), done)
         self._storage_succeeded()
         self.recovery_point = offset
 
@@ -872,9 +1003,16 @@ class UnifiedLog:
         """Flush, snapshot producer state, close every segment; pending deletions happen now.
 
         Every handle is closed even when something fails; then KafkaError(KAFKA_STORAGE_ERROR)
-        says the files are not all up to date (no clean-shutdown marker may be written)."""
+        says the files are not all up to date (no clean-shutdown marker may be written); so
+        does an append in flight, after which the log closes."""
         if self.closed:
             return
+        if self._pending is not None:
+            self._when_appended.append(self._close_quietly)
+            raise KafkaError(
+                ErrorCode.kafka_storage_error,
+                f"log {self.topic_partition} closed with an append in flight",
+            )
         failure: KafkaError | None = None
         try:
             self.flush()
@@ -894,8 +1032,19 @@ class UnifiedLog:
         if failure is not None:
             raise failure
 
+    def _close_quietly(self) -> None:
+        try:
+            self.close()
+        except KafkaError:
+            pass  # logged
+
     def close_handles(self) -> None:
-        """Close every file handle without flushing (the directory is about to be removed)."""
+        """Close every file handle without flushing (the directory is about to be removed);
+        with an append in flight, once it ends (its write may not lose its descriptor)."""
+        if self._pending is not None:
+            self.closed = True
+            self._when_appended.append(self.close_handles)
+            return
         for segment in self._segments + self._deleted_segments:
             segment.close_handles()
         self.closed = True
@@ -906,7 +1055,12 @@ class UnifiedLog:
         self.closed = True
 
     def delete(self) -> None:
-        """Close all handles and remove the directory with everything in it."""
+        """Close all handles and remove the directory with everything in it (once an append in
+        flight ends)."""
+        if self._pending is not None:
+            self.closed = True
+            self._when_appended.append(self.delete)
+            return
         self.close_handles()
         shutil.rmtree(self._dir, ignore_errors=True)
 

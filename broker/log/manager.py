@@ -38,6 +38,7 @@ from broker.log.checkpoints import (
 from broker.log.cleaner import CleanerConfig, LogCleaner
 from broker.log.log import UnifiedLog
 from broker.log.partition_metadata import read_topic_id, write_topic_id
+from broker.log.writer import LogWriter
 from broker.tasks import cancel_and_wait
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
@@ -67,7 +68,10 @@ class LogManager:
         high_watermark_checkpoint_interval_ms: int = 5_000,
         high_watermarks: Callable[[], Mapping[TopicPartition, int]] | None = None,
         cleaner_config: CleanerConfig | None = None,
+        io_threads: int = 0,
     ) -> None:
+        """`io_threads` (num.io.threads) write appends' bytes when the disk is slow
+        (broker/log/writer.py); 0 writes them inline."""
         if not log_dirs:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [Path(d) for d in log_dirs]
@@ -82,6 +86,8 @@ class LogManager:
         self.high_watermark_checkpoint_interval_ms = high_watermark_checkpoint_interval_ms
         """replica.high.watermark.checkpoint.interval.ms: how often high watermarks are written."""
         self.high_watermarks = high_watermarks
+        self.writer = LogWriter(io_threads)
+        """Where partitions write their appends' bytes."""
         self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -375,11 +381,12 @@ class LogManager:
             self.cleaner.start()
 
     async def stop(self) -> None:
-        """Cancel the background tasks and wait for them to end."""
+        """Cancel the background tasks and wait for them to end; let the writer threads go."""
         if self.cleaner is not None:
             await self.cleaner.stop()
         tasks, self._tasks = self._tasks, []
         await cancel_and_wait(tasks)
+        self.writer.shutdown()
 
     def close(self) -> None:
         """Clean shutdown: close every log, write checkpoints and the clean-shutdown markers.

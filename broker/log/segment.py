@@ -111,6 +111,8 @@ class LogSegment:
         """Bytes or a truncation since the last fsync (a loaded segment may have unsynced bytes)."""
         self._tail_garbage = False
         """The file may extend past `size`: a failed write whose cut-back failed too."""
+        self.writing = False
+        """A `write` may be in flight on another thread (set and cleared by the log, on the loop)."""
         self.next_offset = base_offset
         """One past the last offset in this segment (kept current by append/recover/truncate)."""
         self.max_timestamp_so_far = -1
@@ -234,8 +236,20 @@ class LogSegment:
         Raises OSError with nothing changed: a failed or short write (or fsync) is cut back to
         `size` before the error goes up.
         """
-        total = sum(b.size for b in batches)
-        fd = self._write_fd()
+        self.open_for_write()
+        self.write(buffers, sum(b.size for b in batches), sync=sync)
+        self.account(batches, sync=sync)
+
+    def write(
+        self, buffers: Sequence[bytes | bytearray | memoryview], total: int, *, sync: bool = False
+    ) -> None:
+        """The I/O half of `append`, which may run on another thread: the bytes at `size` (and
+        fdatasync with `sync`); nothing in memory changes. Raises OSError after cutting a failed
+        write back to `size`. The write descriptor must be open (`open_for_write`), and nothing
+        else may write, cut, roll or close this segment until `account` (the log sees to it)."""
+        fd = self._writer
+        if fd is None:
+            raise ValueError(f"segment {self.log_path} is not open for writing")
         try:
             _pwritev_all(fd, buffers, self.size, total)
             if sync:
@@ -243,6 +257,10 @@ class LogSegment:
         except OSError:
             self._cut_back(fd)
             raise
+
+    def account(self, batches: Sequence[AppendedBatch], *, sync: bool = False) -> None:
+        """The bookkeeping half of `append`, once `write` succeeded: index the batches and move
+        `size` past them."""
         self._unsynced = not sync
         pos = self.size
         for batch in batches:
@@ -256,6 +274,12 @@ class LogSegment:
             pos += batch.size
             self.next_offset = batch.last_offset + 1
         self.size = pos
+
+    def discard_write(self) -> None:
+        """A `write` whose batches will not be accounted (the log abandoned the append): cut its
+        bytes off again."""
+        if self._writer is not None:
+            self._cut_back(self._writer)
 
     def _index_batch(
         self, pos: int, size: int, last_offset: int, max_ts: int, offset_of_max_ts: int
@@ -283,6 +307,10 @@ class LogSegment:
             self._reader = open(self.log_path, "rb", buffering=0)  # noqa: SIM115
         return self._reader
 
+    def open_for_write(self) -> None:
+        """Open the write descriptor now (on the loop), before a `write` that may run elsewhere."""
+        self._write_fd()
+
     def _write_fd(self) -> int:
         if self._writer is None:
             if self.closed:
@@ -298,8 +326,9 @@ class LogSegment:
             self._tail_garbage = True
 
     def _trim_tail(self) -> None:
-        """Cut a leftover of a failed write off the file (roll, flush and close)."""
-        if self._tail_garbage:
+        """Cut a leftover of a failed write off the file (roll, flush and close); not while a
+        write is in flight (`writing`): its bytes lie past `size` too."""
+        if self._tail_garbage and not self.writing:
             os.truncate(self.log_path, self.size)
             self._tail_garbage = False
             self._unsynced = True

@@ -51,6 +51,7 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
 )
 from kio.static.primitive import i32, i32Timedelta, i64
 
+from broker.metrics.stats import BrokerTopicStats
 from broker.replication.leader_client import LeaderClient, LeaderConnectionError
 from broker.replication.partition import Partition, PartitionRole
 from broker.replication.settings import FetcherSettings
@@ -139,6 +140,9 @@ class PartitionFetchState:
     resume_state: FetchState = FetchState.TRUNCATING
     delay_until: float = 0.0
     """monotonic seconds; meaningful while DELAYED"""
+    leader_high_watermark: Offset = Offset(-1)
+    """the leader's HW in its last fetch answer (-1 before one): the replica lag is its
+    distance from the fetch offset (Kafka's FetcherLagMetrics ConsumerLag)"""
 
 
 # -- one fetcher task per leader (shard) -----------------------------------------------------------
@@ -152,10 +156,14 @@ class ReplicaFetcher:
         shard: int,
         partition: Callable[[TopicPartition], Partition | None],
         endpoint: Callable[[BrokerId], Endpoint | None],
+        *,
+        stats: BrokerTopicStats | None = None,
     ) -> None:
         """`partition(tp)`: this broker's partition of `tp`; `endpoint(broker_id)`: where a
-        broker's inter-broker listener is (both from the fetcher manager)."""
+        broker's inter-broker listener is (both from the fetcher manager); `stats`: where the
+        replicated bytes are counted."""
         self.settings = settings
+        self._stats = stats if stats is not None else BrokerTopicStats()
         self._partition_of = partition
         self._endpoint_of = endpoint
         self.leader_id = leader_id
@@ -199,6 +207,19 @@ class ReplicaFetcher:
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
+
+    @property
+    def client_id(self) -> str:
+        """Kafka's name for this fetcher (the clientId label of its lag metrics)."""
+        return f"ReplicaFetcherThread-{self.shard}-{self.leader_id}"
+
+    def lags(self) -> list[tuple[TopicPartition, int]]:
+        """Each partition's replica lag: the leader's last high watermark minus this replica's
+        fetch offset, at least 0 (Kafka's AbstractFetcherThread)."""
+        return [
+            (st.tp, max(0, st.leader_high_watermark - st.fetch_offset) if st.leader_high_watermark >= 0 else 0)
+            for st in list(self.partitions.values())
+        ]
 
     # -- checks ----------------------------------------------------------------------------------
 
@@ -346,7 +367,7 @@ class ReplicaFetcher:
             latest = partition.latest_epoch
             if latest is None:
                 # nothing known about epochs here: only the HW is known to be on the leader
-                self._cut(partition, Offset(partition.high_watermark), "no local epoch")
+                await self._cut(partition, Offset(partition.high_watermark), "no local epoch")
                 self._to_fetching(st, partition)
                 continue
             asked[st.tp] = (st, latest)
@@ -395,7 +416,7 @@ class ReplicaFetcher:
                     partition.log_end_offset,
                     partition.high_watermark,
                 )
-                self._cut(
+                await self._cut(
                     partition,
                     decision.offset,
                     f"epoch {sent_epoch}: leader epoch {answer.leader_epoch} ends at {answer.end_offset}",
@@ -403,13 +424,13 @@ class ReplicaFetcher:
                 if decision.completed:
                     self._to_fetching(st, partition)
 
-    def _cut(self, partition: Partition, offset: Offset, reason: str) -> None:
+    async def _cut(self, partition: Partition, offset: Offset, reason: str) -> None:
         if offset < partition.log_end_offset:
             log.info(
                 "truncating follower topic=%s partition=%d from=%d to=%d reason=%s",
                 partition.tp.topic, partition.tp.partition, partition.log_end_offset, offset, reason,
             )  # fmt: skip
-        partition.truncate_to(offset)
+        await partition.truncate_to(offset)
 
     # -- fetching --------------------------------------------------------------------------------
 
@@ -479,9 +500,9 @@ class ReplicaFetcher:
                     or st.fetch_offset != offset
                 ):
                     continue
-                self._apply_fetched(st, partition, offset, data)
+                await self._apply_fetched(st, partition, offset, data)
 
-    def _apply_fetched(
+    async def _apply_fetched(
         self,
         st: PartitionFetchState,
         partition: Partition,
@@ -497,8 +518,9 @@ class ReplicaFetcher:
                 return
             records = data.records  # type: ignore[attr-defined]
             if records:
+                self._stats.replication_bytes_in += len(records)
                 try:
-                    partition.append_records_to_follower(records)
+                    await partition.append_records_to_follower(records)
                 except KafkaError as e:
                     log.error(
                         "follower append failed topic=%s partition=%d offset=%d error=%s message=%s",
@@ -508,7 +530,8 @@ class ReplicaFetcher:
                     return
             st.fetch_offset = partition.log_end_offset
             partition.update_follower_log_start_offset(Offset(int(data.log_start_offset)))  # type: ignore[attr-defined]
-            partition.update_follower_high_watermark(Offset(int(data.high_watermark)))  # type: ignore[attr-defined]
+            st.leader_high_watermark = Offset(int(data.high_watermark))  # type: ignore[attr-defined]
+            partition.update_follower_high_watermark(st.leader_high_watermark)
             return
         if error == ErrorCode.offset_out_of_range:
             leader_start = int(data.log_start_offset)  # type: ignore[attr-defined]
@@ -517,7 +540,7 @@ class ReplicaFetcher:
                     "follower behind leader's log start topic=%s partition=%d fetch_offset=%d leader_log_start=%d",
                     tp.topic, tp.partition, offset, leader_start,
                 )  # fmt: skip
-                partition.truncate_fully_and_start_at(Offset(leader_start))
+                await partition.truncate_fully_and_start_at(Offset(leader_start))
                 st.fetch_offset = partition.log_end_offset
             else:
                 st.state = FetchState.TRUNCATING

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from broker.metrics.stats import BrokerTopicStats
 from broker.replication.partition import Partition, PartitionRole
 from broker.replication.settings import FetcherSettings
 from controller.model import ClusterImage, Endpoint
@@ -52,6 +53,8 @@ class ReplicaFetcherManager:
     fetchers: dict[tuple[BrokerId, int], ReplicaFetcher] = field(default_factory=dict)
     _assigned: dict[TopicPartition, _Assignment] = field(default_factory=dict)
     closed: bool = False
+    stats: BrokerTopicStats = field(default_factory=BrokerTopicStats)
+    """The broker's BrokerTopicMetrics: the fetchers count ReplicationBytesIn."""
 
     def update(
         self, image: ClusterImage, partitions: Mapping[TopicPartition, Partition]
@@ -83,7 +86,7 @@ class ReplicaFetcherManager:
                 )
 
                 fetcher = self.fetchers[key] = ReplicaFetcher(
-                    self.settings, leader, key[1], self.partition, self.endpoint
+                    self.settings, leader, key[1], self.partition, self.endpoint, stats=self.stats
                 )
                 fetcher.start()
             fetcher.add(tp, leader, epoch)

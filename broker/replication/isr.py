@@ -16,6 +16,10 @@ this broker changes (`wake`: its failure detector suspects one, or one's heartbe
 ZooKeeper; `suspected`), and every heartbeat interval while that set is not empty, so that a dead
 follower leaves the ISR of every partition this broker leads within the heartbeat timeout, also
 of one that was idle when the follower died and is written to later.
+
+Each answer is counted as Kafka's Partition counts it (ReplicaManager's IsrExpandsPerSec,
+IsrShrinksPerSec, FailedIsrUpdatesPerSec): a committed expansion or shrink, or a failure (a
+refusal, the controller unreachable, an answer for a leadership that has moved on).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from broker import clock
+from broker.metrics.stats import ReplicaStats
 from broker.replication.settings import IsrSettings
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
@@ -52,8 +57,10 @@ class IsrManager:
         partitions: Callable[[], Iterable[Partition]],
         on_committed: Callable[[Partition], None],
         settings: IsrSettings,
+        stats: ReplicaStats | None = None,
     ) -> None:
         self._alter_partition = alter_partition
+        self.stats = stats if stats is not None else ReplicaStats()
         self._partitions = partitions
         self._on_committed = on_committed
         self.settings = settings
@@ -128,6 +135,7 @@ class IsrManager:
         self, partition: Partition, proposal: PartitionRegistration
     ) -> None:
         tp = partition.tp
+        expand = len(proposal.isr) > len(partition.isr)
         try:
             committed = await self._alter_partition(
                 tp.topic, tp.partition, partition.local_broker_id, proposal
@@ -140,6 +148,7 @@ class IsrManager:
                 tp.topic, tp.partition, list(proposal.isr), proposal.partition_epoch, e.code.name, e.message,
             )  # fmt: skip
             ineligible = e.code == ErrorCode.ineligible_replica
+            self.stats.failed_isr_updates += 1
             partition.isr_change_failed(proposal, self.settings.suspicion_timeout_ms if ineligible else 0)
             return
         except (
@@ -149,7 +158,14 @@ class IsrManager:
                 "isr change failed topic=%s partition=%d proposed_isr=%s error=%r",
                 tp.topic, tp.partition, list(proposal.isr), e,
             )  # fmt: skip
+            self.stats.failed_isr_updates += 1
             partition.isr_change_failed(proposal)
             return
         if partition.isr_change_committed(committed):  # False for a partition gone offline since
+            if expand:
+                self.stats.isr_expands += 1
+            else:
+                self.stats.isr_shrinks += 1
             self._on_committed(partition)
+        else:
+            self.stats.failed_isr_updates += 1

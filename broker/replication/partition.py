@@ -1,3 +1,4 @@
+# Over 700 lines: Partition is the one gate to its log, and each rule keeping HW, LEO, ISR and leader epoch consistent is one of its methods.
 """One partition on this broker: its log plus leadership, leader epoch, ISR and high watermark.
 
 State machine (`PartitionRole`), driven by the controller's metadata image:
@@ -43,6 +44,7 @@ partition, never the log.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 from collections.abc import Callable
@@ -51,7 +53,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker import clock
-from broker.log.info import AppendOrigin, TimestampAndOffset
+from broker.log.info import AppendOrigin, LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
+from broker.log.writer import INLINE_WRITER, LogWriter
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
@@ -76,8 +79,8 @@ LATEST_TIERED_TIMESTAMP = -5
 
 if TYPE_CHECKING:
     from broker.config import LogConfig
-    from broker.log.info import FetchDataInfo, LogAppendInfo
-    from broker.log.log import UnifiedLog
+    from broker.log.info import FetchDataInfo
+    from broker.log.log import PendingAppend, UnifiedLog
     from broker.log.producer_state import ProducerStateEntry
     from broker.log.txn_index import AbortedTxn
     from broker.log.validation import CheckedRecords
@@ -129,6 +132,24 @@ class ReplicaState:
 
 
 @dataclass(frozen=True, slots=True)
+class LogOffsetSnapshot:
+    """The log's offsets with where each lies (Kafka's LogOffsetSnapshot)."""
+
+    log_start_offset: Offset
+    log_end_offset: LogOffsetMetadata
+    high_watermark: LogOffsetMetadata
+    last_stable_offset: LogOffsetMetadata
+
+    def end_offset(self, isolation: FetchIsolation) -> LogOffsetMetadata:
+        """How far a fetch with this isolation may read."""
+        if isolation == FetchIsolation.LOG_END:
+            return self.log_end_offset
+        if isolation == FetchIsolation.TXN_COMMITTED:
+            return self.last_stable_offset
+        return self.high_watermark
+
+
+@dataclass(frozen=True, slots=True)
 class ReadResult:
     info: FetchDataInfo | None
     high_watermark: Offset
@@ -150,9 +171,11 @@ class Partition:
         initial_high_watermark: Offset = START_OFFSET,
         on_high_watermark: Callable[[TopicPartition], None] = lambda tp: None,
         alter_isr: AlterIsr | None = None,
+        writer: LogWriter = INLINE_WRITER,
     ) -> None:
         """`alter_isr(partition, proposal)` sends an ISR change to the controller (the IsrManager);
-        without it a proposal is only marked pending (tests drive the answer themselves)."""
+        without it a proposal is only marked pending (tests drive the answer themselves).
+        `writer` writes the bytes of appends (broker/log/writer.py; default: inline)."""
         self.tp = tp
         self.local_broker_id = local_broker_id
         self._log = log_
@@ -171,6 +194,13 @@ class Partition:
         """ISR proposed to the controller and not yet committed (one change in flight at a time)."""
         self.leader_epoch_start_offset: Offset = Offset(-1)
         self._expansion_held_until_ms = 0
+        self._writer = writer
+        self._log_lock = asyncio.Lock()
+        """Held by every append and truncation: one change of the log at a time, and none while
+        an append's bytes are written (Kafka's log lock)."""
+        self._role_generation = 0
+        """Bumped whenever role or leader epoch change: an append prepared under an older one is
+        abandoned when its write returns (Kafka holds the leader-ISR lock across the append)."""
 
     def __repr__(self) -> str:
         return (
@@ -255,6 +285,7 @@ class Partition:
             self.pending_isr = None
         self.partition_epoch = reg.partition_epoch
         if is_new_leader:
+            self._role_generation += 1
             self.leader_epoch = reg.leader_epoch
             self.leader_epoch_start_offset = self._log.log_end_offset
             self._log.leader_epoch_cache.assign(reg.leader_epoch, self._log.log_end_offset)
@@ -287,6 +318,7 @@ class Partition:
         if self._is_stale(reg):
             return False
         if self.role != PartitionRole.FOLLOWER or reg.leader_epoch != self.leader_epoch:
+            self._role_generation += 1
             log.info(
                 "became follower topic=%s partition=%d leader=%d leader_epoch=%d hw=%d leo=%d",
                 self.tp.topic,
@@ -307,6 +339,7 @@ class Partition:
         return True
 
     def make_offline(self) -> None:
+        self._role_generation += 1
         self.role = PartitionRole.OFFLINE
 
     @property
@@ -335,7 +368,7 @@ class Partition:
                 f"This broker is not the leader for partition {self.tp}",
             )
 
-    def append_records_to_leader(
+    async def append_records_to_leader(
         self,
         records: CheckedRecords | bytes | memoryview,
         required_acks: int,
@@ -343,19 +376,54 @@ class Partition:
     ) -> LogAppendInfo:
         """Append produced records (checked by the replica manager's RecordChecker; plain bytes
         are checked by the log first), Kafka's appendRecordsToLeader: NOT_ENOUGH_REPLICAS for
-        acks=all with the ISR below min.insync.replicas. A coordinator's records (origin
+        acks=all with the ISR below min.insync.replicas; NOT_LEADER_OR_FOLLOWER if leadership
+        moved while the bytes were written (they are dropped). A coordinator's records (origin
         COORDINATOR) may be transaction markers, which end transactions and so move the LSO."""
-        self._require_leader()
-        min_isr = self._log.config.min_insync_replicas
-        if required_acks == -1 and len(self.isr) < min_isr:
+        async with self._log_lock:
+            self._require_leader()
+            min_isr = self._log.config.min_insync_replicas
+            if required_acks == -1 and len(self.isr) < min_isr:
+                raise KafkaError(
+                    ErrorCode.not_enough_replicas,
+                    f"The size of the current ISR {sorted(self.isr)} is insufficient to satisfy the "
+                    f"min.isr requirement of {min_isr} for partition {self.tp}",
+                )
+            prepared = self._log.prepare_append_as_leader(records, self.leader_epoch, now_ms=clock.now_ms(), origin=origin)
+            if isinstance(prepared, LogAppendInfo):
+                return prepared
+            info = await self._write(prepared)
+            self.maybe_increment_high_watermark()
+            return info
+
+    async def _write(self, pending: PendingAppend) -> LogAppendInfo:
+        """Write an append's bytes (inline while the disk is fast, else on a writer thread) and
+        account them, unless role or leader epoch changed meanwhile."""
+        if self._writer.write_inline(pending):
+            return self._log.complete_append(pending)
+        generation = self._role_generation
+        write = asyncio.ensure_future(self._writer.write_threaded(pending))
+        cancelled = False
+        while not write.done():  # the bytes land whatever happens to the caller: wait for them
+            try:
+                await asyncio.shield(write)
+            except asyncio.CancelledError:
+                cancelled = True
+            except Exception:  # noqa: BLE001 - raised below, once the append is ended
+                break
+        failure = None if write.cancelled() else write.exception()
+        if cancelled or write.cancelled() or failure is not None:
+            # nobody waits for the answer, or the writer failed: the append does not count
+            self._log.abandon_append(pending)
+            if failure is not None:
+                raise failure
+            raise asyncio.CancelledError
+        if generation != self._role_generation:
+            self._log.abandon_append(pending)
             raise KafkaError(
-                ErrorCode.not_enough_replicas,
-                f"The size of the current ISR {sorted(self.isr)} is insufficient to satisfy the "
-                f"min.isr requirement of {min_isr} for partition {self.tp}",
+                ErrorCode.not_leader_or_follower,
+                f"Leadership of {self.tp} changed while the append was written",
             )
-        info = self._log.append_as_leader(records, self.leader_epoch, now_ms=clock.now_ms(), origin=origin)
-        self.maybe_increment_high_watermark()
-        return info
+        return self._log.complete_append(pending)
 
     def acks_satisfied(
         self, required_offset: Offset, leader_epoch: int | None = None
@@ -542,24 +610,36 @@ class Partition:
 
     # -- follower: replication ----------------------------------------------------------------
 
-    def append_records_to_follower(self, records: bytes | memoryview) -> LogAppendInfo:
+    async def append_records_to_follower(self, records: bytes | memoryview) -> LogAppendInfo:
         """Append what the leader sent, keeping its offsets and epochs (Kafka's
-        appendRecordsToFollowerOrFutureReplica)."""
-        return self._log.append_as_follower(records, now_ms=clock.now_ms())
+        appendRecordsToFollowerOrFutureReplica); NOT_LEADER_OR_FOLLOWER if role or leader epoch
+        changed while the bytes were written (they are dropped; the fetcher starts over)."""
+        async with self._log_lock:
+            prepared = self._log.prepare_append_as_follower(records, now_ms=clock.now_ms())
+            if isinstance(prepared, LogAppendInfo):
+                return prepared
+            return await self._write(prepared)
 
-    def truncate_to(self, offset: Offset) -> bool:
+    async def truncate_to(self, offset: Offset) -> bool:
         """Cut this replica's log from the batch holding `offset` on (a follower diverged from
         its leader); the HW never stays above the new LEO. True if anything was removed."""
-        removed = self._log.truncate_to(max(0, offset))
-        self._cap_high_watermark()
-        return removed
+        async with self._log_lock:
+            removed = self._log.truncate_to(max(0, offset))
+            self._cap_high_watermark()
+            return removed
 
-    def truncate_fully_and_start_at(self, offset: Offset) -> None:
+    async def truncate_fully_and_start_at(self, offset: Offset) -> None:
         """Empty the log and restart it at `offset` (the leader's log start offset is past
         everything this replica has); the HW moves to `offset` if it was above or below it."""
-        self._log.truncate_fully_and_start_at(offset)
-        self._cap_high_watermark()
-        self.update_follower_high_watermark(offset)
+        async with self._log_lock:
+            self._log.truncate_fully_and_start_at(offset)
+            self._cap_high_watermark()
+            self.update_follower_high_watermark(offset)
+
+    async def quiesce(self) -> None:
+        """Wait for an append or truncation in progress to end (shutdown)."""
+        async with self._log_lock:
+            pass
 
     def update_follower_log_start_offset(self, leader_log_start_offset: Offset) -> None:
         """Follow the leader's log start offset (retention, DeleteRecords) when it lies within
@@ -679,15 +759,29 @@ class Partition:
             return None
         return found
 
-    def bytes_available(self, fetch_offset: Offset, isolation: FetchIsolation) -> int:
-        """Bytes a fetch at `fetch_offset` would get now (0 if none, or on any error)."""
-        if self.role != PartitionRole.LEADER:
-            return 0
-        max_offset = self._max_offset(isolation)
-        if fetch_offset >= max_offset:
-            return 0
-        try:
-            info = self._log.read(fetch_offset, 1 << 30, max_offset, min_one_message=True)
-        except KafkaError:
-            return 1  # an error answers the fetch at once
-        return 0 if info is None or info.records is None else len(info.records)
+    def fetch_offset_snapshot(
+        self, current_leader_epoch: int = -1, *, fetch_only_from_leader: bool = True
+    ) -> LogOffsetSnapshot:
+        """Where the log's offsets lie now (Kafka's Partition.fetchOffsetSnapshot), for a waiting
+        fetch to measure what has become available. Raises as a read would: a fenced epoch, not
+        the leader."""
+        self.check_leader_epoch(current_leader_epoch)
+        if fetch_only_from_leader:
+            self._require_leader()
+        leo = self._log.offset_metadata(self._log.log_end_offset)
+        hw = leo if self.high_watermark == leo.message_offset else self._log.offset_metadata(self.high_watermark)
+        lso_offset = self.last_stable_offset
+        lso = hw if lso_offset == hw.message_offset else self._log.offset_metadata(lso_offset)
+        return LogOffsetSnapshot(
+            log_start_offset=self._log.log_start_offset,
+            log_end_offset=leo,
+            high_watermark=hw,
+            last_stable_offset=lso,
+        )
+
+    def offset_metadata(self, offset: Offset) -> LogOffsetMetadata:
+        """Where `offset` lies in the log (segment and position); only the offset when it lies
+        outside [log start offset, log end offset]."""
+        if not self._log.log_start_offset <= offset <= self._log.log_end_offset:
+            return LogOffsetMetadata(offset)
+        return self._log.offset_metadata(offset)

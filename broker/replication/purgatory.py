@@ -5,13 +5,21 @@ changes the state a check depends on (an append moves the log end offset, a foll
 the high watermark) calls `check_and_complete(key)`, which runs the checks of the operations
 watching that key and wakes those that are satisfied. Nothing polls on a timer; the only timer is
 each operation's own deadline.
+
+Kafka's purgatory gauges are read from it at scrape time: `watched` (PurgatorySize, the watchers
+over every key: an operation watching three partitions counts three times) and `delayed`
+(NumDelayedOperations). A wait's duration is added to the request's remote time
+(broker/metrics/stats.py), which Kafka's RemoteTimeMs reports.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
+
+from broker.metrics.stats import add_remote_time
 
 K = TypeVar("K", bound=Hashable)
 
@@ -28,9 +36,16 @@ class Purgatory(Generic[K]):
     def __init__(self, name: str) -> None:
         self.name = name
         self._watchers: dict[K, set[_Waiter]] = {}
+        self.delayed = 0
+        """Operations waiting now (Kafka's NumDelayedOperations)."""
 
     def __len__(self) -> int:
-        return sum(len(w) for w in self._watchers.values())
+        return self.watched
+
+    @property
+    def watched(self) -> int:
+        """Watchers over every key (Kafka's PurgatorySize)."""
+        return sum(len(w) for w in list(self._watchers.values()))
 
     async def wait(self, keys: Iterable[K], check: Callable[[], bool], timeout_s: float) -> bool:
         """Wait until `check()` holds (True) or the timeout passes (False)."""
@@ -42,11 +57,15 @@ class Purgatory(Generic[K]):
         watched = list(keys)
         for key in watched:
             self._watchers.setdefault(key, set()).add(waiter)
+        self.delayed += 1
+        parked = time.monotonic()
         try:
             return await asyncio.wait_for(waiter.future, timeout_s)
         except TimeoutError:
             return check()
         finally:
+            self.delayed -= 1
+            add_remote_time(time.monotonic() - parked)
             for key in watched:
                 ws = self._watchers.get(key)
                 if ws is not None:

@@ -25,7 +25,6 @@ from concurrent.futures import ThreadPoolExecutor
 from broker import clock
 from broker.config import LogConfig
 from broker.log.validation import CheckedRecords, check_records, max_decompressed_bytes
-from protocol import legacy
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_check import OverBudget
 from protocol.records import CURRENT_MAGIC
@@ -53,6 +52,8 @@ def _check(
     """The check itself (inline with a budget, or in the worker without): up-conversion of a
     legacy message set first, then every batch and record."""
     if records[_MAGIC] < CURRENT_MAGIC:
+        from protocol import legacy  # noqa: PLC0415 - only Produce v0-2 sends these: not at start-up
+
         records = legacy.upconvert(records, strict=True, max_decompressed=max_decompressed_bytes(config))
         if not records:
             raise KafkaError(ErrorCode.invalid_record, "Produce request contains no message")

@@ -15,6 +15,11 @@ leader. A fetch from a follower (replica_id >= 0) is the partition's `update_fol
 the follower's state, an ISR expansion sent through the ISR manager (isr.py, also owned here) and
 the HW, which completes acks=all produces and consumer fetches. A leadership change completes
 waiting produces (NOT_LEADER_OR_FOLLOWER) and fetches.
+
+Metrics (broker/metrics): each produced partition entry and each partition a fetch reads are
+counted once per request in the broker's BrokerTopicMetrics (`metrics.topics`), as Kafka's
+appendToLocalLog and fetchMessages count them; the ISR manager and the replica fetchers count
+ISR changes and replicated bytes.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from broker import clock
 from broker.log.info import AppendOrigin
+from broker.metrics.stats import BrokerMetrics
 from broker.replication.fetcher_manager import ReplicaFetcherManager
 from broker.replication.isr import AlterPartition, IsrManager
 from broker.replication.partition import FetchIsolation, Partition, ReadResult
@@ -39,7 +45,7 @@ from protocol.types import BrokerId, Offset
 
 if TYPE_CHECKING:
     from broker.config import LogConfig
-    from broker.log.info import LogAppendInfo
+    from broker.log.info import LogAppendInfo, LogOffsetMetadata
     from broker.log.manager import LogManager
     from broker.log.validation import CheckedRecords
     from protocol.record_check import RecordError
@@ -73,6 +79,62 @@ class FetchResult:
     read: ReadResult | None = None
 
 
+class DelayedFetch:
+    """A fetch waiting in the purgatory for min_bytes (Kafka's DelayedFetch.tryComplete).
+
+    It completes as soon as any partition: is gone or no longer led here (cases A-C), fails to
+    answer (storage, case D), fences the request's leader epoch (case E), or has its fetch offset
+    on another segment than the offset the fetch may read up to (case F: the fetch is behind the
+    active segment, or the log was truncated below it; the data is there, or an error is); or
+    when the bytes between each fetch offset and its bound, on the same segment, capped by the
+    partition's max_bytes, add up to min_bytes (case G). A fetch behind the active segment thus
+    never waits, however small the batches there: a compacted topic's sparse tail or an older
+    segment's last bytes are answered at once, as by Kafka.
+    """
+
+    def __init__(
+        self,
+        partitions: Callable[[TopicPartition], Partition | None],
+        requests: Sequence[FetchRequestPartition],
+        isolation: FetchIsolation,
+        min_bytes: int,
+        fetch_only_from_leader: bool,
+    ) -> None:
+        self._partitions = partitions
+        self._requests = requests
+        self._isolation = isolation
+        self._min_bytes = min_bytes
+        self._fetch_only_from_leader = fetch_only_from_leader
+        self._start: dict[TopicPartition, LogOffsetMetadata] = {}
+        """Where each fetch offset lay when first checked (Kafka's startOffsetMetadata)."""
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        for req in self._requests:
+            partition = self._partitions(req.tp)
+            if partition is None:
+                return True  # cases B, C
+            try:
+                snapshot = partition.fetch_offset_snapshot(
+                    req.current_leader_epoch, fetch_only_from_leader=self._fetch_only_from_leader
+                )
+                fetch_offset = self._start.get(req.tp)
+                if fetch_offset is None:
+                    fetch_offset = self._start[req.tp] = partition.offset_metadata(req.fetch_offset)
+            except KafkaError:
+                return True  # cases A, D, E
+            if fetch_offset.message_offset_only:
+                return True  # outside the log: the read answers OFFSET_OUT_OF_RANGE
+            end = snapshot.end_offset(self._isolation)
+            # equal offsets go to case G: after a roll the end offset lies on the old segment
+            if end.message_offset != fetch_offset.message_offset:
+                if end.on_older_segment(fetch_offset) or fetch_offset.on_older_segment(end):
+                    return True  # case F
+                if fetch_offset.message_offset < end.message_offset:
+                    accumulated += min(end.position_diff(fetch_offset), req.max_bytes)
+        return accumulated >= self._min_bytes  # case G
+
+
 class ReplicaManager:
     def __init__(
         self,
@@ -84,10 +146,14 @@ class ReplicaManager:
         alter_partition: AlterPartition,
         isr_settings: IsrSettings,
         fetcher_settings: FetcherSettings,
+        metrics: BrokerMetrics | None = None,
     ) -> None:
         """`alter_partition` is the controller's (ISR changes); the replica manager builds and
-        owns the ISR manager and the replica fetchers with them."""
+        owns the ISR manager and the replica fetchers with them. `metrics`: the broker's
+        counters (a fresh set when not given)."""
         self.broker_id = broker_id
+        self.metrics = metrics if metrics is not None else BrokerMetrics()
+        self._topic_stats = self.metrics.topics
         self.log_manager = log_manager
         self._log_config_for = log_config_for
         self._initial_hw = dict(initial_high_watermarks)
@@ -104,9 +170,11 @@ class ReplicaManager:
             lambda: self.partitions.values(),
             self._on_isr_committed,
             isr_settings,
+            self.metrics.replica,
         )
         """Sends ISR changes to the controller and runs the leader's shrink check."""
-        self.fetcher_manager = ReplicaFetcherManager(fetcher_settings, self.partitions.get)
+        self.fetcher_manager = ReplicaFetcherManager(
+            fetcher_settings, self.partitions.get, stats=self.metrics.topics)
         """Replica fetchers for the partitions this broker follows."""
         self._record_checker = RecordChecker()
 
@@ -115,8 +183,11 @@ class ReplicaManager:
         self.isr_manager.start()
 
     async def shutdown(self) -> None:
-        """Stop fetching and checking, and end every waiting produce and fetch."""
+        """Stop fetching and checking, let every append in progress end, and end every waiting
+        produce and fetch."""
         await self.fetcher_manager.shutdown()
+        for partition in list(self.partitions.values()):
+            await partition.quiesce()
         await self.isr_manager.stop()
         self._record_checker.shutdown()
         self.delayed_fetch.wake_all()
@@ -156,6 +227,7 @@ class ReplicaManager:
                         initial_high_watermark=Offset(self._initial_hw.pop(tp, 0)),
                         on_high_watermark=self._on_high_watermark,
                         alter_isr=self.isr_manager.submit,
+                        writer=self.log_manager.writer,
                     )
                     self.partitions[tp] = partition
                 elif config_changed:
@@ -193,6 +265,16 @@ class ReplicaManager:
             log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
         self.fetcher_manager.update(new, self.partitions)
 
+    def update_log_configs(self) -> None:
+        """The broker's topic defaults changed (dynamic broker configs): every hosted partition's
+        log obeys its topic's config as it is now."""
+        if self._image is None:
+            return
+        for tp, partition in self.partitions.items():
+            topic = self._image.topics.get(tp.topic)
+            if topic is not None:
+                partition.update_log_config(self._log_config_for(topic))
+
     def _on_isr_committed(self, partition: Partition) -> None:
         self.delayed_produce.check_and_complete(partition.tp)
 
@@ -229,7 +311,7 @@ class ReplicaManager:
 
     # -- produce -------------------------------------------------------------------------------
 
-    def append_local(
+    async def append_local(
         self,
         entries: Iterable[tuple[TopicPartition, CheckedRecords | bytes | memoryview]],
         required_acks: int,
@@ -239,7 +321,7 @@ class ReplicaManager:
         for tp, records in entries:
             try:
                 partition = self.get_partition(tp)
-                info = partition.append_records_to_leader(records, required_acks, origin)
+                info = await partition.append_records_to_leader(records, required_acks, origin)
                 results[tp] = ProduceResult(ErrorCode.none, info)
                 self.delayed_fetch.check_and_complete(tp)
             except KafkaError as e:
@@ -257,11 +339,15 @@ class ReplicaManager:
         the loop when large), append them, and for acks=all wait until the HW covers them. A
         coordinator's records (transaction markers, built here) are checked by the log."""
         if origin is AppendOrigin.COORDINATOR:
-            results = self.append_local(entries, required_acks, origin)
+            results = await self.append_local(entries, required_acks, origin)
         else:
             checked, rejected = await self._check_records(entries)
-            results = self.append_local(checked, required_acks)
+            results = await self.append_local(checked, required_acks)
             results.update(rejected)
+        stats = self._topic_stats
+        for tp, records in entries:
+            r = results[tp]
+            stats.produced(tp.topic, r.error, len(records), r.info.num_messages if r.info is not None else 0)
         if required_acks != -1:
             return results
         # (next offset, leader epoch of the append): a later epoch means the batch may be gone
@@ -386,23 +472,23 @@ class ReplicaManager:
             requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id
         )
         if max_wait_ms <= 0 or not requests or self._fetch_satisfied(results, min_bytes):
-            return results
+            return self._count_fetch(results, replica_id)
 
-        def enough() -> bool:
-            total = 0
-            for req in requests:
-                partition = self.partitions.get(req.tp)
-                if partition is None or (fetch_only_from_leader and not partition.is_leader):
-                    return True
-                total += partition.bytes_available(req.fetch_offset, isolation)
-                if total >= min_bytes:
-                    return True
-            return False
-
-        await self.delayed_fetch.wait([r.tp for r in requests], enough, max_wait_ms / 1000)
-        return self.read_local(
+        delayed = DelayedFetch(self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader)
+        await self.delayed_fetch.wait([r.tp for r in requests], delayed.try_complete, max_wait_ms / 1000)
+        return self._count_fetch(self.read_local(
             requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id
-        )
+        ), replica_id)
+
+    def _count_fetch(self, results: list[FetchResult], replica_id: int) -> list[FetchResult]:
+        """Count each partition of a fetch's response (TotalFetchRequests, FailedFetchRequests,
+        BytesOut or, for a follower, ReplicationBytesOut)."""
+        stats = self._topic_stats
+        follower = replica_id >= 0
+        for r in results:
+            info = r.read.info if r.read is not None else None
+            stats.fetched(r.tp.topic, r.error, info.size if info is not None else 0, follower)
+        return results
 
     @staticmethod
     def _fetch_satisfied(results: Sequence[FetchResult], min_bytes: int) -> bool:

@@ -10,6 +10,7 @@
         cluster.stop_zookeeper(); cluster.start_zookeeper()  # ZooKeeper itself down, then back
         cluster.slow_disk(1, write_ms=50)    # with SamsaCluster(..., slow_disk=True): writes slowed
         cluster.metadata(1)                  # Metadata v12 as broker 1 answers it
+        cluster.brokers[1].metrics_port      # with SamsaCluster(..., metrics=True): /metrics there
 
     python -m broker.testing.cluster --brokers 3      # a local cluster until Ctrl-C
 
@@ -176,6 +177,8 @@ class BrokerSlot:
     heartbeat_port: int
     process: SamsaProcess
     zk_proxy: TcpProxy
+    metrics_port: int = 0
+    """its Prometheus endpoint on 127.0.0.1 (0: none)"""
 
 
 class SamsaCluster:
@@ -189,7 +192,11 @@ class SamsaCluster:
         racks: Mapping[int, str] | None = None,
         log_level: str = "INFO",
         slow_disk: bool = False,
+        metrics: bool = False,
     ) -> None:
+        """`metrics`: each broker serves Prometheus metrics on a port of its own
+        (`brokers[i].metrics_port`)."""
+        self._metrics = metrics
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if base_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="samsa-cluster-")
@@ -222,6 +229,7 @@ class SamsaCluster:
                     self.peer_udp[(i, j)] = UdpProxy(self.proxies, _constant(hb_target)).start()
         for i in ids:
             client, repl, hb = ports[i]
+            metrics_port = free_port() if self._metrics else 0
             zk_proxy = TcpProxy(self.proxies, lambda: ("127.0.0.1", self.zookeeper.port)).start()
             peers = ",".join(
                 f"{j}=127.0.0.1:{self.peer_tcp[(i, j)].port}:{self.peer_udp[(i, j)].port}" for j in ids if j != i
@@ -237,6 +245,8 @@ class SamsaCluster:
                 "default.replication.factor": str(min(3, self.n)),
                 "offsets.topic.replication.factor": str(min(3, self.n)),
                 **({"broker.rack": self.racks[i]} if i in self.racks else {}),
+                **({"metrics.prometheus.port": str(metrics_port), "metrics.prometheus.host": "127.0.0.1"}
+                   if metrics_port else {}),
                 **self.overrides,
                 **self.broker_overrides.get(i, {}),
             }
@@ -246,7 +256,7 @@ class SamsaCluster:
                 self.slow_disks[i] = SlowDisk(self.base_dir / f"broker-{i}.slowdisk", data_dir)
                 env = self.slow_disks[i].environment()
             process = SamsaProcess(data_dir, props, port=client, log_level=self.log_level, env=env)
-            self.brokers[i] = BrokerSlot(i, client, repl, hb, process, zk_proxy)
+            self.brokers[i] = BrokerSlot(i, client, repl, hb, process, zk_proxy, metrics_port)
         self._start_all([slot.process for slot in self.brokers.values()])
         self.wait_for(lambda: len(self.metadata(1).brokers) == self.n, 30, "all brokers registered")
         return self
@@ -395,10 +405,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--dir", help="data directory (default: a temporary one)")
     args = parser.parse_args(argv)
-    with SamsaCluster(args.dir, brokers=args.brokers) as cluster:
+    with SamsaCluster(args.dir, brokers=args.brokers, metrics=True) as cluster:
         print(f"zookeeper 127.0.0.1:{cluster.zookeeper.port}", flush=True)
         for i, slot in cluster.brokers.items():
-            print(f"broker {i} PLAINTEXT://127.0.0.1:{slot.client_port} log {slot.process.log_path}", flush=True)
+            print(f"broker {i} PLAINTEXT://127.0.0.1:{slot.client_port} metrics http://127.0.0.1:{slot.metrics_port}/metrics "
+                  f"log {slot.process.log_path}", flush=True)
         print(f"bootstrap.servers={cluster.bootstrap_servers}  (Ctrl-C stops the cluster)", flush=True)
         stop = False
 

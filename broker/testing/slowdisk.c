@@ -1,7 +1,8 @@
 /*
  * A slow disk for fault tests, loaded with LD_PRELOAD into a broker process (Samsa's Python or
  * Kafka's JVM alike): write, pwrite, writev, pwritev and fsync, fdatasync on regular files under a
- * directory sleep first, for as long as a control file says.
+ * directory sleep first, for as long as a control file says. pwritev2 too: CPython's os.pwritev calls
+ * it, not pwritev, where the C library has it.
  *
  *   SAMSA_SLOWDISK_CONTROL  a file holding "<write delay ms> <fsync delay ms>" (absent: no delay);
  *                           read again at most every 100 ms, so a test switches the fault on and
@@ -91,6 +92,7 @@ typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
 typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
 typedef ssize_t (*pwritev_fn)(int, const struct iovec *, int, off_t);
+typedef ssize_t (*pwritev2_fn)(int, const struct iovec *, int, off_t, int);
 typedef int (*sync_fn)(int);
 
 #define REAL(name, type) \
@@ -132,6 +134,18 @@ ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off) {
     REAL("pwritev64", pwritev_fn);
     slow_down(fd, &write_delay_us);
     return real(fd, iov, cnt, off);
+}
+
+ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) {
+    REAL("pwritev2", pwritev2_fn);
+    slow_down(fd, &write_delay_us);
+    return real(fd, iov, cnt, off, flags);
+}
+
+ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) {
+    REAL("pwritev64v2", pwritev2_fn);
+    slow_down(fd, &write_delay_us);
+    return real(fd, iov, cnt, off, flags);
 }
 
 int fsync(int fd) {

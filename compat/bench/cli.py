@@ -1,8 +1,9 @@
 """Side-by-side benchmarks: Samsa against Apache Kafka on this machine, same settings, same loads.
 
-    .venv/bin/python -m compat.bench                # full run (~20-25 min on 2 cores)
+    .venv/bin/python -m compat.bench                # full run (~10 min on 2 cores)
     .venv/bin/python -m compat.bench --quick        # ~5 min: fewer records, one repeat, no 1,000 partitions
     .venv/bin/python -m compat.bench --only single  # or: cluster
+    .venv/bin/python -m compat.bench --quick --targets samsa --metrics   # Samsa scraped every second
     .venv/bin/python -m compat.bench --render compat/target/bench-results.json   # doc + chart again
 
 For each repeat and each broker (order alternates between repeats), one fresh broker is started and
@@ -121,6 +122,8 @@ class Run:
             launcher.join()
             if isinstance(target, KafkaTarget):
                 target.wait_ready()
+            else:
+                target.start_scraper()
             self.add(name, "start_first_ack", first, r)
             self.steps_done += 1
             bs = target.bootstrap_servers
@@ -294,6 +297,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--repeat", type=int)
     parser.add_argument("--only", choices=("single", "cluster"))
+    parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="Samsa serves metrics.prometheus.port and is scraped every second throughout "
+        "(compare with a run without it: the cost of the metrics)",
+    )
     parser.add_argument("--targets", default="samsa,kafka")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -301,6 +310,10 @@ def main(argv: list[str] | None = None) -> int:
         "--render", type=Path, help="only write the doc and chart from a results JSON"
     )
     args = parser.parse_args(argv)
+    try:  # the chart is drawn at the end: fail now, not after the run
+        import matplotlib  # noqa: F401, PLC0415
+    except ImportError:
+        parser.error("the benchmark needs its extras: .venv/bin/pip install -e '.[bench]'")
     command = ".venv/bin/python -m compat.bench " + shlex.join(
         argv if argv is not None else sys.argv[1:]
     )
@@ -311,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     quick = args.quick
+    if args.metrics:
+        from compat.bench import targets
+
+        targets.METRICS_SCRAPE_S = 1.0
     params = Params(
         records=args.records or (100_000 if quick else 200_000),
         size=args.size,

@@ -196,7 +196,6 @@ class _Node(KafkaNode):
     def __init__(self, owner: KafkaFaults, node_id: int, settings: Mapping[str, str]) -> None:
         super().__init__(node_id, owner.quorum_ports, owner.client_ports[node_id], settings)
         self.owner = owner
-        self.env: dict[str, str] = {}
 
     def _properties(self) -> dict[str, str]:
         props = super()._properties()
@@ -220,16 +219,6 @@ class _Node(KafkaNode):
             ),
         })  # fmt: skip
         return props
-
-    def launch(self) -> None:
-        with open(self.root / "stdout.log", "ab") as out:
-            self.proc = subprocess.Popen(
-                self._jvm("kafka.Kafka", str(self.root / "server.properties")),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**os.environ, **self.env},
-            )
 
 
 class KafkaFaults:

@@ -163,8 +163,7 @@ def table(data: dict[str, Any]) -> str:
         (
             f"Produced by `{data['command'].strip()}` on {data['date']} ({data['duration_s'] // 60} min); "
             f"machine: {data['machine']}; load average at the end "
-            f"{', '.join(f'{x:.1f}' for x in data['load_average_at_end'])} "
-            f"(the machine is shared with other work). {p['records']:,} records of {p['size']} B per throughput "
+            f"{', '.join(f'{x:.1f}' for x in data['load_average_at_end'])}. {p['records']:,} records of {p['size']} B per throughput "
             f"run; {p['repeat']} repeat(s), each on a freshly started broker; median (min-max); "
             "ratio = median Samsa / median Kafka."
         ),

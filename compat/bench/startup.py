@@ -10,8 +10,9 @@ a fresh data directory; each tree byte-compiled first, as an installed broker is
 librdkafka producer that retries every 10-50 ms until its
 record to an auto-created topic is acknowledged (`loads.first_ack`, as in `python -m
 compat.bench`). Printed per tree, median (min-max): wall seconds to the first ack, wall seconds to
-the listening line, and the broker's CPU seconds (user + system from /proc/<pid>/stat) at the
-first ack, which the machine's load distorts far less than wall time.
+the listening line, the broker's CPU seconds (user + system from /proc/<pid>/stat) at the
+first ack, which the machine's load distorts far less than wall time, and its RSS 2 s after the
+first ack (the benchmark's "RSS idle").
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ import time
 from pathlib import Path
 
 from compat.bench import loads
-from compat.bench.targets import compile_sources, cpu_seconds
+from compat.bench.targets import compile_sources, cpu_seconds, rss_bytes
 from compat.kafka import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def one_start(tree: Path) -> tuple[float, float, float]:
-    """(seconds to first ack, seconds to listening, broker CPU seconds at the first ack)."""
+    """(seconds to first ack, seconds to listening, broker CPU seconds at the first ack, RSS in MiB
+    2 s after it)."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="samsa-startup-") as tmp:
         cmd = [sys.executable, "-m", "broker", "serve", "--log-level", "WARNING",
@@ -54,11 +56,13 @@ def one_start(tree: Path) -> tuple[float, float, float]:
         try:
             first = loads.first_ack(f"127.0.0.1:{port}", "first-ack", started, timeout=60)
             cpu = cpu_seconds(proc.pid)
+            time.sleep(2)
+            rss = rss_bytes(proc.pid) / (1 << 20)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
         reader.join(timeout=5)
-    return first, listening[0], cpu
+    return first, listening[0], cpu, rss
 
 
 def _summary(values: list[float]) -> str:
@@ -70,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("trees", nargs="*", type=Path, default=[ROOT])
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args(argv)
-    runs: dict[Path, list[tuple[float, float, float]]] = {t: [] for t in args.trees}
+    runs: dict[Path, list[tuple[float, float, float, float]]] = {t: [] for t in args.trees}
     for tree in args.trees:
         compile_sources(tree)
     for i in range(args.repeat):
@@ -78,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
             runs[tree].append(one_start(tree))
         print(f"[startup] {i + 1}/{args.repeat} rounds", file=sys.stderr)
     for tree, results in runs.items():
-        first, listen, cpu = (list(column) for column in zip(*results))
-        print(f"{tree}: first ack {_summary(first)} s, listening {_summary(listen)} s, broker CPU {_summary(cpu)} s")
+        first, listen, cpu, rss = (list(column) for column in zip(*results))
+        print(
+            f"{tree}: first ack {_summary(first)} s, listening {_summary(listen)} s, "
+            f"broker CPU {_summary(cpu)} s, RSS idle {_summary(rss)} MiB"
+        )
     return 0
 
 

@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
@@ -113,6 +114,41 @@ def create_topic(
 
 # -- Samsa ---------------------------------------------------------------------------------------
 
+METRICS_SCRAPE_S: float | None = None
+"""`--metrics`: Samsa serves its Prometheus endpoint and a scraper reads it every this many
+seconds for the whole run (None: no endpoint, the default)."""
+
+
+class Scraper:
+    """GET every endpoint's /metrics every `interval` seconds in a thread, as Prometheus would."""
+
+    def __init__(self, ports: list[int], interval: float) -> None:
+        self.ports, self.interval = ports, interval
+        self.scrapes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            for port in self.ports:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+                    self.scrapes += 1
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.ident is not None:
+            self._thread.join(15)
+
+
+def _metrics_settings(port: int) -> dict[str, str]:
+    return {"metrics.prometheus.port": str(port), "metrics.prometheus.host": "127.0.0.1"}
+
 
 class SamsaTarget:
     name = "samsa"
@@ -121,16 +157,28 @@ class SamsaTarget:
         self, overrides: Mapping[str, str] | None = None, port: int = 0
     ) -> None:
         self._tmp = tempfile.mkdtemp(prefix="samsa-bench-")
+        self.scraper: Scraper | None = None
+        metrics: dict[str, str] = {}
+        if METRICS_SCRAPE_S is not None:
+            metrics_port = free_port()
+            metrics = _metrics_settings(metrics_port)
+            self.scraper = Scraper([metrics_port], METRICS_SCRAPE_S)
         self.process = SamsaProcess(
             Path(self._tmp) / "data",
-            {**BENCH_SETTINGS, **(overrides or {})},
+            {**BENCH_SETTINGS, **metrics, **(overrides or {})},
             port=port,
             log_level="WARNING",
         )
 
     def start(self) -> SamsaTarget:
         self.process.start()
+        self.start_scraper()
         return self
+
+    def start_scraper(self) -> None:
+        """With `--metrics`: scrape the started broker from now on."""
+        if self.scraper is not None:
+            self.scraper.start()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -141,6 +189,8 @@ class SamsaTarget:
         return [self.process.proc.pid]
 
     def close(self) -> None:
+        if self.scraper is not None:
+            self.scraper.stop()
         try:
             self.process.close()
         finally:
@@ -158,10 +208,15 @@ class SamsaClusterTarget:
             brokers,
             overrides={**BENCH_SETTINGS, **CLUSTER_SETTINGS},
             log_level="WARNING",
+            metrics=METRICS_SCRAPE_S is not None,
         )
+        self.scraper: Scraper | None = None
 
     def start(self) -> SamsaClusterTarget:
         self.cluster.start()
+        if METRICS_SCRAPE_S is not None:
+            self.scraper = Scraper([s.metrics_port for s in self.cluster.brokers.values()], METRICS_SCRAPE_S)
+            self.scraper.start()
         return self
 
     @property
@@ -176,6 +231,8 @@ class SamsaClusterTarget:
         ]
 
     def close(self) -> None:
+        if self.scraper is not None:
+            self.scraper.stop()
         self.cluster.close()
 
 
@@ -198,6 +255,8 @@ class KafkaNode(KafkaJarProcess):
         self.voters = dict(voters)
         self.port = port
         self.controller_port = self.voters[node_id]
+        self.env: dict[str, str] = {}
+        """Extra environment for the JVM (the fault benchmark's slow disk preloads a library)."""
 
     def _properties(self) -> dict[str, str]:
         props = super()._properties()
@@ -243,6 +302,7 @@ class KafkaNode(KafkaJarProcess):
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env={**os.environ, **self.env},
             )
 
     def wait_ready(self, timeout: float = 120.0) -> None:

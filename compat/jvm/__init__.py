@@ -56,7 +56,9 @@ def compile_harness(cp_name: str) -> Path:
 
 
 def _compile_harness(cp_name: str) -> Path:
-    sources = sorted(HARNESS_SRC.glob("*.java"))
+    # harness/*.java build against every classpath; harness/<cp_name>/*.java only against theirs
+    # (WireSchemas uses classes kafka-clients 4 moved).
+    sources = sorted(HARNESS_SRC.glob("*.java")) + sorted((HARNESS_SRC / cp_name).glob("*.java"))
     cp = classpath(cp_name)
     digest = hashlib.sha256()
     for s in sources:
@@ -82,11 +84,12 @@ def run_harness(cp_name: str, bootstrap: str, scenario: str, prefix: str, timeou
     return run_main(cp_name, "Harness", bootstrap, scenario, prefix, timeout=timeout)
 
 
-def run_main(cp_name: str, main_class: str, *args: str, timeout: float = 180) -> list[dict]:
-    """Runs one class of compat/jvm/harness against a kafka-clients classpath; returns the JSON lines
-    it prints, which must end with {"step": "end"}."""
+def run_main(cp_name: str, main_class: str, *args: str, timeout: float = 180, run_on: str | None = None) -> list[dict]:
+    """Runs one class of compat/jvm/harness against a kafka-clients classpath (compiled against
+    `cp_name`, run on `run_on`'s jars when given: a broker's classpath); returns the JSON lines it
+    prints, which must end with {"step": "end"}."""
     classes = compile_harness(cp_name)
-    cmd = [java(), *TOOL_JVM, "-cp", f"{classpath(cp_name)}{os.pathsep}{classes}", main_class, *args]
+    cmd = [java(), *TOOL_JVM, "-cp", f"{classpath(run_on or cp_name)}{os.pathsep}{classes}", main_class, *args]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines or lines[-1].get("step") != "end":

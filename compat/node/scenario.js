@@ -224,7 +224,13 @@ async function adminScenario(admin) {
     })
   }
   await admin.deleteTopics({ topics: [doomed], timeout: 15000 })
-  const listed = await admin.listTopics()
+  // Kafka's brokers learn of a deletion from the controller a moment after DeleteTopics answers:
+  // list again until it is gone (10 s at most)
+  let listed = await admin.listTopics()
+  for (let i = 0; i < 50 && listed.includes(doomed); i++) {
+    await new Promise(resolve => setTimeout(resolve, 200))
+    listed = await admin.listTopics()
+  }
   emit({ step: 'deleted', topic: doomed, stillListed: listed.includes(doomed), adminListed: listed.includes(topic) })
   const cluster = await admin.describeCluster()
   emit({

@@ -449,7 +449,9 @@ def test_describe_configs_topic_and_broker(samsa_broker: SamsaProcess, admin: Ka
     assert broker_configs["num.partitions"]["value"] == "1"
     assert broker_configs["log.dirs"]["config_source"] == "STATIC_BROKER_CONFIG"
     assert broker_configs["log.dirs"]["value"] == str(samsa_broker.data_dir)
-    assert all(c["read_only"] for c in broker_configs.values())
+    # dynamic broker configs (broker/config/dynamic.py) are the ones not read-only
+    assert broker_configs["num.partitions"]["read_only"] is True
+    assert broker_configs["message.max.bytes"]["read_only"] is False
 
 
 def test_describe_configs_errors_over_the_wire(samsa_broker: SamsaProcess) -> None:
@@ -482,7 +484,8 @@ def test_describe_configs_errors_over_the_wire(samsa_broker: SamsaProcess) -> No
         "Unexpected broker id, expected 0 or empty string, but received 7",
     )
     assert (r[2].error_code, r[2].error_message) == (42, "Broker id must be an integer, but it is: zero")
-    assert (r[3].error_code, r[3].configs) == (0, ())  # no dynamic cluster-wide defaults
+    # the cluster-wide dynamic defaults: min.insync.replicas, written when the cluster was created
+    assert (r[3].error_code, [(c.name, c.value) for c in r[3].configs]) == (0, [("min.insync.replicas", "1")])
     assert r[4].error_code == 0
     assert [c.name for c in r[4].configs] == ["log.retention.ms", "num.partitions"]
     retention = r[4].configs[0]
@@ -547,7 +550,7 @@ def test_alter_configs_errors_over_the_wire(samsa_broker: SamsaProcess, admin: K
             resources=(
                 resource(2, "target", retention_ms="abc"),
                 resource(2, "missing", retention_ms="1000"),
-                resource(4, "0", log_retention_ms="1000"),
+                resource(4, "0", num_partitions="3"),
                 resource(4, ""),
                 resource(8, "0", root="DEBUG"),
                 resource(2, "dup"),
@@ -558,8 +561,9 @@ def test_alter_configs_errors_over_the_wire(samsa_broker: SamsaProcess, admin: K
     r = [(x.error_code, x.error_message) for x in response.responses]
     assert r[0] == (40, "Invalid value abc for configuration retention.ms: Not a number of type LONG")
     assert r[1] == (3, "The topic 'missing' does not exist.")
-    assert r[2] == (42, "Cannot update these configs dynamically: Set(log.retention.ms)")
-    assert r[3] == (0, None)
+    assert r[2] == (42, "Cannot update these configs dynamically: [num.partitions]")
+    # replacing the cluster defaults with none would remove min.insync.replicas (Kafka 4.x's ELR rule)
+    assert r[3] == (40, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     assert r[4] == (42, "Unknown resource type 8")
     assert r[5] == r[6] == (42, "Each resource must appear at most once.")
 

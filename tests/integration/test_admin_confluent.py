@@ -180,11 +180,11 @@ def test_incremental_alter_configs(admin: AdminClient) -> None:
     futures, resource = alter(ConfigEntry("retention.ms", "-5", incremental_operation=AlterConfigOpType.SET))
     assert _error_code(futures, resource) == KafkaError.INVALID_CONFIG
 
-    # broker configs cannot change at runtime in Samsa: refused as Kafka refuses a static one
+    # a static broker config is refused as Kafka refuses it
     broker = ConfigResource(
         ConfigResource.Type.BROKER,
         "0",
-        incremental_configs=[ConfigEntry("log.retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)],
+        incremental_configs=[ConfigEntry("num.partitions", "3", incremental_operation=AlterConfigOpType.SET)],
     )
     futures = admin.incremental_alter_configs([broker], request_timeout=TIMEOUT)
     with pytest.raises(KafkaException) as info:
@@ -192,6 +192,22 @@ def test_incremental_alter_configs(admin: AdminClient) -> None:
     error = info.value.args[0]
     assert error.code() == KafkaError.INVALID_REQUEST
     assert "Cannot update these configs dynamically" in error.str()
+
+    # a dynamic one is set for this broker, reported as DYNAMIC_BROKER_CONFIG, and deleted again
+    def alter_broker(op: AlterConfigOpType, value: str | None) -> None:
+        entry = ConfigEntry("message.max.bytes", value, incremental_operation=op)
+        resource = ConfigResource(ConfigResource.Type.BROKER, "0", incremental_configs=[entry])
+        assert _result(admin.incremental_alter_configs([resource], request_timeout=TIMEOUT), resource) is None
+
+    def message_max_bytes() -> tuple[str, str, bool]:
+        resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+        entry = admin.describe_configs([resource], request_timeout=TIMEOUT)[resource].result(TIMEOUT)["message.max.bytes"]
+        return entry.value, entry.source, entry.is_read_only
+
+    alter_broker(AlterConfigOpType.SET, "2000000")
+    assert message_max_bytes() == ("2000000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    alter_broker(AlterConfigOpType.DELETE, None)
+    assert message_max_bytes() == ("1048588", ConfigSource.DEFAULT_CONFIG.value, False)
 
 
 def test_delete_records_and_list_offsets(samsa_broker: SamsaProcess, admin: AdminClient) -> None:

@@ -108,7 +108,7 @@ def cluster(
     monkeypatch.setattr(
         server_module,
         "EmbeddedController",
-        lambda data_dir, registration, cluster_id=None: shared.attach(registration),
+        lambda data_dir, registration, cluster_id=None, **_: shared.attach(registration),
     )
     monkeypatch.setattr(View, "create_topics", _create_topics)
     lt = LoopThread()

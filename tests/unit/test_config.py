@@ -131,14 +131,25 @@ def test_table_defaults_match_logconfig_defaults() -> None:
     assert config.log_config() == LogConfig()
 
 
+TOPIC_ONLY = {
+    "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+    "remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable",
+    "internal.segment.bytes",
+}
+"""Topic configs Kafka gives no broker default (no ServerTopicConfigSynonyms entry)."""
+
+
 def test_every_topic_config_has_a_broker_synonym_that_exists() -> None:
     for d in TOPIC_CONFIGS.values():
         assert d.synonyms, d.name
+        assert d.read_only is False
+        if d.name in TOPIC_ONLY:
+            assert d.synonyms[0].name == d.name and d.name not in BROKER_CONFIGS
+            continue
         for syn in d.synonyms:
             assert syn.name in BROKER_CONFIGS, (d.name, syn.name)
-        assert d.read_only is False
-        # the primary broker synonym is dynamically changeable in Kafka
-        assert CONFIG_DEFS[d.synonyms[0].name].read_only is False
+        # the primary broker synonym is dynamically changeable in Kafka (but the message format)
+        assert CONFIG_DEFS[d.synonyms[0].name].read_only is (d.name == "message.format.version")
 
 
 def test_defaults_are_valid_for_their_definition() -> None:
@@ -150,11 +161,11 @@ def test_defaults_are_valid_for_their_definition() -> None:
 
 def test_brokerconfig_fields_are_the_broker_configs() -> None:
     """Every BrokerConfig field is a broker config declared where it stands (or one of the three
-    values from_properties adds), and every broker config but the topic ones that are also broker
+    values from_properties adds, or the dynamic configs applied), and every broker config but the topic ones that are also broker
     configs (declared in LogConfig) is a field; a field is None only when its config has no
     default."""
     config = cfg()
-    extra = {"max_connections_per_listener", "overrides", "values"}
+    extra = {"max_connections_per_listener", "overrides", "values", "dynamic_default", "dynamic_broker"}
     fields = {f.name for f in dataclasses.fields(BrokerConfig)}
     in_log_config = {d.attr for d in BROKER_CONFIGS.values() if Scope.TOPIC in d.scope}
     assert fields - extra == {d.attr for d in BROKER_CONFIGS.values()} - in_log_config
@@ -462,7 +473,8 @@ def test_topic_log_config_rejects_bad_values() -> None:
 
 def test_describe_topic_defaults_only() -> None:
     entries = by_name(describe_topic_configs(cfg(), {}))
-    assert set(entries) == set(TOPIC_CONFIGS)
+    assert set(entries) == set(TOPIC_CONFIGS) - {"internal.segment.bytes"}  # internal: listed only where set
+    assert by_name(describe_topic_configs(cfg(), {"internal.segment.bytes": "1000"}))["internal.segment.bytes"].value == "1000"
     seg = entries["segment.bytes"]
     assert seg.value == "1073741824"
     assert seg.source == ConfigSource.DEFAULT_CONFIG
@@ -609,3 +621,22 @@ def test_stock_kafka_server_properties(tmp_path: Path) -> None:
     assert config.group_initial_rebalance_delay_ms == 0
     assert config.zookeeper_connect == "localhost:2181"
     assert config.log_retention_ms == 168 * 3_600_000
+
+
+@pytest.mark.parametrize(("name", "value", "ok"), [
+    ("compression.gzip.level", "-1", True), ("compression.gzip.level", "1", True),
+    ("compression.gzip.level", "9", True), ("compression.gzip.level", "0", False),
+    ("compression.gzip.level", "-2", False), ("compression.gzip.level", "10", False),
+    ("leader.replication.throttled.replicas", "*", True), ("leader.replication.throttled.replicas", "", True),
+    ("follower.replication.throttled.replicas", "0:1, 2:3", True),
+    ("follower.replication.throttled.replicas", "*,0:1", False),
+    ("follower.replication.throttled.replicas", "0:a", False),
+])
+def test_kafkas_own_validators(name: str, value: str, ok: bool) -> None:
+    """Kafka's GzipCompression.LevelValidator and ThrottledReplicaListValidator, not a plain range."""
+    if ok:
+        validate_topic_configs({name: value})
+    else:
+        with pytest.raises(KafkaError) as e:
+            validate_topic_configs({name: value})
+        assert e.value.code == ErrorCode.invalid_config

@@ -55,7 +55,7 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any
     monkeypatch.setattr(
         server_module,
         "EmbeddedController",
-        lambda data_dir, registration, cluster_id=None: shared.attach(registration),
+        lambda data_dir, registration, cluster_id=None, **_: shared.attach(registration),
     )
 
     async def start(

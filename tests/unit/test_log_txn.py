@@ -4,6 +4,7 @@ TransactionIndex and UnifiedLog rules)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 
@@ -186,21 +187,24 @@ def test_txn_index_cuts_a_partial_entry(tmp_path):
 
 
 def test_partition_reads_committed_below_the_lso_with_aborted_transactions(tmp_path):
-    log = open_log(tmp_path / "p")
-    partition = Partition(TP, BrokerId(1), log)
-    partition.make_leader(PartitionRegistration(replicas=(BrokerId(1),), isr=(BrokerId(1),), leader=BrokerId(1), leader_epoch=0, partition_epoch=0))
-    partition.append_records_to_leader(batch(1), 1)  # 0
-    partition.append_records_to_leader(txn_batch(2, pid=8), 1)  # 1-2
-    assert partition.high_watermark == 3 and partition.last_stable_offset == 1
-    read = partition.read_records(Offset(0), 1 << 20, FetchIsolation.TXN_COMMITTED)
-    assert read.last_stable_offset == 1 and read.aborted_transactions == ()
-    assert read.info is not None and read.info.records is not None
-    found = partition.fetch_offset_for_timestamp(-1, FetchIsolation.TXN_COMMITTED)
-    assert found is not None and found.offset == 1
-    partition.append_records_to_leader(marker(8, commit=False), -1, COORDINATOR)  # 3
-    assert partition.last_stable_offset == 4
-    read = partition.read_records(Offset(1), 1 << 20, FetchIsolation.TXN_COMMITTED)
-    assert read.aborted_transactions is not None
-    assert [(t.producer_id, t.first_offset) for t in read.aborted_transactions] == [(8, 1)]
-    uncommitted = partition.read_records(Offset(1), 1 << 20, FetchIsolation.HIGH_WATERMARK)
-    assert uncommitted.aborted_transactions is None
+    async def main() -> None:
+        log = open_log(tmp_path / "p")
+        partition = Partition(TP, BrokerId(1), log)
+        partition.make_leader(PartitionRegistration(replicas=(BrokerId(1),), isr=(BrokerId(1),), leader=BrokerId(1), leader_epoch=0, partition_epoch=0))
+        await partition.append_records_to_leader(batch(1), 1)  # 0
+        await partition.append_records_to_leader(txn_batch(2, pid=8), 1)  # 1-2
+        assert partition.high_watermark == 3 and partition.last_stable_offset == 1
+        read = partition.read_records(Offset(0), 1 << 20, FetchIsolation.TXN_COMMITTED)
+        assert read.last_stable_offset == 1 and read.aborted_transactions == ()
+        assert read.info is not None and read.info.records is not None
+        found = partition.fetch_offset_for_timestamp(-1, FetchIsolation.TXN_COMMITTED)
+        assert found is not None and found.offset == 1
+        await partition.append_records_to_leader(marker(8, commit=False), -1, COORDINATOR)  # 3
+        assert partition.last_stable_offset == 4
+        read = partition.read_records(Offset(1), 1 << 20, FetchIsolation.TXN_COMMITTED)
+        assert read.aborted_transactions is not None
+        assert [(t.producer_id, t.first_offset) for t in read.aborted_transactions] == [(8, 1)]
+        uncommitted = partition.read_records(Offset(1), 1 << 20, FetchIsolation.HIGH_WATERMARK)
+        assert uncommitted.aborted_transactions is None
+
+    asyncio.run(main())

@@ -135,9 +135,13 @@ def leader_partition(
     return partition
 
 
-def append(partition: Partition, n: int = 1, acks: int = -1) -> Offset:
-    info = partition.append_records_to_leader(batch(n), acks)
+async def append_async(partition: Partition, n: int = 1, acks: int = -1) -> Offset:
+    info = await partition.append_records_to_leader(batch(n), acks)
     return Offset(info.last_offset + 1)
+
+
+def append(partition: Partition, n: int = 1, acks: int = -1) -> Offset:
+    return asyncio.run(append_async(partition, n, acks))
 
 
 def test_high_watermark_is_min_leo_over_isr_and_monotonic(tmp_path: Path) -> None:
@@ -190,7 +194,7 @@ def test_shrink_then_expand_through_controller(tmp_path: Path) -> None:
         p = leader_partition(tmp_path, alter_isr=isr.submit)
         partitions.append(p)
         t0 = p.replica_state(B2).last_caught_up_time_ms
-        end = append(p, 4)
+        end = await append_async(p, 4)
         p.update_follower_fetch_state(B2, end, t0 + 10, end)
         p.update_follower_fetch_state(B3, Offset(0), t0 + 10, end)
         assert p.high_watermark == 0
@@ -206,7 +210,7 @@ def test_shrink_then_expand_through_controller(tmp_path: Path) -> None:
         assert shared.calls[0].isr == (B1, B2) and shared.calls[0].partition_epoch == 7
 
         # B3 catches up to the HW: its fetch proposes the expansion; the HW computation includes it
-        append(p, 2)  # leader at 6, HW 4
+        await append_async(p, 2)  # leader at 6, HW 4
         p.update_follower_fetch_state(B3, Offset(4), t0 + LAG + 20, Offset(6))
         assert p.pending_isr == {B1, B2, B3} and p.maximal_isr == {B1, B2, B3}
         await asyncio.sleep(0.01)
@@ -446,7 +450,7 @@ def test_isr_manager_runs_the_check_when_the_detector_suspects(tmp_path: Path) -
         p = leader_partition(tmp_path, alter_isr=isr.submit)
         partitions.append(p)
         isr.start()
-        append(p, 2)  # neither follower fetched it
+        await append_async(p, 2)  # neither follower fetched it
         await asyncio.sleep(0.05)
         assert p.isr == {B1, B2, B3}
         suspected.add(B3)

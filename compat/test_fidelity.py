@@ -1,0 +1,249 @@
+"""Protocol fidelity (issue 13, part A) against Samsa and Apache Kafka, as raw requests.
+
+Fetch sessions: a Fetch v12 with every combination of session id (0, -1, an unknown one) and
+epoch (-1 FINAL_EPOCH, 0 INITIAL_EPOCH, incremental ones), observed as the top-level error, the
+partitions answered and whether a session id came back. Delayed fetches: how soon a fetch with a
+large min_bytes completes when its offset lies on an older segment, on the active segment, and
+on a compacted topic's small batches. tests/integration/test_fidelity.py holds Samsa to the same
+requests with exact assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from tests.support import fidelity
+from tests.support.raw_client import RawClient
+
+SESSIONS = [(0, -1), (-1, -1), (12345, -1), (0, 0), (-1, 0), (12345, 0), (0, 1), (-1, 1), (12345, 1), (0, -2)]
+
+
+def _port(target: Any) -> int:
+    return int(target.bootstrap_servers.rsplit(":", 1)[1])
+
+
+def _partitions(answer: fidelity.FetchAnswer) -> list[list[Any]]:
+    """(topic, partition, error, high watermark, [base offsets of the batches]) per partition."""
+    return [[t, p, error, hw, list(bases)] for t, p, error, hw, bases, _ in answer.partitions]
+
+
+def observe_sessions(target: Any) -> list[dict[str, Any]]:
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-sessions"
+        fidelity.create_topic(client, topic)
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(3)).error == 0
+        for session_id, epoch in SESSIONS:
+            answer = fidelity.fetch(client, [(topic, 0, 0)], session_id=session_id, session_epoch=epoch)
+            obs.append({
+                "step": "fetch",
+                "sessionId": session_id,
+                "epoch": epoch,
+                "error": answer.error,
+                "sessionCreated": answer.session_id != 0,
+                "partitions": _partitions(answer),
+            })
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="fetch session ids and epochs (FetchManager.newContext)")
+def test_fetch_sessions(differential: Any) -> None:
+    obs = {(o["sessionId"], o["epoch"]): o for o in differential("raw-fetch-sessions", observe_sessions)}
+    for session_id in (0, -1, 12345):
+        final = obs[(session_id, -1)]
+        assert (final["error"], final["sessionCreated"]) == (0, False), final  # sessionless, served
+        assert final["partitions"] == [["fidelity-sessions", 0, 0, 3, [0]]]
+        assert obs[(session_id, 0)]["partitions"] == final["partitions"]
+    for key in ((0, 1), (-1, 1), (12345, 1), (0, -2)):
+        assert (obs[key]["error"], obs[key]["partitions"]) == (70, []), obs[key]  # FETCH_SESSION_ID_NOT_FOUND
+
+
+def _rolled_topic(client: RawClient, topic: str, segments: int, records: int, configs: dict[str, str] | None = None) -> None:
+    """`segments` segments of one batch each: segment.ms rolls the segment at the next append."""
+    fidelity.create_topic(client, topic, {"segment.ms": "100", **(configs or {})})
+    for _ in range(segments):
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(records)).error == 0
+        time.sleep(0.2)
+
+
+def observe_delayed_fetch(target: Any) -> list[dict[str, Any]]:
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        # an offset on an older segment, hundreds of records after it (the issue's numbers)
+        _rolled_topic(client, "fidelity-older-segment", 3, 100)
+        answer = fidelity.fetch(client, [("fidelity-older-segment", 0, 50)], min_bytes=200_000, max_wait_ms=3000)
+        obs.append({
+            "step": "older segment",
+            "atOnce": answer.seconds < 1.5,
+            "partitions": _partitions(answer),
+        })
+
+        # the active segment: one batch is fewer than min_bytes, the second is enough
+        topic = "fidelity-active-segment"
+        fidelity.create_topic(client, topic)
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(1)).error == 0
+        one = len(fidelity.batch_of(20, value_size=20))
+        result: dict[str, fidelity.FetchAnswer] = {}
+
+        def long_poll() -> None:
+            with RawClient(_port(target)) as c:
+                result["answer"] = fidelity.fetch(c, [(topic, 0, 1)], min_bytes=one + 1, max_wait_ms=8000)
+
+        poller = threading.Thread(target=long_poll)
+        poller.start()
+        time.sleep(0.5)
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(20, value_size=20)).error == 0
+        time.sleep(0.7)
+        waiting_after_one = poller.is_alive()
+        produced = time.monotonic()
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(20, value_size=20)).error == 0
+        poller.join(15)
+        obs.append({
+            "step": "active segment",
+            "waitingAfterOneBatch": waiting_after_one,
+            "completedOnTheSecond": time.monotonic() - produced < 1.5,
+            "partitions": _partitions(result["answer"]),
+        })
+
+        # a compacted topic's small batches, one per segment, read with a large min_bytes
+        _rolled_topic(client, "fidelity-compacted", 5, 2, {"cleanup.policy": "compact"})
+        for offset in (0, 2, 4, 6):
+            answer = fidelity.fetch(client, [("fidelity-compacted", 0, offset)], min_bytes=1 << 20, max_wait_ms=3000)
+            obs.append({
+                "step": "compacted",
+                "offset": offset,
+                "atOnce": answer.seconds < 1.5,
+                "partitions": _partitions(answer),
+            })
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="delayed fetch completes as soon as it can (DelayedFetch)")
+def test_delayed_fetch(differential: Any) -> None:
+    obs = differential("raw-delayed-fetch", observe_delayed_fetch)
+    older, active, *compacted = obs
+    assert older == {"step": "older segment", "atOnce": True, "partitions": [["fidelity-older-segment", 0, 0, 300, [0]]]}
+    assert (active["waitingAfterOneBatch"], active["completedOnTheSecond"]) == (True, True), active
+    assert active["partitions"] == [["fidelity-active-segment", 0, 0, 41, [1, 21]]]
+    assert [o["atOnce"] for o in compacted] == [True] * 4, compacted
+
+
+def observe_auto_creation(target: Any) -> list[dict[str, Any]]:
+    """Metadata v1 (always allows auto-creation), v4 and v12 naming a topic that does not exist:
+    the first answer, and the topic's partitions once it exists."""
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        for version in (1, 4, 12):
+            topic = f"fidelity-auto-created-v{version}"
+            ((_, error, partitions),) = fidelity.metadata(client, [topic], version)
+            deadline = time.monotonic() + 30
+            while (answer := fidelity.metadata(client, [topic], version))[0][1] != 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            obs.append({"step": "metadata", "v": version, "first": [error, partitions], "then": list(answer[0][1:])})
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="Metadata auto-creation answer")
+def test_metadata_auto_creation(differential: Any) -> None:
+    obs = differential("raw-metadata-auto-creation", observe_auto_creation)
+    # UNKNOWN_TOPIC_OR_PARTITION, no partitions; then the topic with num.partitions (1)
+    assert [(o["v"], o["first"], o["then"]) for o in obs] == [(v, [3, 0], [0, 1]) for v in (1, 4, 12)]
+
+
+def observe_dynamic_configs(target: Any) -> list[dict[str, Any]]:
+    """Dynamic broker configs on node 1 and the cluster default: what is described, what each
+    change answers. Every change is undone at the end (the targets are shared by the session)."""
+    b, d, alter = fidelity.BROKER, fidelity.describe_configs, fidelity.incremental_alter_configs
+    obs: list[dict[str, Any]] = []
+
+    def settle(client: RawClient, name: str, keys: list[str], want: Any) -> dict[str, Any]:
+        """Kafka's brokers apply a change when the controller's record reaches them: wait for it."""
+        deadline = time.monotonic() + 15
+        while (got := d(client, b, name, keys)) != want and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return got
+
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-dynamic-configs"
+        fidelity.create_topic(client, topic)
+        obs.append({"step": "cluster default", "configs": sorted(d(client, b, "").items())})
+        obs.append({"step": "topic min.insync.replicas", "config": d(client, fidelity.TOPIC, topic, ["min.insync.replicas"])})
+        for entity, value in (("", "2000"), ("1", "3000")):
+            answer = alter(client, b, entity, [("message.max.bytes", fidelity.SET, value)])
+            source = 2 if entity else 3
+            got = settle(client, "1", ["message.max.bytes"], {"message.max.bytes": (value, source, False)})
+            obs.append({"step": f"set message.max.bytes at {entity!r}", "answer": list(answer), "described": got})
+        obs.append({"step": "topic max.message.bytes", "config": d(client, fidelity.TOPIC, topic, ["max.message.bytes"])})
+        for entity, op, key, value in (
+            ("1", fidelity.SET, "num.partitions", "3"),
+            ("1", fidelity.SET, "message.max.bytes", "abc"),
+            ("1", fidelity.SET, "min.insync.replicas", "2"),
+            ("", fidelity.DELETE, "min.insync.replicas", None),
+            ("7", fidelity.SET, "message.max.bytes", "1"),
+        ):
+            obs.append({"step": f"{key} at {entity!r}", "answer": list(alter(client, b, entity, [(key, op, value)]))})
+        for entity in ("1", ""):
+            assert alter(client, b, entity, [("message.max.bytes", fidelity.DELETE, None)]) == (0, None)
+        obs.append({"step": "undone", "described": settle(client, "1", ["message.max.bytes"], {"message.max.bytes": ("1048588", 5, False)})})
+    return json.loads(json.dumps(obs))  # tuples as lists, as compared
+
+
+@pytest.mark.compat(client="raw protocol", scenario="dynamic broker configs (one broker, cluster default)")
+def test_dynamic_broker_configs(differential: Any) -> None:
+    obs = {o["step"]: o for o in differential("raw-dynamic-broker-configs", observe_dynamic_configs)}
+    assert obs["cluster default"]["configs"] == [["min.insync.replicas", ["1", 3, False]]]
+    assert obs["set message.max.bytes at ''"]["described"] == {"message.max.bytes": ["2000", 3, False]}
+    assert obs["set message.max.bytes at '1'"]["described"] == {"message.max.bytes": ["3000", 2, False]}
+    assert obs["num.partitions at '1'"]["answer"][0] == 42  # INVALID_REQUEST: not dynamic
+    assert obs["min.insync.replicas at '1'"]["answer"][0] == 40  # INVALID_CONFIG: ELR
+    assert obs["undone"]["described"] == {"message.max.bytes": ["1048588", 5, False]}
+
+
+CONFIG_CASES: list[dict[str, str]] = [
+    {"compression.gzip.level": "5", "compression.lz4.level": "17", "compression.zstd.level": "-5",
+     "leader.replication.throttled.replicas": "0:1", "follower.replication.throttled.replicas": "*",
+     "local.retention.ms": "-2", "local.retention.bytes": "1000", "remote.log.copy.disable": "true",
+     "remote.log.delete.on.disable": "false", "remote.storage.enable": "false"},
+    {"remote.storage.enable": "true"},
+    {"compression.gzip.level": "10"},
+    {"compression.gzip.level": "0"},
+    {"compression.lz4.level": "18"},
+    {"compression.zstd.level": "23"},
+    {"local.retention.ms": "-3"},
+    {"leader.replication.throttled.replicas": "0-1"},
+    {"internal.segment.bytes": "1000"},
+]
+"""CreateTopics configs that Kafka 3.9 and 4.x both know (valid and invalid values)."""
+
+
+def observe_config_names(target: Any) -> list[dict[str, Any]]:
+    """CreateTopics with the topic configs Kafka 3.9 and 4.x both accept (the deprecated ones 4.0
+    removed are Samsa's and 3.9's alone: tests/integration/test_fidelity.py), and how a topic
+    created with them describes them."""
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        for i, configs in enumerate(CONFIG_CASES):
+            topic = f"fidelity-config-names-{i}"
+            error, message = fidelity.create_topics(client, topic, configs)
+            step: dict[str, Any] = {"step": "create", "configs": configs, "error": error, "message": message}
+            if error == 0:
+                fidelity.wait_for_leader(client, topic)
+                step["described"] = fidelity.describe_configs(client, fidelity.TOPIC, topic, list(configs))
+            obs.append(step)
+        # an internal config is described only where it is set
+        listed = fidelity.describe_configs(client, fidelity.TOPIC, "fidelity-config-names-0")
+        obs.append({"step": "describe all", "internalListed": "internal.segment.bytes" in listed})
+    return json.loads(json.dumps(obs))
+
+
+@pytest.mark.compat(client="raw protocol", scenario="topic configs Kafka 3.9 and 4.x accept (CreateTopics)")
+def test_config_names(differential: Any) -> None:
+    obs = differential("raw-config-names", observe_config_names)
+    assert obs[0]["error"] == 0 and obs[0]["described"]["compression.gzip.level"] == ["5", 1, False]
+    assert [o["error"] for o in obs[1:8]] == [40] * 7
+    assert obs[-1] == {"step": "describe all", "internalListed": False}
