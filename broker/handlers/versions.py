@@ -42,5 +42,8 @@ SERVED: dict[int, tuple[str, int, int]] = {
     44: ('api_44_incremental_alter_configs', 0, 1),
     47: ('api_47_offset_delete', 0, 0),
     60: ('api_60_describe_cluster', 0, 2),
+    61: ('api_61_describe_producers', 0, 0),
+    65: ('api_65_describe_transactions', 0, 0),
+    66: ('api_66_list_transactions', 0, 2),
     75: ('api_75_describe_topic_partitions', 0, 0),
 }

@@ -684,34 +684,37 @@ class TransactionCoordinator:
 
     def list_transactions(
         self,
-        states: set[str],
+        states: list[str],
         producer_ids: set[int],
-        min_duration_ms: int = -1,
+        duration_ms: int = -1,
         pattern: str | None = None,
-    ) -> tuple[ErrorCode, list[TxnListing]]:
-        """Kafka's listTransactionStates: COORDINATOR_LOAD_IN_PROGRESS while any partition loads."""
+    ) -> tuple[ErrorCode, list[str], list[TxnListing]]:
+        """Kafka's listTransactionStates: (error, unknown state filters, listings);
+        COORDINATOR_LOAD_IN_PROGRESS while any partition loads."""
+        known = {s.kafka_name: s for s in TransactionState}
+        unknown = [name for name in states if name not in known]
+        wanted = {known[name] for name in states if name in known}
         if not self._active:
-            return ErrorCode.coordinator_not_available, []
+            return ErrorCode.coordinator_not_available, unknown, []
         if any(p.status is LoadStatus.LOADING for p in self._partitions.values()):
-            return ErrorCode.coordinator_load_in_progress, []
+            return ErrorCode.coordinator_load_in_progress, unknown, []
         regex = re.compile(pattern) if pattern else None
         now = clock.now_ms()
         out = []
         for part in self._partitions.values():
             for txn_id, metadata in part.txns.items():
-                name = metadata.state.kafka_name
-                if metadata.state is S.DEAD or (states and name not in states):
+                if metadata.state is S.DEAD:
                     continue
                 if producer_ids and metadata.producer_id not in producer_ids:
                     continue
-                if min_duration_ms >= 0 and (
-                    metadata.state is not S.ONGOING or now - metadata.start_timestamp_ms < min_duration_ms
-                ):
+                if states and metadata.state not in wanted:
+                    continue
+                if duration_ms >= 0 and now - metadata.start_timestamp_ms <= duration_ms:
                     continue
                 if regex is not None and not regex.fullmatch(txn_id):
                     continue
-                out.append(TxnListing(txn_id, metadata.producer_id, name))
-        return ErrorCode.none, out
+                out.append(TxnListing(txn_id, metadata.producer_id, metadata.state.kafka_name))
+        return ErrorCode.none, unknown, out
 
 
 def _metadata_of(transactional_id: str, value: TransactionLogValue) -> TransactionMetadata:
