@@ -31,8 +31,8 @@ OVERRIDES = {
 }
 
 
-def _producer(cluster: SamsaCluster, txn_id: str) -> Any:
-    p = Producer({
+def _producer(cluster: SamsaCluster, txn_id: str, **extra: Any) -> Any:
+    p = Producer({**extra,
         "bootstrap.servers": cluster.bootstrap_servers, "transactional.id": txn_id, "linger.ms": 5,
         "transaction.timeout.ms": 60000, "message.timeout.ms": 60000, "topic.metadata.refresh.interval.ms": 1000,
     })  # fmt: skip
@@ -148,3 +148,62 @@ def test_transactions_survive_their_coordinator_being_killed(cluster_factory: Ca
     for part in range(partitions):
         seen = [int(v.split(b":")[0]) for v in got if int(v.split(b":")[1]) % partitions == part]
         assert seen == sorted(seen)
+
+
+def test_transactional_offsets_follow_the_group_coordinator(cluster_factory: Callable[..., SamsaCluster]) -> None:
+    """TxnOffsetCommit across group coordinator moves: offsets of an aborted transaction never
+    show; offsets written to one coordinator, whose broker is then killed, become the group's when
+    the transaction commits (the new coordinator replayed them as pending and the COMMIT marker
+    reaches it)."""
+    cluster = cluster_factory(3, overrides={**OVERRIDES, "offsets.topic.num.partitions": "3"})
+    src, group, txn_id = "ctp-in", "ctp-group", "ctp-tid"
+    create_topic(cluster, src, 1, 3)
+    plain = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(30):
+        plain.produce(src, b"m%d" % i, partition=0)
+    assert plain.flush(30) == 0
+    p = _producer(cluster, txn_id)
+    consumer = Consumer({
+        "bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "isolation.level": "read_committed",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000,
+    })  # fmt: skip
+    consumer.assign([TopicPartition(src, 0, 0)])
+
+    def group_coordinator() -> int:
+        offsets = cluster.metadata(topics=["__consumer_offsets"]).topics["__consumer_offsets"]
+        return offsets[partition_for(group, len(offsets))].leader
+
+    def committed() -> int:
+        c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "enable.auto.commit": False})
+        try:
+            return c.committed([TopicPartition(src, 0)], timeout=30)[0].offset
+        finally:
+            c.close()
+
+    def send_offsets(offset: int) -> None:
+        p.send_offsets_to_transaction([TopicPartition(src, 0, offset)], consumer.consumer_group_metadata(), 30)
+
+    try:
+        p.begin_transaction()
+        send_offsets(10)
+        p.commit_transaction(60)
+        assert committed() == 10
+        p.begin_transaction()
+        send_offsets(20)
+        p.abort_transaction(60)
+        assert committed() == 10
+        first = group_coordinator()
+        cluster.kill(first)
+        cluster.wait_for(lambda: group_coordinator() not in (first, -1), 30, "a new group coordinator")
+        assert committed() == 10  # the aborted offsets were not replayed as committed
+        # a new producer (fencing the old): librdkafka's cache of group coordinators would have the
+        # old one wait for the killed broker (its TxnOffsetCommit never sent, whatever the timeout)
+        cluster.restart(first)
+        p = _producer(cluster, txn_id)
+        p.begin_transaction()
+        send_offsets(25)  # written to the new coordinator, pending
+        cluster.kill(group_coordinator())  # the pending offsets move once more
+        p.commit_transaction(60)
+        cluster.wait_for(lambda: committed() == 25, 60, "the committed transaction's offsets")
+    finally:
+        consumer.close()
