@@ -1,3 +1,5 @@
+# Over 700 lines: a segment owns its log file and its three indexes (offset, time, aborted
+# transactions), which roll, truncate, rename and delete together.
 """`LogSegment`: one `.log` file of whole record batches plus its offset and time indexes.
 
 Files (base offset as 20 digits): `00000000000000000000.log`, `.index`, `.timeindex`. `size` is

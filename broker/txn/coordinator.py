@@ -1,3 +1,5 @@
+# Over 700 lines: the transaction coordinator is one state machine per transactional id plus the
+# load, marker and expiry work that drive it; splitting it would scatter its transitions.
 """The transaction coordinator (Kafka's TransactionCoordinator and TransactionStateManager).
 
 The coordinator of a transactional id is the leader of partition
