@@ -37,7 +37,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+.venv/bin/python -m pip install -q --disable-pip-version-check -c tests/constraints.txt -e '.[test]'
 
 if ((fast)); then  # no JVM, Go or npm modules: the fast tier runs none of compat/
   bash tests/check.sh

@@ -7,12 +7,14 @@
     .venv/bin/python -m compat.bench --render compat/target/bench-results.json   # doc + chart again
 
 For each repeat and each broker (order alternates between repeats), one fresh broker is started and
-measured: start to first acknowledged produce, idle RSS, produce throughput acks=1 and acks=all
-(ProducerPerformance, 1 KiB records), consume throughput from the page cache (ConsumerPerformance
-over what the acks=1 run wrote), produce latency at a fixed rate (ProducerPerformance --throughput,
+measured: start to first acknowledged produce, idle RSS, a warm-up pass (not measured: the JVM's
+JIT), produce throughput acks=1, acks=all and with zstd and lz4 batches (ProducerPerformance, 1 KiB
+records), consume throughput from the page cache (ConsumerPerformance over what the acks=1 run
+wrote), each with the broker's CPU seconds (user + system, from /proc) per GB of records moved, produce latency at a fixed rate (ProducerPerformance --throughput,
 linger.ms=0), the same produce/consume with librdkafka, 50 librdkafka connections, and produce
 throughput and RSS at 100 and 1,000 partitions. Then a three-broker cluster (RF=3,
-min.insync.replicas=2, acks=all). Medians with min and max go to docs/benchmarks.md (between the
+min.insync.replicas=2, acks=all; CPU per GB summed over the three brokers; Samsa's ZooKeeper is
+not counted, Kafka's nodes are combined broker and controller). Medians with min and max go to docs/benchmarks.md (between the
 generated-section markers; the rest of the file is kept), the chart to docs/benchmarks.png, every
 sample to compat/target/bench-results.json. Progress goes to stderr.
 """
@@ -28,9 +30,10 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from compat.bench import loads, report
 from compat.bench.targets import (
@@ -38,6 +41,7 @@ from compat.bench.targets import (
     SamsaTarget,
     Target,
     compile_sources,
+    cpu_seconds,
     create_topic,
     rss_bytes,
     start_target,
@@ -46,6 +50,16 @@ from compat.kafka import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "compat" / "target" / "bench-results.json"
+
+
+T = TypeVar("T")
+
+
+def cpu_per_gb(pids: Sequence[int], nbytes: int, load: Callable[[], T]) -> tuple[T, float]:
+    """Run a load; (its result, the brokers' CPU seconds (user + system) per GB it moved)."""
+    before = sum(cpu_seconds(pid) for pid in pids)
+    result = load()
+    return result, (sum(cpu_seconds(pid) for pid in pids) - before) / (nbytes / 1e9)
 
 
 @dataclass
@@ -132,14 +146,24 @@ class Run:
             self.add(name, "rss_idle", rss_bytes(pid) / 2**20, r)
             self.steps_done += 1
 
-            def produce(acks: str, metric: str, topic: str) -> Callable[[], None]:
+            nbytes = p.records * p.size
+
+            def warm_up() -> None:
+                create_topic(bs, "warm")
+                loads.producer_perf(bs, "warm", p.records // 5, p.size, "1")
+                loads.consumer_perf(bs, "warm", p.records // 5)
+
+            self.step(name, "warm-up pass, not measured (the JVM's JIT; CPU per GB counts after it)", warm_up)
+
+            def produce(acks: str, metric: str, topic: str, compression: str = "none") -> Callable[[], None]:
                 def go() -> None:
                     create_topic(bs, topic)
-                    res = loads.producer_perf(
-                        bs, topic, p.records, p.size, acks, warmup=p.records // 5
-                    )
+                    res, cpu = cpu_per_gb([pid], nbytes, lambda: loads.producer_perf(
+                        bs, topic, p.records, p.size, acks, warmup=p.records // 5, compression=compression))  # fmt: skip
                     self.add(name, metric + "_mbs", res.mb_per_s, r)
-                    self.add(name, metric + "_rps", res.records_per_s, r)
+                    if compression == "none":
+                        self.add(name, metric + "_rps", res.records_per_s, r)
+                    self.add(name, "cpu_" + metric, cpu, r)
 
                 return go
 
@@ -153,11 +177,18 @@ class Run:
                 f"produce acks=all, {p.records} x {p.size} B (ProducerPerformance)",
                 produce("all", "produce_acksall", "pall"),
             )
+            for codec in ("zstd", "lz4"):
+                self.step(
+                    name,
+                    f"produce acks=1, {codec} batches (ProducerPerformance)",
+                    produce("1", f"produce_{codec}", f"p{codec}", compression=codec),
+                )
 
             def consume() -> None:
-                res = loads.consumer_perf(bs, "p1", p.records)
+                res, cpu = cpu_per_gb([pid], nbytes, lambda: loads.consumer_perf(bs, "p1", p.records))
                 self.add(name, "consume_mbs", res.mb_per_s, r)
                 self.add(name, "consume_rps", res.records_per_s, r)
+                self.add(name, "cpu_consume", cpu, r)
 
             self.step(
                 name, "consume from the page cache (ConsumerPerformance)", consume
@@ -256,11 +287,11 @@ class Run:
 
             def produce() -> None:
                 create_topic(bs, "r3", replication=3)
-                res = loads.producer_perf(
-                    bs, "r3", p.records, p.size, "all", warmup=p.records // 5
-                )
+                res, cpu = cpu_per_gb(target.pids(), p.records * p.size, lambda: loads.producer_perf(
+                    bs, "r3", p.records, p.size, "all", warmup=p.records // 5))  # fmt: skip
                 self.add(name, "rf3_produce_mbs", res.mb_per_s, r)
                 self.add(name, "rf3_produce_rps", res.records_per_s, r)
+                self.add(name, "cpu_rf3_produce", cpu, r)
 
             self.step(
                 name,
@@ -358,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     run.steps_total = (
         params.repeat
         * len(names)
-        * ((8 + len(params.partitions)) * single + 3 * cluster)
+        * ((11 + len(params.partitions)) * single + 3 * cluster)
     )
     run.progress(f"params: {asdict(params)}")
     compile_sources(ROOT)

@@ -89,15 +89,17 @@ def producer_perf(
     throughput: int = -1,
     linger_ms: int = 5,
     warmup: int = 0,
+    compression: str = "none",
 ) -> Result:
     """ProducerPerformance: `records` records of `size` bytes; --throughput caps records/s. With
     `warmup`, the figures are its steady-state summary (the first `warmup` records left out: the
-    client's own start, metadata and JIT warm-up are not the broker's)."""
+    client's own start, metadata and JIT warm-up are not the broker's). `compression`: the
+    producer's compression.type."""
     out = _tool(
         "org.apache.kafka.tools.ProducerPerformance",
         "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", str(throughput),
         "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", f"linger.ms={linger_ms}",
-        "batch.size=65536", "buffer.memory=67108864", "enable.idempotence=false",
+        "batch.size=65536", "buffer.memory=67108864", "enable.idempotence=false", f"compression.type={compression}",
         *(["--warmup-records", str(warmup)] if warmup else []),
     )  # fmt: skip
     found = list(_PRODUCER_FINAL.finditer(out))

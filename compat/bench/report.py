@@ -94,6 +94,14 @@ METRICS: dict[str, Metric] = {
     "rf3_latency_p99.9": M(
         "RF=3 acks=all latency p99.9 at 1,000 records/s", "ms", False, "latency"
     ),
+    "cpu_produce_acks1": M("broker CPU per GB produced, acks=1", "s/GB", False, "cpu", None, 2.0),
+    "cpu_produce_acksall": M("broker CPU per GB produced, acks=all", "s/GB", False, "cpu"),
+    "cpu_produce_zstd": M("broker CPU per GB produced, acks=1, zstd batches", "s/GB", False, "cpu"),
+    "cpu_produce_lz4": M("broker CPU per GB produced, acks=1, lz4 batches", "s/GB", False, "cpu"),
+    "cpu_consume": M("broker CPU per GB consumed (ConsumerPerformance)", "s/GB", False, "cpu", None, 0.5),
+    "cpu_rf3_produce": M("RF=3 acks=all: CPU of all three brokers per GB produced", "s/GB", False, "cpu"),
+    "produce_zstd_mbs": M("produce acks=1, zstd batches (ProducerPerformance)", "MB/s", True, "throughput"),
+    "produce_lz4_mbs": M("produce acks=1, lz4 batches (ProducerPerformance)", "MB/s", True, "throughput"),
     "start_first_ack": M(
         "process start to first acknowledged produce", "s", False, "start", None, 0.5
     ),
@@ -118,6 +126,8 @@ def fmt(v: float, unit: str) -> str:
         return f"{v:,.0f}"
     if unit == "s":
         return f"{v:.3f}"
+    if unit == "s/GB":
+        return f"{v:.2f}"
     if unit == "ms":
         return f"{v:.0f}" if v >= 10 else f"{v:.1f}"
     return f"{v:.1f}"
@@ -201,8 +211,9 @@ def chart(data: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     by = collect(data)
-    groups = ["throughput", "latency", "memory", "start"]
-    titles = {"throughput": "Throughput (MB/s, higher is better)", "latency": "Produce latency (ms, log scale, lower is better)",
+    groups = ["throughput", "cpu", "latency", "memory", "start"]
+    titles = {"throughput": "Throughput (MB/s, higher is better)", "cpu": "Broker CPU seconds per GB (lower is better)",
+              "latency": "Produce latency (ms, log scale, lower is better)",
               "memory": "Broker RSS (MiB, lower is better)", "start": "Start to first ack (s)"}  # fmt: skip
     present = [g for g in groups if any(METRICS[k].group == g for k in by)]
     rows = {

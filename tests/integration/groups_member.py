@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
 import signal
 import sys
 import threading
@@ -52,6 +54,9 @@ def run_kafka_python(bootstrap: str, topic: str, group: str, session_ms: int, st
         heartbeat_interval_ms=HEARTBEAT_MS,
         max_poll_interval_ms=MAX_POLL_INTERVAL_MS,
     )
+    # The topic's metadata before the first poll: tests/support/clients.py kafka_python_await_topics
+    # says why (this script runs alone, without the tests package on its path).
+    consumer.partitions_for_topic(topic)
     assignment = Assignment()
     while not stop.is_set():
         batch = consumer.poll(timeout_ms=200)
@@ -137,6 +142,9 @@ RUNNERS = {"kafka-python": run_kafka_python, "aiokafka": run_aiokafka, "confluen
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
+    if os.environ.get("SAMSA_MEMBER_DEBUG"):  # the client's own debug log, to diagnose a stuck member
+        logging.getLogger().setLevel(logging.DEBUG)
     client, bootstrap, topic, group, session_ms = sys.argv[1:6]
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -48,6 +48,7 @@ class Member:
 
     def __init__(self, client: str, bootstrap: str, topic: str, group: str, log_path: Path) -> None:
         self.name = log_path.stem
+        self._log_path = log_path
         self._log = open(log_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, str(MEMBER_SCRIPT), client, bootstrap, topic, group, str(SESSION_MS)],
@@ -107,6 +108,13 @@ class Member:
     def close(self) -> None:
         self.kill()
         self._log.close()
+
+    def describe(self, lines: int = 10) -> str:
+        """Its state and the last lines of its log (the client's warnings), for a failure message."""
+        self._log.flush()
+        tail = self._log_path.read_text(errors="replace").splitlines()[-lines:]
+        state = "running" if self.proc.poll() is None else f"exited {self.proc.returncode}"
+        return "\n".join([f"member {self.name}: {state}, assignment {sorted(self.current())}", *tail])
 
 
 def produce(bootstrap: str, topic: str, per_partition: int, start: int = 0) -> None:
@@ -188,6 +196,10 @@ def run_group_scenario(client: str, tmp_path: Path, *, crash_broker: bool) -> No
         time.sleep(0.5)
         assert d.seen() == fresh, "d must resume at the committed offsets, not re-read old records"
         d.terminate()
+    except AssertionError as e:
+        details = "\n".join(m.describe() for m in members)
+        coordinator = [line for line in broker.log_path.read_text().splitlines() if "samsa.coordinator" in line]
+        raise AssertionError("\n".join([str(e), details, "broker's group coordinator:", *coordinator[-15:]])) from None
     finally:
         for m in members:
             m.close()

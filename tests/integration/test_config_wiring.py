@@ -5,50 +5,28 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from broker.config import BrokerConfig
 from broker.server import Broker
+from broker.testing.inprocess import SamsaInProcess
 from controller.embedded import load_or_create_cluster_id
 from protocol.records import BatchHeader, iter_batch_headers
 from protocol.types import BrokerId
 from tests.integration.test_protocol import batch, create_topic, fetch_request, produce
-from tests.support.loop_thread import LoopThread
 from tests.support.raw_client import RawClient
 
 StartBroker = Callable[..., Broker]
 
 
 @pytest.fixture
-def start_broker(tmp_path: Path) -> Iterator[StartBroker]:
+def start_broker(samsa_inprocess_broker_factory: Callable[..., SamsaInProcess]) -> StartBroker:
     """`start_broker(**props)` starts a broker with these server.properties (underscores in the
-    keyword names become dots) on a loop thread; it is stopped at the end of the test."""
-    loop = LoopThread()
-    started: list[Broker] = []
-    run = loop.run
-
-    def start(**props: str) -> Broker:
-        config, unknown = BrokerConfig.from_properties({
-            "listeners": "PLAINTEXT://127.0.0.1:0",
-            "log.dirs": str(tmp_path / f"data{len(started)}"),
-            **{k.replace("_", "."): v for k, v in props.items()},
-        })
-        assert unknown == []
-        broker = Broker(config)
-        run(broker.start())
-        started.append(broker)
-        return broker
-
-    try:
-        yield start
-    finally:
-        for broker in started:
-            run(broker.stop())
-        loop.stop()
+    keyword names become dots) in this process; it is stopped at the end of the test."""
+    return lambda **props: samsa_inprocess_broker_factory(**props).broker
 
 
 def test_checkpoint_intervals_reach_the_log_manager(start_broker: StartBroker) -> None:
@@ -145,11 +123,11 @@ def test_fetch_max_bytes_caps_the_fetch_response(start_broker: StartBroker) -> N
 def test_cluster_id_is_used_and_checked(start_broker: StartBroker, tmp_path: Path) -> None:
     broker = start_broker(cluster_id="samsa-wiring-test")
     assert broker.controller.image.cluster_id == "samsa-wiring-test"
-    meta = tmp_path / "data0" / "meta.properties"
+    meta = tmp_path / "broker-0" / "meta.properties"
     assert "cluster.id=samsa-wiring-test\n" in meta.read_text()
-    assert load_or_create_cluster_id(tmp_path / "data0", BrokerId(0)) == "samsa-wiring-test"
+    assert load_or_create_cluster_id(tmp_path / "broker-0", BrokerId(0)) == "samsa-wiring-test"
     assert load_or_create_cluster_id(
-        tmp_path / "data0", BrokerId(0), "samsa-wiring-test") == "samsa-wiring-test"
+        tmp_path / "broker-0", BrokerId(0), "samsa-wiring-test") == "samsa-wiring-test"
     with pytest.raises(RuntimeError, match="cluster.id is other but .*meta.properties holds "
                                            "cluster id samsa-wiring-test"):
-        load_or_create_cluster_id(tmp_path / "data0", BrokerId(0), "other")
+        load_or_create_cluster_id(tmp_path / "broker-0", BrokerId(0), "other")

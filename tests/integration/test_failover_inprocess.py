@@ -27,12 +27,12 @@ from confluent_kafka import TopicPartition as CKTopicPartition
 import broker.server as server_module
 from broker.config import BrokerConfig
 from broker.server import Broker
+from broker.testing.loop_thread import LoopThread
 from controller.model import NewTopic, PartitionRegistration, TopicRegistration
 from protocol.errors import KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, LeaderEpoch
 from tests.support.controller import SharedController, View
-from tests.support.loop_thread import LoopThread
 
 TOPIC = "events"
 

@@ -29,6 +29,7 @@ from kio.schema.offset_fetch.v8 import request as fetch_v8
 from kio.static.primitive import i8, i32, i64
 
 from broker.testing import SamsaProcess
+from tests.support.clients import kafka_python_await_topics
 from tests.support.raw_client import RawClient
 
 # Kafka error codes (the numbers are the contract)
@@ -119,6 +120,7 @@ def test_list_describe_delete_groups(broker: SamsaProcess, admin: KafkaAdminClie
         client_id="admin-test-consumer", auto_offset_reset="earliest", enable_auto_commit=False,
     )  # fmt: skip
     try:
+        kafka_python_await_topics(consumer, TOPIC)
         deadline = time.monotonic() + 30
         while len(consumer.assignment()) < PARTITIONS:
             consumer.poll(timeout_ms=200)

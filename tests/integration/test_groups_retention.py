@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
@@ -15,12 +16,11 @@ from kio.schema.find_coordinator.v0.request import FindCoordinatorRequest
 from kio.schema.offset_commit.v2 import request as commit_v2
 from kio.static.primitive import i32, i64
 
-from broker.config import BrokerConfig
 from broker.coordinator.group import GroupState
-from broker.server import Broker
 from broker.testing import SamsaProcess
+from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
-from tests.support.loop_thread import LoopThread
+from tests.support.clients import kafka_python_await_topics
 from tests.support.raw_client import RawClient
 
 GROUP = "retained"
@@ -76,20 +76,15 @@ def test_retention_time_of_v2_commits(tmp_path: Path) -> None:
         broker.close()
 
 
-def test_stable_group_expires_offsets_of_topics_it_no_longer_subscribes_to(tmp_path: Path) -> None:
+def test_stable_group_expires_offsets_of_topics_it_no_longer_subscribes_to(
+    samsa_inprocess_broker_factory: Callable[..., SamsaInProcess],
+) -> None:
     """KIP-211: a Stable consumer group keeps the offsets of its subscribed topics however old;
     offsets it holds for a topic no member subscribes to expire offsets.retention.minutes after
-    their commit. The broker runs in this process (on a loop thread) so that the expiry check can
-    be run at a chosen time instead of waiting the one-minute minimum retention."""
-    config, _ = BrokerConfig.from_properties(
-        {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"), "num.partitions": "1"}
-    )
-    broker = Broker(config)
-    loop = LoopThread()
-    run = loop.run
-
-    run(broker.start())
-    bootstrap = f"127.0.0.1:{broker.bound_port('PLAINTEXT')}"
+    their commit. The broker runs in this process so that the expiry check can be run at a
+    chosen time instead of waiting the one-minute minimum retention."""
+    samsa = samsa_inprocess_broker_factory(num_partitions="1")
+    broker, run, bootstrap = samsa.broker, samsa.run, samsa.bootstrap_servers
     consumer = None
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -98,6 +93,7 @@ def test_stable_group_expires_offsets_of_topics_it_no_longer_subscribes_to(tmp_p
         consumer = KafkaConsumer(
             "now", bootstrap_servers=bootstrap, group_id="moved-on", enable_auto_commit=False
         )
+        kafka_python_await_topics(consumer, "now")
         deadline = time.monotonic() + 30
         while not consumer.assignment():
             assert time.monotonic() < deadline, "the consumer never joined"
@@ -109,7 +105,7 @@ def test_stable_group_expires_offsets_of_topics_it_no_longer_subscribes_to(tmp_p
         committed = {tp.topic: om.offset for tp, om in group.offsets.items()}
         assert committed == {"now": 3, "before": 9}
 
-        retention = config.offsets_retention_ms
+        retention = broker.config.offsets_retention_ms
         just_before = max(om.commit_timestamp for om in group.offsets.values()) + retention - 1
         assert run(broker.group_coordinator.expire_offsets(just_before)) == 0
         assert run(broker.group_coordinator.expire_offsets(just_before + 2)) == 1
@@ -121,5 +117,3 @@ def test_stable_group_expires_offsets_of_topics_it_no_longer_subscribes_to(tmp_p
     finally:
         if consumer is not None:
             consumer.close()
-        run(broker.stop())
-        loop.stop()

@@ -1,7 +1,8 @@
 """The pytest plugin, used the way a user's project would: a separate pytest run (in a subprocess)
-of a test file that only knows the `samsa_broker` and `samsa_broker_factory` fixtures, found
-through the `pytest11` entry point of the installed package. Each test gets its own broker on its
-own port, and every broker is gone when the run ends."""
+of a test file that only knows the plugin's fixtures, found through the `pytest11` entry point of
+the installed package. A process or in-process broker is the test's own, on its own port; tests
+on the session broker share it and keep apart by their namespaces, whose topics go when the test
+ends; every broker is gone when the run ends."""
 
 from __future__ import annotations
 
@@ -24,18 +25,19 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 RECORD = {record!r}
 
 
-def _remember(broker, name):
+def _remember(broker, name, pid=-1, topic="user-topic"):
+    pid = broker.proc.pid if pid == -1 else pid
     with open(RECORD, "a") as f:
-        f.write(json.dumps({{"test": name, "port": broker.port, "pid": broker.proc.pid}}) + "\\n")
+        f.write(json.dumps({{"test": name, "port": broker.port, "pid": pid, "topic": topic}}) + "\\n")
 
 
-def _roundtrip(broker, value):
+def _roundtrip(broker, value, topic="user-topic"):
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
-    sent = producer.send("user-topic", key=b"k", value=value).get(timeout=30)
+    sent = producer.send(topic, key=b"k", value=value).get(timeout=30)
     producer.close()
     assert sent.offset == 0, "not a fresh broker: the topic already had records"
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None)
-    tp = TopicPartition("user-topic", 0)
+    tp = TopicPartition(topic, 0)
     consumer.assign([tp])
     consumer.seek_to_beginning(tp)
     got = []
@@ -56,6 +58,31 @@ def test_first(samsa_broker):
 def test_second(samsa_broker):
     _remember(samsa_broker, "second")
     _roundtrip(samsa_broker, b"two")
+
+
+def test_inprocess_first(samsa_inprocess_broker):
+    _remember(samsa_inprocess_broker, "inprocess-first", pid=None)
+    _roundtrip(samsa_inprocess_broker, b"three")
+
+
+def test_inprocess_second(samsa_inprocess_broker):
+    _remember(samsa_inprocess_broker, "inprocess-second", pid=None)
+    _roundtrip(samsa_inprocess_broker, b"four")
+
+
+def test_shared_first(samsa_session_broker, samsa_namespace):
+    _remember(samsa_session_broker, "shared-first", pid=None, topic=samsa_namespace.topic("user-topic"))
+    _roundtrip(samsa_session_broker, b"five", samsa_namespace.topic("user-topic"))
+
+
+def test_shared_second(samsa_session_broker, samsa_namespace):
+    _remember(samsa_session_broker, "shared-second", pid=None, topic=samsa_namespace.topic("user-topic"))
+    _roundtrip(samsa_session_broker, b"six", samsa_namespace.topic("user-topic"))
+    with open(RECORD) as f:
+        first = [json.loads(line) for line in f if '"shared-first"' in line][0]
+    assert first["topic"] != samsa_namespace.topic("user-topic")
+    # the first test's topic went with its namespace
+    assert first["topic"] not in samsa_session_broker.broker.controller.image.topics
 
 
 def test_factory_with_config(samsa_broker_factory):
@@ -95,16 +122,21 @@ def test_plugin_gives_each_test_a_fresh_broker(pytester: pytest.Pytester) -> Non
         test_user_suite=textwrap.dedent(USER_TESTS.format(record=str(record)))
     )
     result = pytester.runpytest_subprocess("-v", "-p", "no:cacheprovider", timeout=180)
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(
         ["plugins:*samsa*"]
     )  # loaded through the entry point, not a conftest
 
     brokers = [json.loads(line) for line in record.read_text().splitlines()]
-    assert [b["test"] for b in brokers] == ["first", "second", "factory"]
+    assert [b["test"] for b in brokers] == [
+        "first", "second", "inprocess-first", "inprocess-second", "shared-first", "shared-second", "factory"]
+    by_test = {b["test"]: b for b in brokers}
+    # the in-process brokers run in the pytest process itself; the session broker is one broker
+    assert by_test["shared-first"]["port"] == by_test["shared-second"]["port"]
     ports = {b["port"] for b in brokers}
-    pids = {b["pid"] for b in brokers}
-    assert len(ports) == 3 and len(pids) == 3, brokers
+    assert len(ports) == 6, brokers
+    pids = {b["pid"] for b in brokers if b["pid"] is not None}
+    assert len(pids) == 3, brokers
     assert all(port > 0 and port != 9092 for port in ports)
 
     deadline = time.monotonic() + 10

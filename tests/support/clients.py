@@ -271,6 +271,20 @@ def consume(
     return _CONSUMERS[client](bootstrap, topic, partition, offset, count, timeout, fetch_wait_ms)
 
 
+def kafka_python_await_topics(consumer: object, *topics: str) -> None:
+    """Fetch the subscribed topics' metadata before a kafka-python group consumer first polls.
+
+    kafka-python 3.0 loses a join whose poll timed out while it was in flight when nothing but a
+    metadata change asked for it: join_group_async loops on need_rejoin(), which the leader's own
+    assignment turns false, so the finished join is never taken up and the member never becomes
+    stable (no heartbeats, no fetches). A leader that joins before its first topic metadata
+    arrives assigns nothing and rejoins for exactly that reason; with the metadata known first it
+    assigns once and never rejoins for it.
+    """
+    for topic in topics:
+        consumer.partitions_for_topic(topic)  # type: ignore[attr-defined]
+
+
 def _kafka_python_consume(
     bootstrap: str, topic: str, partition: int, offset: int, count: int, timeout: float, fetch_wait_ms: int
 ) -> list[Got]:

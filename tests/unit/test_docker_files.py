@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from broker.server import Broker
-from tests.support.loop_thread import LoopThread
+from broker.testing.loop_thread import LoopThread
 from tests.unit.test_metrics import broker, exported_names  # noqa: F401 - the fixture
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"

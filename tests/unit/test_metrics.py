@@ -26,9 +26,9 @@ from broker.metrics.histogram import Histogram, bucket_of, bucket_upper
 from broker.metrics.loop import IdleTrackingEventLoop
 from broker.metrics.stats import BrokerTopicStats, Family, camel_case, error_counts
 from broker.server import Broker
+from broker.testing.loop_thread import LoopThread
 from protocol.errors import ErrorCode
 from protocol.types import NO_THROTTLE, BrokerId, TopicName
-from tests.support.loop_thread import LoopThread
 
 
 def test_buckets_cover_every_value_once_and_stay_within_an_eighth() -> None:
