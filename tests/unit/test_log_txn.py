@@ -199,8 +199,13 @@ def test_partition_reads_committed_below_the_lso_with_aborted_transactions(tmp_p
         assert read.info is not None and read.info.records is not None
         found = partition.fetch_offset_for_timestamp(-1, FetchIsolation.TXN_COMMITTED)
         assert found is not None and found.offset == 1
+        # what a waiting read_committed fetch measures: the LSO, not the HW
+        snapshot = partition.fetch_offset_snapshot()
+        assert snapshot.end_offset(FetchIsolation.TXN_COMMITTED).message_offset == 1
+        assert snapshot.end_offset(FetchIsolation.HIGH_WATERMARK).message_offset == 3
         await partition.append_records_to_leader(marker(8, commit=False), -1, COORDINATOR)  # 3
         assert partition.last_stable_offset == 4
+        assert partition.fetch_offset_snapshot().end_offset(FetchIsolation.TXN_COMMITTED).message_offset == 4
         read = partition.read_records(Offset(1), 1 << 20, FetchIsolation.TXN_COMMITTED)
         assert read.aborted_transactions is not None
         assert [(t.producer_id, t.first_offset) for t in read.aborted_transactions] == [(8, 1)]
