@@ -41,6 +41,7 @@ from broker.security.tls import StoreSpec, write_pem_files
 from broker.services import BrokerServices
 from broker.tasks import cancel_and_wait
 from broker.topic_creation import AutoTopicCreator
+from broker.txn.coordinator import TransactionCoordinator
 from controller import zk_layout
 from controller.embedded import EmbeddedController
 from controller.interface import Controller
@@ -78,6 +79,7 @@ class Broker:
         self.controller: Controller = None  # type: ignore[assignment]  # set in start()
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
+        self.txn_coordinator: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
         self.security_store: SecurityStore | None = None
@@ -138,12 +140,16 @@ class Broker:
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
         self.controller.add_suspicion_listener(self.replica_manager.isr_manager.wake)
         self.group_coordinator = GroupCoordinator(self.config, self.controller, self.replica_manager)
+        self.txn_coordinator = TransactionCoordinator(
+            self.config, self.controller, self.replica_manager, self.producer_ids, self.group_coordinator
+        )
         self.services = BrokerServices(
             broker_id=self.broker_id,
             dynamic_config=self.dynamic_config,
             controller=self.controller,
             replica_manager=self.replica_manager,
             group_coordinator=self.group_coordinator,
+            txn_coordinator=self.txn_coordinator,
             producer_ids=self.producer_ids,
             topic_creator=AutoTopicCreator(self.controller, self.config),
             quotas=ClientQuotas(
@@ -155,7 +161,9 @@ class Broker:
             security_store=self.security_store,
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
+        self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership_change)
         self.group_coordinator.start()
+        self.txn_coordinator.start()
         self.dynamic_config.add_listener(self._on_config_change)
         # dynamic broker configs first, so partitions are created with the topic defaults they set
         self.controller.subscribe(lambda old, new: self.dynamic_config.update(new.broker_configs))
@@ -250,6 +258,8 @@ class Broker:
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
+        if self.txn_coordinator is not None:
+            await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.replica_manager is not None:

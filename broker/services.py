@@ -18,6 +18,7 @@ from broker.producer_ids import ProducerIdManager
 from broker.quotas import ClientQuotas
 from broker.replication.replica_manager import ReplicaManager
 from broker.topic_creation import AutoTopicCreator
+from broker.txn.coordinator import TransactionCoordinator
 from controller.interface import Controller
 from controller.security_store import SecurityStore
 from protocol.types import BrokerId
@@ -33,6 +34,8 @@ class BrokerServices:
     replica_manager: ReplicaManager
     """The partitions this broker hosts: produce, fetch, offsets, records deletion."""
     group_coordinator: GroupCoordinator
+    txn_coordinator: TransactionCoordinator
+    """Transactional ids on __transaction_state: InitProducerId, AddPartitionsToTxn, EndTxn..."""
     producer_ids: ProducerIdManager
     topic_creator: AutoTopicCreator
     """Topics created on first use (Metadata with auto-creation)."""

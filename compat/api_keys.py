@@ -18,7 +18,6 @@ from kio.index import UnknownAPIKey
 
 from protocol.kio_compat import api_name
 
-TRANSACTIONS = "not yet: issue 12 (transactions)"
 DELEGATION_TOKENS = "not yet: delegation tokens (KIP-48) are in no issue yet"
 NEW_GROUPS = "not yet: issue 16 (KIP-848 consumer groups, share groups)"
 OPERATOR = "not yet: issue 13 (operator admin APIs)"
@@ -32,14 +31,6 @@ NOT_SERVED: dict[str, str] = {
     "renew_delegation_token": DELEGATION_TOKENS,
     "expire_delegation_token": DELEGATION_TOKENS,
     "describe_delegation_token": DELEGATION_TOKENS,
-    "add_partitions_to_txn": TRANSACTIONS,
-    "add_offsets_to_txn": TRANSACTIONS,
-    "end_txn": TRANSACTIONS,
-    "write_txn_markers": TRANSACTIONS,
-    "txn_offset_commit": TRANSACTIONS,
-    "describe_producers": TRANSACTIONS,
-    "describe_transactions": TRANSACTIONS,
-    "list_transactions": TRANSACTIONS,
     "consumer_group_heartbeat": NEW_GROUPS,
     "consumer_group_describe": NEW_GROUPS,
     "share_group_heartbeat": NEW_GROUPS,

@@ -462,6 +462,36 @@ def check_scram(v: int, obs: list[Obs]) -> None:
         ("user", "", ["SCRAM-SHA-256/8192"]), ("few", "", ["SCRAM-SHA-512/4096"]), ("missing", "RESOURCE_NOT_FOUND", None)]
 
 
+def check_txn(v: int, obs: list[Obs]) -> None:
+    """AddPartitionsToTxn / EndTxn: commit over two partitions, abort, commit; each marker takes an
+    offset."""
+    assert rows(obs, "produced", "partition", "offset") == [(0, 0), (1, 0), (0, 4)]
+    assert rows(obs, "produced-aborted", "partition", "offset") == [(0, 2)]
+    assert rows(obs, "committed", "err") == [("",), ("",)] and rows(obs, "aborted", "err") == [("",)]
+    assert rows(obs, "read_committed", "partition", "offset", "key") == [(0, 0, "k0"), (0, 4, "k3"), (1, 0, "k1")]
+    assert rows(obs, "read_uncommitted", "partition", "offset") == [(0, 0), (0, 2), (0, 4), (1, 0)]
+
+
+def check_group_txn(v: int, obs: list[Obs]) -> None:
+    """AddOffsetsToTxn / TxnOffsetCommit: three records moved, their offsets committed with them."""
+    assert rows(obs, "moved", "n") == [(3,)]
+    assert rows(obs, "output", "key", "value") == [("a", "X"), ("b", "Y"), ("c", "Z")]
+    assert rows(obs, "committed", "partition", "offset", "err") == [(0, 3, "")]
+
+
+def check_txn_admin(v: int, obs: list[Obs]) -> None:
+    """DescribeTransactions, ListTransactions, DescribeProducers and WriteTxnMarkers around an open
+    transaction (first offset 2, after one committed record and its marker)."""
+    assert rows(obs, "described", "state", "partitions", "timeoutMs", "started", "err") == [
+        ("Ongoing", ["ta-0"], 60000, True, "")]
+    assert rows(obs, "described-missing", "err") == [("TRANSACTIONAL_ID_NOT_FOUND",)]
+    assert rows(obs, "listed", "id", "state") == [("tid", "Ongoing")]
+    assert rows(obs, "producers", "partition", "n", "err") == [(0, 1, "")]
+    assert rows(obs, "producer", "lastSequence", "txnStart", "coordinatorEpoch", "lastTimestamp") == [(2, 2, True, BASE + 2)]
+    assert rows(obs, "marker", "partition", "err") == [(0, "")]
+    assert rows(obs, "read_committed", "offset", "key") == [(0, "k0")]
+    assert rows(obs, "end", "offset") == [(5,)]
+
 CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     0: check_produce, 1: check_fetch, 2: check_list_offsets, 3: check_metadata,
     **{k: check_group(k) for k in (8, 9, 10, 11, 12, 13, 14)},
@@ -471,4 +501,6 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     44: check_incremental_alter_configs, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster,
     75: check_describe_topic_partitions,
     17: check_sasl, 36: check_sasl, 29: check_acls, 30: check_acls, 31: check_acls, 50: check_scram, 51: check_scram,
+    24: check_txn, 26: check_txn, 25: check_group_txn, 28: check_group_txn,
+    **{k: check_txn_admin for k in (27, 61, 65, 66)},
 }

@@ -41,7 +41,6 @@ from broker.config.settings import (
     NO_PREALLOCATE,
     NO_TIERED_STORAGE,
     NO_TIMESTAMP_DIFFERENCE,
-    NO_TRANSACTIONS,
     SHORT,
     STRING,
     TIMESTAMP_TYPE,
@@ -311,18 +310,25 @@ class BrokerConfig(SecurityConfig):
     transaction_max_timeout_ms: int = setting(INT, 900_000,
         "Largest transaction timeout a producer may ask for.", at_least(1))
     transactional_id_expiration_ms: int = setting(INT, 604_800_000,
-        NO_TRANSACTIONS + "so no "
-              "transactional id is kept to expire (Kafka: idle transactional ids expire after "
-              "this long).", at_least(1))
+        "A transactional id whose transaction has been complete (or empty) this long is removed "
+        "from __transaction_state.", at_least(1))
     transaction_state_log_num_partitions: int = setting(INT, 50,
-        NO_TRANSACTIONS + "and no "
-              "__transaction_state topic (Kafka: its partition count).", at_least(1))
+        "Partitions of __transaction_state, created on the first FindCoordinator for a "
+        "transaction.", at_least(1))
     transaction_state_log_replication_factor: int = setting(SHORT, 3,
-        NO_TRANSACTIONS + "and no "
-              "__transaction_state topic (Kafka: its replication factor).", at_least(1))
+        "Replication factor of __transaction_state (at most the live brokers when it is "
+        "created).", at_least(1))
     transaction_state_log_min_isr: int = setting(INT, 2,
-        NO_TRANSACTIONS + "and no "
-              "__transaction_state topic (Kafka: its min.insync.replicas).", at_least(1))
+        "min.insync.replicas of __transaction_state.", at_least(1))
+    transaction_state_log_segment_bytes: int = setting(INT, 104_857_600,
+        "segment.bytes of __transaction_state.", at_least(1))
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = setting(INT, 10_000,
+        "How often the transaction coordinator aborts transactions past their timeout.", at_least(1))
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = setting(INT, 3_600_000,
+        "How often the transaction coordinator removes expired transactional ids.", at_least(1))
+    transaction_partition_verification_enable: bool = setting(BOOLEAN, True,
+        "KIP-890: a transactional produce is appended only to a partition its transaction has "
+        "added (verified with the transaction coordinator).", read_only=False)
     # ---- replication ----------------------------------------------------------------------------
     replica_lag_time_max_ms: int = setting(LONG, 30_000,
         "A follower that has not caught up for this long leaves the ISR.")

@@ -112,8 +112,6 @@ NO_THROTTLES = ("Accepted for compatibility; Samsa does not throttle replication
                 "replication traffic is throttled).")
 NO_LEVELS = ("Accepted for compatibility; Samsa compresses with each codec's default level when "
              "compression.type makes it recompress a batch ")
-NO_TRANSACTIONS = ("Accepted for compatibility; Samsa has no transactions (a transactional "
-                    "InitProducerId is answered COORDINATOR_NOT_AVAILABLE) ")
 
 
 def at_least(n: int) -> Range:

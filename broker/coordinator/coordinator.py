@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker import clock
 from broker.coordinator.group import ClassicGroup, GroupState
-from broker.coordinator.loader import DecodedChunk, LoadState, decode_chunk
+from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.records import (
     OffsetAndMetadata,
@@ -36,16 +36,14 @@ from broker.coordinator.records import (
     offset_commit_value,
     partition_for,
 )
-from broker.replication.partition import FetchIsolation
+from broker.log.info import AppendOrigin
 from controller.model import NewTopic
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
 from protocol.topic_partition import TopicPartition
-from protocol.types import Offset
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
-    from broker.log.info import FileRecords
     from broker.replication.replica_manager import ReplicaManager
     from controller.interface import Controller
 
@@ -54,8 +52,6 @@ log = logging.getLogger("samsa.coordinator")
 OFFSETS_TOPIC = "__consumer_offsets"
 MAX_GROUP_ID_BYTES = 0x7FFF
 """A group id must fit the int16-length string of a __consumer_offsets key."""
-LOAD_BUFFER_BYTES = 5 * 1024 * 1024
-LOAD_PROGRESS_INTERVAL_S = 5.0
 
 
 class LoadStatus(enum.Enum):
@@ -200,31 +196,13 @@ class GroupCoordinator:
             partition = self._replica_manager.partitions.get(tp)
             if partition is None:
                 return
-            position = int(partition.log_start_offset)
-            end = int(partition.log_end_offset)
             state = LoadState()
-            last_progress = started
-            while position < end:
-                info = partition.read_records(
-                    Offset(position), LOAD_BUFFER_BYTES, FetchIsolation.LOG_END,
-                    fetch_only_from_leader=False, max_offset=Offset(end),
-                ).info  # fmt: skip
-                if info is None or info.records is None:
-                    break
-                chunk = await asyncio.to_thread(_read_chunk, info.records, position)
-                if self._partitions.get(part.index) is not part:
-                    return  # unloaded meanwhile
-                if chunk.next_offset <= position:
-                    log.error("loading stuck partition=%d offset=%d", part.index, position)
-                    break
-                state.apply(chunk)
-                position = chunk.next_offset
-                if time.monotonic() - last_progress >= LOAD_PROGRESS_INTERVAL_S:
-                    last_progress = time.monotonic()
-                    log.info(
-                        "loading groups partition=%d offset=%d end=%d records=%d",
-                        part.index, position, end, state.records,
-                    )  # fmt: skip
+            end = await replay_partition(
+                partition, decode_chunk, state.apply,
+                lambda: self._partitions.get(part.index) is part, label=f"groups partition={part.index}",
+            )  # fmt: skip
+            if end is None:
+                return  # unloaded meanwhile
             self._install(part, state)
             part.status = LoadStatus.ACTIVE
             part.loaded.set()
@@ -247,6 +225,9 @@ class GroupCoordinator:
             if value is None:
                 group.state_timestamp_ms = now
             group.offsets = dict(state.offsets.get(group_id, {}))
+            for pid, by_group in state.pending_txn_offsets.items():
+                if group_id in by_group:
+                    group.pending_txn_offsets[pid] = dict(by_group[group_id])
             part.groups[group_id] = group
             for member in group.members.values():
                 self.membership.start_session(group, member)
@@ -365,10 +346,12 @@ class GroupCoordinator:
     # == persistence ==============================================================================
 
     async def _append(self, index: int, records: list[NewRecord]) -> ErrorCode:
+        return await self._append_batch(index, build_batch(records))
+
+    async def _append_batch(self, index: int, batch: bytes) -> ErrorCode:
         tp = TopicPartition(OFFSETS_TOPIC, index)
-        batch = build_batch(records)
         results = await self._replica_manager.append_records(
-            [(tp, batch)], -1, self.config.offsets_commit_timeout_ms
+            [(tp, batch)], -1, self.config.offsets_commit_timeout_ms, AppendOrigin.COORDINATOR
         )
         result = results.get(tp)
         return ErrorCode.unknown_server_error if result is None else result.error
@@ -384,9 +367,16 @@ class GroupCoordinator:
     # == offsets ==================================================================================
 
     def _validate_offset_commit(
-        self, group: ClassicGroup, member_id: str, instance_id: str | None, generation: int
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        *,
+        transactional: bool = False,
     ) -> ErrorCode:
-        """Kafka's classic-group offset commit rules."""
+        """Kafka's classic-group offset commit rules (ClassicGroup.validateOffsetCommit): a
+        transactional commit without member id or generation is accepted in any state."""
         if group.is_in(GroupState.DEAD):
             return ErrorCode.coordinator_not_available
         if generation < 0 and group.is_in(GroupState.EMPTY):
@@ -395,9 +385,9 @@ class GroupCoordinator:
             error = self.membership.validate_member(group, member_id, instance_id, generation)
             if error != ErrorCode.none:
                 return error
-        elif not group.is_in(GroupState.EMPTY):
+        elif not transactional and not group.is_in(GroupState.EMPTY):
             return ErrorCode.unknown_member_id
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
+        if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 
@@ -478,6 +468,82 @@ class GroupCoordinator:
         if partitions is None:
             return ErrorCode.none, dict(sorted(offsets.items()))
         return ErrorCode.none, {tp: offsets.get(tp) for tp in partitions}
+
+    def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
+        """Partitions with an offset commit still pending: a transaction's not yet ended, or a
+        plain commit being written (OffsetFetch require_stable answers them
+        UNSTABLE_OFFSET_COMMIT)."""
+        _, group = self.get_group(group_id)
+        if group is None:
+            return set()
+        pending = {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
+        return pending | set(group.pending_offset_commits)
+
+    # == transactional offsets (TxnOffsetCommit, KIP-98/447) =======================================
+
+    async def commit_transactional_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        entries: list[OffsetCommitEntry],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Write the offsets in a transactional batch of the producer into the group's
+        partition; they join the group's offsets when the transaction's COMMIT marker is written
+        there (`complete_transaction`)."""
+        error, part = self.group_status(group_id)
+        if part is None:
+            return {e.tp: error for e in entries}
+        group = part.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            if generation >= 0:
+                return {e.tp: ErrorCode.illegal_generation for e in entries}
+            group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
+            part.groups[group_id] = group
+        error = self._validate_offset_commit(group, member_id, instance_id, generation, transactional=True)
+        if error != ErrorCode.none:
+            return {e.tp: error for e in entries}
+        image = self._controller.image
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        now = clock.now_ms()
+        for e in entries:
+            metadata = e.metadata or ""
+            if image.partition(e.tp.topic, e.tp.partition) is None:
+                results[e.tp] = ErrorCode.unknown_topic_or_partition
+            elif len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results[e.tp] = ErrorCode.offset_metadata_too_large
+            else:
+                accepted[e.tp] = OffsetAndMetadata(e.offset, e.leader_epoch, metadata, now)  # type: ignore[arg-type]
+        if accepted:
+            records = [
+                NewRecord(offset_commit_key(group_id, tp.topic, tp.partition), offset_commit_value(v), timestamp=now)
+                for tp, v in accepted.items()
+            ]
+            batch = build_batch(
+                records, producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0, is_transactional=True
+            )
+            error = _append_error_for_offsets(await self._append_batch(part.index, batch))
+            if error == ErrorCode.none and self._group_is_current(group) is not None:
+                group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
+            for tp in accepted:
+                results[tp] = error
+        return results
+
+    def complete_transaction(self, producer_id: int, partitions: Iterable[int], commit: bool) -> None:
+        """A COMMIT (ABORT) marker of `producer_id` was written to these partitions of
+        __consumer_offsets: its pending offsets become the groups' (are dropped)."""
+        for index in partitions:
+            part = self._partitions.get(index)
+            if part is None:
+                continue
+            for group in part.groups.values():
+                pending = group.pending_txn_offsets.pop(producer_id, None)
+                if pending and commit:
+                    group.offsets.update(pending)
 
     async def delete_offsets(
         self, group_id: str, partitions: list[TopicPartition]
@@ -628,8 +694,3 @@ def offsets_by_topic(
     for tp, value in items.items():
         out.setdefault(tp.topic, []).append((tp.partition, value))
     return out
-
-
-def _read_chunk(records: FileRecords, position: int) -> DecodedChunk:
-    """Read a region of `__consumer_offsets` and decode its records (in a worker thread)."""
-    return decode_chunk(records.read_bytes(), position)

@@ -155,6 +155,9 @@ class ClassicGroup:
     new_member_added: bool = False
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
     pending_offset_commits: Counter[TopicPartition] = field(default_factory=Counter)
+    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
+    """Producer id -> offsets its open transaction committed (TxnOffsetCommit): visible in
+    `offsets` only once its COMMIT marker is written, dropped on ABORT."""
     join_timer: asyncio.TimerHandle | None = None
     sync_timer: asyncio.TimerHandle | None = None
     initial_delay: bool = False

@@ -1,14 +1,25 @@
-"""Rebuilding groups and offsets from a `__consumer_offsets` partition.
+"""Rebuilding a coordinator's state from its internal topic partition.
 
-`decode_chunk` turns a stretch of log bytes into parsed records (pure; the coordinator runs it off
-the event loop). `LoadState` folds records in log order: the last record of each key wins and a
-tombstone removes the key, exactly what compaction keeps.
+`replay_partition` reads a partition this broker leads from its log start to the log end offset
+it had when loading began, in chunks decoded off the event loop; the group coordinator
+(`__consumer_offsets`) and the transaction coordinator (`__transaction_state`) both load with it.
+
+For `__consumer_offsets`, `decode_chunk` turns a stretch of log bytes into parsed records (pure)
+and `LoadState` folds them in log order: the last record of each key wins and a tombstone removes
+the key, exactly what compaction keeps. Offsets committed inside a transaction (TxnOffsetCommit,
+transactional batches) are held per producer until its marker: a COMMIT applies them, an ABORT
+drops them, and those still open when the load ends stay pending (Kafka's
+GroupMetadataManager.doLoadGroupsAndOffsets).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from broker.coordinator.records import (
     GroupMetadataKey,
@@ -20,18 +31,86 @@ from broker.coordinator.records import (
     read_key,
     read_offset_value,
 )
+from protocol.control import read_end_txn_marker
 from protocol.errors import CorruptRecordError
 from protocol.records import HEADER_SIZE, BatchHeader, decode_records
 from protocol.topic_partition import TopicPartition
+from protocol.types import Offset
+
+if TYPE_CHECKING:
+    from broker.log.info import FileRecords
+    from broker.replication.partition import Partition
 
 log = logging.getLogger("samsa.coordinator")
 
-ParsedRecord = tuple[RecordKey, "OffsetAndMetadata | GroupMetadataValue | None"]
+LOAD_BUFFER_BYTES = 5 * 1024 * 1024
+LOAD_PROGRESS_INTERVAL_S = 5.0
+
+
+class Chunk(Protocol):
+    @property
+    def next_offset(self) -> int: ...
+
+
+ChunkT = TypeVar("ChunkT", bound=Chunk)
+
+
+async def replay_partition(
+    partition: Partition,
+    decode: Callable[[bytes, int], ChunkT],
+    apply: Callable[[ChunkT], None],
+    still_current: Callable[[], bool],
+    *,
+    label: str,
+) -> int | None:
+    """Read `partition` from its log start to its log end offset as it is now, decoding each
+    chunk in a worker thread and applying it on the loop; progress logged every 5 s. Returns the
+    end offset, or None if `still_current()` turned false meanwhile (unloaded)."""
+    from broker.replication.partition import FetchIsolation
+
+    position = int(partition.log_start_offset)
+    end = int(partition.log_end_offset)
+    last_progress = time.monotonic()
+    while position < end:
+        info = partition.read_records(
+            Offset(position), LOAD_BUFFER_BYTES, FetchIsolation.LOG_END,
+            fetch_only_from_leader=False, max_offset=Offset(end),
+        ).info  # fmt: skip
+        if info is None or info.records is None:
+            break
+        chunk = await asyncio.to_thread(_read_and_decode, info.records, position, decode)
+        if not still_current():
+            return None
+        if chunk.next_offset <= position:
+            log.error("loading stuck %s offset=%d", label, position)
+            break
+        apply(chunk)
+        position = chunk.next_offset
+        if time.monotonic() - last_progress >= LOAD_PROGRESS_INTERVAL_S:
+            last_progress = time.monotonic()
+            log.info("loading %s offset=%d end=%d", label, position, end)
+    return end
+
+
+def _read_and_decode(records: FileRecords, position: int, decode: Callable[[bytes, int], ChunkT]) -> ChunkT:
+    return decode(records.read_bytes(), position)
+
+
+ParsedRecord = tuple[RecordKey, "OffsetAndMetadata | GroupMetadataValue | None", int]
+"""(key, value, producer id of a transactional record or -1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarkerEvent:
+    """A COMMIT or ABORT marker of `producer_id` at this point of the log."""
+
+    producer_id: int
+    commit: bool
 
 
 @dataclass(frozen=True, slots=True)
 class DecodedChunk:
-    records: tuple[ParsedRecord, ...]
+    records: tuple[ParsedRecord | TxnMarkerEvent, ...]
     next_offset: int
     """Offset after the last whole batch decoded (where the next read starts)."""
     skipped: int
@@ -40,7 +119,7 @@ class DecodedChunk:
 
 def decode_chunk(data: bytes, start_offset: int) -> DecodedChunk:
     """Parse the whole batches in `data` (a trailing partial batch is left for the next read)."""
-    records: list[ParsedRecord] = []
+    records: list[ParsedRecord | TxnMarkerEvent] = []
     skipped = 0
     pos = 0
     next_offset = start_offset
@@ -48,7 +127,16 @@ def decode_chunk(data: bytes, start_offset: int) -> DecodedChunk:
         header = BatchHeader.parse(data, pos)
         if pos + header.size > len(data):
             break
-        if not header.is_control:
+        if header.is_control:
+            if header.last_offset >= start_offset:
+                try:
+                    marker = read_end_txn_marker(data, pos, header)
+                except CorruptRecordError:
+                    marker = None
+                if marker is not None:
+                    records.append(TxnMarkerEvent(header.producer_id, not marker.is_abort))
+        else:
+            txn_pid = header.producer_id if header.is_transactional else -1
             for record in decode_records(data, pos, header):
                 if record.offset < start_offset:
                     continue
@@ -58,9 +146,9 @@ def decode_chunk(data: bytes, start_offset: int) -> DecodedChunk:
                         skipped += 1
                         continue
                     if isinstance(key, OffsetCommitKey):
-                        records.append((key, read_offset_value(record.value)))
+                        records.append((key, read_offset_value(record.value), txn_pid))
                     else:
-                        records.append((key, read_group_value(record.value)))
+                        records.append((key, read_group_value(record.value), txn_pid))
                 except CorruptRecordError as e:
                     skipped += 1
                     log.warning("unreadable __consumer_offsets record offset=%d error=%s", record.offset, e)
@@ -76,14 +164,26 @@ class LoadState:
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
     groups: dict[str, GroupMetadataValue] = field(default_factory=dict)
     removed_groups: set[str] = field(default_factory=set)
+    pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = field(default_factory=dict)
+    """Producer id -> group -> offsets committed in its transaction, awaiting its marker."""
     records: int = 0
 
     def apply(self, chunk: DecodedChunk) -> None:
-        for key, value in chunk.records:
+        for item in chunk.records:
+            if isinstance(item, TxnMarkerEvent):
+                pending = self.pending_txn_offsets.pop(item.producer_id, {})
+                if item.commit:
+                    for group, offsets in pending.items():
+                        self.offsets.setdefault(group, {}).update(offsets)
+                continue
+            key, value, txn_pid = item
             self.records += 1
             if isinstance(key, OffsetCommitKey):
                 tp = TopicPartition(key.topic, key.partition)
-                if value is None:
+                if txn_pid >= 0 and value is not None:
+                    assert isinstance(value, OffsetAndMetadata)
+                    self.pending_txn_offsets.setdefault(txn_pid, {}).setdefault(key.group, {})[tp] = value
+                elif value is None:
                     self.offsets.get(key.group, {}).pop(tp, None)
                 else:
                     assert isinstance(value, OffsetAndMetadata)
@@ -98,4 +198,5 @@ class LoadState:
                     self.removed_groups.discard(key.group)
 
     def group_ids(self) -> set[str]:
-        return set(self.groups) | {g for g, offsets in self.offsets.items() if offsets}
+        pending = {g for by_group in self.pending_txn_offsets.values() for g in by_group}
+        return set(self.groups) | {g for g, offsets in self.offsets.items() if offsets} | pending

@@ -14,10 +14,18 @@
 # Kafka 4.x's map of partitions does). acks 0, 1 and -1 (all: waits in the produce purgatory for
 # the high watermark; min.insync.replicas is checked before and after). With acks=0 an error closes
 # the connection, as Kafka does, since there is no response to carry it.
+# Transactional batches (KIP-98): with transaction.partition.verification.enable (KIP-890 part 1)
+# each partition is first checked with the transaction coordinator of the request's transactional
+# id: a partition its transaction has not added is TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE,
+# a fenced epoch INVALID_PRODUCER_EPOCH, a coordinator that is loading, moving or completing the
+# previous transaction NOT_ENOUGH_REPLICAS (retriable), as Kafka's AddPartitionsToTxnManager maps
+# them; the check runs where this broker is the transaction coordinator (a coordinator on another
+# broker is not asked yet). The log then checks the producer's epoch and that a producer inside a
+# transaction writes only transactional batches (INVALID_TXN_STATE).
 # Authorization (Kafka's KafkaApis): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, checked before
 # the topic's existence), WRITE on the transactional id of a transactional produce
 # (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).
-# Not supported: transactional produce (INVALID_TXN_STATE until transactions exist); v12-13.
+# Not supported: v12-13 (KIP-890 transactions v2, topic ids).
 from __future__ import annotations
 
 import datetime
@@ -45,6 +53,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.record_check import RecordError
 from protocol.records import (
     ATTR_COMPRESSION_MASK,
+    ATTR_TRANSACTIONAL,
     ATTRIBUTES_OFFSET,
     CURRENT_MAGIC,
     LOG_OVERHEAD,
@@ -181,6 +190,39 @@ def _whole_batches(records: bytes) -> list[int]:
     return ends
 
 
+_PRODUCER = struct.Struct(">qh")
+_PRODUCER_OFFSET = 43
+_RETRIABLE = frozenset({
+    ErrorCode.not_coordinator, ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
+    ErrorCode.concurrent_transactions,
+})  # fmt: skip
+
+
+def _verify_transactional(
+    ctx: RequestContext, transactional_id: str, entries: dict[TopicPartition, bytes]
+) -> dict[TopicPartition, ErrorCode]:
+    """KIP-890 part 1: the partitions whose transactional batch its transaction has not added,
+    with the code the producer gets (Kafka's AddPartitionsToTxnManager mapping)."""
+    coordinator = ctx.services.txn_coordinator
+    wanted = [tp for tp, data in entries.items() if len(data) > _PRODUCER_OFFSET + 10
+              and data[ATTRIBUTES_OFFSET + 1] & ATTR_TRANSACTIONAL]  # fmt: skip
+    if not wanted or not coordinator.is_local(transactional_id):
+        return {}
+    producer_id, epoch = _PRODUCER.unpack_from(entries[wanted[0]], _PRODUCER_OFFSET)
+    out = {}
+    for tp, code in coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted).items():
+        if code == ErrorCode.none:
+            continue
+        if code == ErrorCode.producer_fenced:
+            code = ErrorCode.invalid_producer_epoch
+        elif code == ErrorCode.transaction_abortable and ctx.api_version < 11:
+            code = ErrorCode.invalid_txn_state
+        elif code in _RETRIABLE:
+            code = ErrorCode.not_enough_replicas
+        out[tp] = code
+    return out
+
+
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     services = ctx.services
@@ -203,8 +245,6 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                     raise KafkaError(ErrorCode.transactional_id_authorization_failed)
                 if not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, topic.name):
                     raise KafkaError(ErrorCode.topic_authorization_failed)
-                if request.transactional_id is not None:
-                    raise KafkaError(ErrorCode.invalid_txn_state, "Transactions are not supported by this broker")
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.invalid_required_acks, f"Invalid required acks {acks}")
                 name_error = topic_name_error(topic.name)
@@ -223,6 +263,10 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             except KafkaError as e:
                 errors[tp] = _Rejected.of(e)
 
+    if request.transactional_id and services.config.transaction_partition_verification_enable:
+        for tp, code in _verify_transactional(ctx, request.transactional_id, entries).items():
+            errors[tp] = _Rejected(code, "The partition is not part of the producer's transaction")
+            del entries[tp]
     results = await services.replica_manager.append_records(
         list(entries.items()), acks, int(request.timeout.total_seconds() * 1000)
     )

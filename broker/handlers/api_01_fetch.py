@@ -1,6 +1,8 @@
 # Fetch (key 1), versions 4-12.
 # Consumers (replica_id -1) read below the high watermark; read_committed reads below the last
-# stable offset (equal to the HW while there are no transactions). Followers (replica_id >= 0)
+# stable offset (the first offset of the oldest open transaction, capped by the HW) and gets the
+# aborted transactions overlapping what it read (from the segments' aborted-transaction indexes,
+# as Kafka's collectAbortedTransactions). Every answer carries the LSO. Followers (replica_id >= 0)
 # read below the log end offset; each follower fetch records that follower's LEO (its fetch
 # offset) and caught-up time on the leader, which may expand the ISR and move the HW
 # (broker/replication/replica_manager.py). Records are sent zero-copy: each partition's records are a file
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from kio.schema.fetch.v12.request import FetchRequest
 from kio.schema.fetch.v12.response import (
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchResponse,
     PartitionData,
@@ -39,7 +42,7 @@ from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.kio_compat import as_records
 from protocol.topic_partition import TopicPartition
-from protocol.types import NO_THROTTLE, Offset, TopicName
+from protocol.types import NO_THROTTLE, Offset, ProducerId, TopicName
 
 API_KEY = 1
 READ_COMMITTED = 1
@@ -50,13 +53,19 @@ INITIAL_EPOCH = 0
 def _partition_data(result: FetchResult, read_committed: bool) -> PartitionData:
     read = result.read
     records = read.info.records if read is not None and read.info is not None else None
+    aborted = None
+    if read_committed:
+        aborted = tuple(
+            AbortedTransaction(producer_id=ProducerId(t.producer_id), first_offset=i64(t.first_offset))
+            for t in (read.aborted_transactions or () if read is not None else ())
+        )
     return PartitionData(
         partition_index=i32(result.tp.partition),
         error_code=result.error,
         high_watermark=i64(read.high_watermark if read else -1),
         last_stable_offset=i64(read.last_stable_offset if read else -1),
         log_start_offset=i64(read.log_start_offset if read else -1),
-        aborted_transactions=() if read_committed else None,
+        aborted_transactions=aborted,
         records=as_records(records if records is not None else b""),
     )
 

@@ -2,10 +2,11 @@
 # Committed offsets of a group: offset, leader epoch (v5+) and metadata; -1 and "" for partitions
 # without a commit (and for unknown groups). Null topics (v2+) means every committed partition.
 # v8+ asks for several groups at once, each with its own error. Errors (coordinator, INVALID_GROUP_ID)
-# go to the top level in v2-7, to every partition in v1. require_stable (v7+) is accepted: without
-# transactions there are never pending transactional offsets, so UNSTABLE_OFFSET_COMMIT does not
-# occur. Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on each topic
-# (a topic named is answered TOPIC_AUTHORIZATION_FAILED, an unauthorized one left out of "all").
+# go to the top level in v2-7, to every partition in v1. require_stable (v7+, KIP-447): a partition
+# with an offset committed by a transaction not yet ended (TxnOffsetCommit) is answered
+# UNSTABLE_OFFSET_COMMIT with offset -1, and the client asks again. Authorization: DESCRIBE on the
+# group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on each topic (a topic named is answered
+# TOPIC_AUTHORIZATION_FAILED, an unauthorized one left out of "all").
 # Not supported: v10 (topic ids); member id/epoch of v9 are only for KIP-848 groups and ignored.
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def _upgrade(api_version: int, request: Any) -> OffsetFetchRequest:
 Row = tuple[TopicPartition, "OffsetAndMetadata | None", ErrorCode]
 
 
-def _fetch(ctx: RequestContext, group: OffsetFetchRequestGroup) -> tuple[ErrorCode, list[Row]]:
+def _fetch(ctx: RequestContext, group: OffsetFetchRequestGroup, require_stable: bool) -> tuple[ErrorCode, list[Row]]:
     requested = None
     if group.topics is not None:
         requested = [TopicPartition(t.name, int(p)) for t in group.topics for p in t.partition_indexes]
@@ -72,11 +73,19 @@ def _fetch(ctx: RequestContext, group: OffsetFetchRequestGroup) -> tuple[ErrorCo
         return error, [(tp, None, error) for tp in requested or ()]
     allowed = {topic: ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
                for topic in {tp.topic for tp in (offsets if requested is None else requested)}}
+    unstable = coordinator(ctx).unstable_partitions(str(group.group_id)) if require_stable else set()
+
+    def row(tp: TopicPartition, value: OffsetAndMetadata | None) -> Row:
+        if not allowed[tp.topic]:
+            return (tp, None, ErrorCode.topic_authorization_failed)
+        if tp in unstable:
+            return (tp, None, ErrorCode.unstable_offset_commit)
+        return (tp, value, ErrorCode.none)
+
     if requested is None:
-        return ErrorCode.none, [(tp, value, ErrorCode.none) for tp, value in offsets.items() if allowed[tp.topic]]
+        return ErrorCode.none, [row(tp, value) for tp, value in offsets.items() if allowed[tp.topic]]
     # every partition asked for, as often as it was asked (Kafka answers duplicates each time)
-    return ErrorCode.none, [(tp, offsets.get(tp), ErrorCode.none) if allowed[tp.topic]
-                            else (tp, None, ErrorCode.topic_authorization_failed) for tp in requested]
+    return ErrorCode.none, [row(tp, offsets.get(tp)) for tp in requested]
 
 
 def _by_topic(rows: list[Row]) -> dict[str, list[Row]]:
@@ -152,10 +161,10 @@ def _error_response(ctx: RequestContext, request: OffsetFetchRequest, error: Exc
 @registry.api(API_KEY, error_response=_error_response, upgrade=_upgrade)
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> Any:
     if ctx.api_version < 8:
-        error, rows = _fetch(ctx, request.groups[0])
+        error, rows = _fetch(ctx, request.groups[0], request.require_stable)
         return _v7(ctx, error, rows)
     groups = []
     for group in request.groups:
-        error, rows = _fetch(ctx, group)
+        error, rows = _fetch(ctx, group, request.require_stable)
         groups.append(_group_response(group.group_id, error, rows))
     return OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))

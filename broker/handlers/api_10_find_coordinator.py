@@ -3,11 +3,13 @@
 # partitions, replication min(offsets.topic.replication.factor, live brokers), compacted) and
 # answers with the leader of partition abs(hash(group)) % partitions, on the listener the request
 # came in on; COORDINATOR_NOT_AVAILABLE while that partition has no leader. v0-3 carry one key, v4
-# a batch (coordinator_keys), each answered on its own.
+# a batch (coordinator_keys), each answered on its own. Key type 1 (transaction): creates
+# __transaction_state on first use (transaction.state.log.num.partitions, replication
+# min(transaction.state.log.replication.factor, live brokers)) and answers the leader of partition
+# abs(hash(transactional id)) % partitions. Other key types INVALID_REQUEST.
 # Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the transactional id
 # (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
-# Not supported: key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE until transactions
-# exist; other key types INVALID_REQUEST; v5-6 (KIP-890 share/transaction v2).
+# Not supported: v5-6 (KIP-890 TRANSACTION_ABORTABLE and share groups).
 from __future__ import annotations
 
 import logging
@@ -49,7 +51,7 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode
             AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
         return CoordinatorNode(ErrorCode.transactional_id_authorization_failed)
     if key_type == TRANSACTION_KEY_TYPE:
-        return CoordinatorNode(ErrorCode.coordinator_not_available)
+        return await _find_transaction_coordinator(ctx, key)
     if key_type != GROUP_KEY_TYPE:
         return CoordinatorNode(ErrorCode.invalid_request)
     node = await coordinator(ctx).find_coordinator(key, ctx.listener)
@@ -58,6 +60,23 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode
         key, node.node_id, node.error.name, ctx.client_id, ctx.correlation_id,
     )  # fmt: skip
     return node
+
+
+async def _find_transaction_coordinator(ctx: RequestContext, key: str) -> CoordinatorNode:
+    if not key:
+        return CoordinatorNode(ErrorCode.invalid_request)
+    error, index = await ctx.services.txn_coordinator.find_coordinator_partition(key)
+    if error != ErrorCode.none:
+        return CoordinatorNode(error)
+    image = ctx.services.controller.image
+    reg = image.partition("__transaction_state", index)
+    if reg is None or not reg.online:
+        return CoordinatorNode(ErrorCode.coordinator_not_available)
+    broker = image.brokers.get(reg.leader)
+    endpoint = broker.endpoint(ctx.listener) if broker is not None else None
+    if endpoint is None:
+        return CoordinatorNode(ErrorCode.coordinator_not_available)
+    return CoordinatorNode(ErrorCode.none, int(reg.leader), endpoint.host, endpoint.port)
 
 
 def _v3(node: CoordinatorNode) -> FindCoordinatorResponseV3:

@@ -2,12 +2,17 @@
 # Idempotent producers (null transactional id) get a new producer id with epoch 0, from blocks the
 # controller reserves and persists, so an id is never handed out twice. The broker then keeps, per
 # partition, each producer's epoch and last five batches (broker/log/producer_state.py).
-# Not supported: transactional ids. There is no transaction coordinator yet, so a transactional id
-# is answered COORDINATOR_NOT_AVAILABLE (as FindCoordinator does for transaction keys), and a
-# transaction timeout above transaction.max.timeout.ms INVALID_TRANSACTION_TIMEOUT.
+# A transactional id goes to its transaction coordinator (broker/txn/coordinator.py, Kafka's
+# handleInitProducerId): a new id gets a producer id and epoch 0; an existing one the epoch bumped
+# (which fences the previous producer), or a new producer id when the epoch is exhausted; an
+# ongoing transaction of the previous producer is aborted first and CONCURRENT_TRANSACTIONS
+# answered so the client retries. A timeout outside (0, transaction.max.timeout.ms] is
+# INVALID_TRANSACTION_TIMEOUT; v3+ producer id and epoch that match neither the current nor the
+# previous producer PRODUCER_FENCED (v0-3: INVALID_PRODUCER_EPOCH).
 # Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent
 # producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679;
 # CLUSTER_AUTHORIZATION_FAILED).
+# Not supported: v6 (KIP-939 two-phase commit; Kafka 4.3.1 does not advertise it either).
 from __future__ import annotations
 
 from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
@@ -41,9 +46,13 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
             ctx.authorized(AclOperation.IDEMPOTENT_WRITE) or ctx.authorized_any(AclOperation.WRITE, ResourceType.TOPIC)):
         return _response(ErrorCode.cluster_authorization_failed)
     if request.transactional_id is not None:
-        timeout_ms = request.transaction_timeout.total_seconds() * 1000
-        if timeout_ms <= 0 or timeout_ms > ctx.services.config.transaction_max_timeout_ms:
-            return _response(ErrorCode.invalid_transaction_timeout)
-        return _response(ErrorCode.coordinator_not_available)
+        timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+        result = await ctx.services.txn_coordinator.init_producer_id(
+            request.transactional_id, timeout_ms, int(request.producer_id), int(request.producer_epoch)
+        )
+        error = result.error
+        if error == ErrorCode.producer_fenced and ctx.api_version < 4:
+            error = ErrorCode.invalid_producer_epoch
+        return _response(error, result.producer_id, result.producer_epoch)
     producer_id = await ctx.services.producer_ids.generate()
     return _response(ErrorCode.none, producer_id, 0)

@@ -209,6 +209,9 @@ class LogCleaner:
         uncleanable = segments[-1].base_offset
         if high_watermark is not None:
             uncleanable = min(uncleanable, high_watermark)
+        unstable = the_log.first_unstable_offset  # never clean past the LSO (Kafka's rule)
+        if unstable is not None:
+            uncleanable = min(uncleanable, unstable)
         if config.min_compaction_lag_ms > 0:
             for i, seg in enumerate(segments[:-1]):
                 if segments[i + 1].base_offset > first_dirty and (
@@ -266,6 +269,8 @@ class LogCleaner:
             if seg.base_offset <= target.first_dirty_offset < upper:
                 dirty_position = seg.index.lookup(target.first_dirty_offset)[1]
         producers = the_log.producer_state.producers
+        upper = sources[-1].upper_offset if sources else target.first_uncleanable_offset
+        start = sources[0].base_offset if sources else target.first_dirty_offset
         return CleaningPlan(
             topic_partition=target.topic_partition,
             log_dir=the_log.dir,
@@ -276,6 +281,8 @@ class LogCleaner:
             dirty_start_position=dirty_position,
             now_ms=clock.now_ms() if now_ms is None else now_ms,
             producer_last_offsets={pid: e.last_offset for pid, e in producers.items()},
+            producer_epochs={pid: e.producer_epoch for pid, e in producers.items()},
+            aborted_txns=the_log.collect_aborted_transactions(start, upper),
             max_map_entries=self.config.max_map_entries,
             io_buffer_size=self.config.io_buffer_size,
         )

@@ -32,9 +32,13 @@ Batch rules (Kafka 3.x, `MemoryRecords.filterTo` and `LogCleaner`):
 - A batch with no record left disappears, except the last batch of a producer the partition still
   tracks: it stays as an empty batch (header only, same offsets and sequences) so the producer's
   sequence state survives a reload, as Kafka keeps it.
-- Control batches (transaction markers) are kept as they are. Samsa has no transactions yet, so
-  there are no aborted transactions to drop; transactional data batches are compacted like any
-  other.
+- **Transactions** (Kafka's CleanedTransactionMetadata; the range never passes the LSO). The
+  batches of aborted transactions (from the aborted-transaction indexes) add no keys to the map
+  and are dropped (the last batch of a tracked producer stays empty). An ABORT marker stays while
+  this pass dropped data of its transaction, and its index entry is written to the output; a
+  COMMIT marker stays while data of its transaction remains. A marker whose transaction has no
+  data left gets a delete horizon (now + delete.retention.ms, as tombstones do) and goes once it
+  passes, unless it is the last batch of a tracked producer (it carries the producer's epoch).
 - Records without a key (possible only in topics switched to compact later) are dropped, as Kafka
   does.
 """
@@ -61,8 +65,10 @@ from broker.log.segment import (
     LogSegment,
     segment_file_name,
 )
+from broker.log.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 from broker.log.validation import max_decompressed_bytes
 from protocol.compression import DecompressedSizeError
+from protocol.control import ControlRecordType, EndTxnMarker, read_end_txn_marker
 from protocol.errors import CorruptRecordError
 from protocol.records import (
     ATTR_DELETE_HORIZON,
@@ -158,6 +164,10 @@ class CleaningPlan:
     now_ms: int
     producer_last_offsets: dict[int, int]
     """Active producers' last data offsets (their last batch survives as an empty batch)."""
+    producer_epochs: dict[int, int]
+    """Active producers' epochs (their last marker, when it ends their log, survives)."""
+    aborted_txns: list[AbortedTxn]
+    """The aborted transactions overlapping the cleanable range."""
     max_map_entries: int
     io_buffer_size: int
     aborted: threading.Event = field(default_factory=threading.Event)
@@ -241,9 +251,71 @@ def iter_file_batches(
         raise CorruptRecordError(f"{end - pos} trailing bytes at {pos} are not a whole batch")
 
 
+# -------------------------------------------------------------------- transactions
+class CleanedTransactionMetadata:
+    """Which batches belong to aborted transactions and which markers may go, as the batches
+    are read in offset order (Kafka's CleanedTransactionMetadata)."""
+
+    def __init__(self, aborted: list[AbortedTxn]) -> None:
+        self._pending = sorted(aborted, key=lambda t: t.first_offset)
+        self._next = 0
+        self.ongoing_aborted: dict[int, tuple[AbortedTxn, bool]] = {}
+        """Producer id -> (its aborted transaction, whether a batch of it was seen)."""
+        self.ongoing_committed: set[int] = set()
+        self.cleaned_index: list[AbortedTxn] | None = None
+        """Where entries of kept ABORT markers go (the output segment's index), when filtering."""
+
+    def _consume_up_to(self, offset: int) -> None:
+        while self._next < len(self._pending) and self._pending[self._next].first_offset <= offset:
+            txn = self._pending[self._next]
+            self._next += 1
+            self.ongoing_aborted.setdefault(txn.producer_id, (txn, False))
+
+    def on_control_batch_read(self, header: BatchHeader, marker: EndTxnMarker | None) -> bool:
+        """True if the marker may be discarded (its transaction has no data left here)."""
+        self._consume_up_to(header.last_offset)
+        if marker is None:
+            return True  # an empty control batch was already cleaned
+        pid = header.producer_id
+        if marker.control_type is ControlRecordType.ABORT:
+            found = self.ongoing_aborted.pop(pid, None)
+            if found is not None and found[1]:
+                if self.cleaned_index is not None:
+                    self.cleaned_index.append(found[0])
+                return False
+            return True
+        if marker.control_type is ControlRecordType.COMMIT:
+            if pid in self.ongoing_committed:
+                self.ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
+
+    def on_batch_read(self, header: BatchHeader) -> bool:
+        """True if the data batch belongs to an aborted transaction."""
+        self._consume_up_to(header.last_offset)
+        if not header.is_transactional:
+            return False
+        found = self.ongoing_aborted.get(header.producer_id)
+        if found is not None:
+            self.ongoing_aborted[header.producer_id] = (found[0], True)
+            return True
+        self.ongoing_committed.add(header.producer_id)
+        return False
+
+
+def _marker(batch: memoryview | bytes, header: BatchHeader) -> EndTxnMarker | None:
+    try:
+        return read_end_txn_marker(batch, 0, header)
+    except CorruptRecordError:
+        return None
+
+
 # --------------------------------------------------------------------------- the map
 def build_offset_map(plan: CleaningPlan, offset_map: OffsetMap, stats: CleanerStats) -> None:
-    """Map the dirty section from first_dirty_offset up to first_uncleanable_offset or a full map."""
+    """Map the dirty section from first_dirty_offset up to first_uncleanable_offset or a full
+    map; records of aborted transactions are not mapped."""
+    txns = CleanedTransactionMetadata(plan.aborted_txns)
     started = False
     for source in plan.sources:
         if source.upper_offset <= plan.first_dirty_offset:
@@ -260,7 +332,9 @@ def build_offset_map(plan: CleaningPlan, offset_map: OffsetMap, stats: CleanerSt
             if header.last_offset >= plan.first_uncleanable_offset or offset_map.full:
                 return
             stats.map_bytes_read += header.size
-            if not header.is_control:
+            if header.is_control:
+                txns.on_control_batch_read(header, _marker(batch, header))
+            elif not txns.on_batch_read(header):
                 for record in _decode_bounded(batch, header, plan.config) or ():
                     if record.key is not None:
                         offset_map.put(record.key, record.offset)
@@ -300,10 +374,18 @@ def filter_batch(
     delete_retention_ms: int,
     producer_last_offsets: dict[int, int],
     config: LogConfig,
+    txns: CleanedTransactionMetadata | None = None,
+    producer_epochs: dict[int, int] | None = None,
 ) -> FilteredBatch:
     """Apply the retention rules (module docstring) to one batch."""
     if header.is_control:
-        return FilteredBatch(batch, 0, 0, 0, None)
+        return _filter_marker(batch, header, now_ms, delete_retention_ms, producer_last_offsets, txns, producer_epochs)
+    is_last_of_producer = header.producer_id >= 0 and producer_last_offsets.get(header.producer_id) == header.last_offset
+    if txns is not None and txns.on_batch_read(header):  # an aborted transaction's batch
+        n = header.records_count
+        if is_last_of_producer:
+            return FilteredBatch(_empty_like(header), n, 0, 0, None)
+        return FilteredBatch(None, n, 0, 0, None)
     records = _decode_bounded(batch, header, config)
     if records is None:
         return FilteredBatch(batch, header.records_count, header.records_count, 0, None)
@@ -336,23 +418,8 @@ def filter_batch(
     if len(kept) == n and not set_horizon:
         return FilteredBatch(batch, n, n, 0, horizon)
     if not kept:
-        if header.producer_id >= 0 and producer_last_offsets.get(header.producer_id) == (
-            header.last_offset
-        ):
-            empty = build_batch(
-                [],
-                base_offset=header.base_offset,
-                last_offset_delta=header.last_offset_delta,
-                timestamp_type=header.timestamp_type,
-                producer_id=header.producer_id,
-                producer_epoch=header.producer_epoch,
-                base_sequence=header.base_sequence,
-                partition_leader_epoch=header.partition_leader_epoch,
-                is_transactional=header.is_transactional,
-                base_timestamp=header.max_timestamp,
-                max_timestamp=header.max_timestamp,
-            )
-            return FilteredBatch(empty, n, 0, tombstones_removed, None)
+        if is_last_of_producer:
+            return FilteredBatch(_empty_like(header), n, 0, tombstones_removed, None)
         return FilteredBatch(None, n, 0, tombstones_removed, None)
     rebuilt = build_batch(
         [
@@ -378,6 +445,73 @@ def filter_batch(
     if horizon is not None:
         rebuilt = with_delete_horizon_bit(rebuilt)
     return FilteredBatch(rebuilt, n, len(kept), tombstones_removed, horizon)
+
+
+def _empty_like(header: BatchHeader) -> bytes:
+    """The batch with no record left: same offsets, producer fields, sequence and flags."""
+    return build_batch(
+        [],
+        base_offset=header.base_offset,
+        last_offset_delta=header.last_offset_delta,
+        timestamp_type=header.timestamp_type,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        partition_leader_epoch=header.partition_leader_epoch,
+        is_transactional=header.is_transactional,
+        is_control=header.is_control,
+        base_timestamp=header.max_timestamp,
+        max_timestamp=header.max_timestamp,
+    )
+
+
+def _filter_marker(
+    batch: memoryview | bytes,
+    header: BatchHeader,
+    now_ms: int,
+    delete_retention_ms: int,
+    producer_last_offsets: dict[int, int],
+    txns: CleanedTransactionMetadata | None,
+    producer_epochs: dict[int, int] | None,
+) -> FilteredBatch:
+    """A control batch (Kafka's checkBatchRetention for markers): kept while its transaction
+    has data here; otherwise it gets a delete horizon and goes once that has passed, unless it
+    is what ends a tracked producer's log (its epoch is needed for fencing)."""
+    if txns is None:
+        return FilteredBatch(batch, 0, 0, 0, None)
+    marker = _marker(batch, header)
+    discardable = txns.on_control_batch_read(header, marker)
+    if not discardable:
+        return FilteredBatch(batch, 0, 0, 0, None)
+    has_horizon = bool(header.attributes & ATTR_DELETE_HORIZON)
+    pid = header.producer_id
+    last_data = producer_last_offsets.get(pid)
+    keeps_epoch = (
+        producer_epochs is not None
+        and pid in producer_epochs
+        and (last_data is None or last_data < 0)
+        and producer_epochs[pid] == header.producer_epoch
+    )
+    if has_horizon and now_ms >= header.base_timestamp and not keeps_epoch:
+        return FilteredBatch(None, 0, 0, 0, None)
+    if has_horizon or marker is None:
+        horizon = header.base_timestamp if has_horizon else None
+        return FilteredBatch(batch, 0, 0, 0, horizon)
+    horizon = now_ms + delete_retention_ms
+    records = decode_records(batch, 0, header)
+    rebuilt = build_batch(
+        [NewRecord(r.key, r.value, r.headers, r.timestamp, r.offset - header.base_offset) for r in records],
+        base_offset=header.base_offset,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        partition_leader_epoch=header.partition_leader_epoch,
+        is_transactional=True,
+        is_control=True,
+        base_timestamp=horizon,
+        last_offset_delta=header.last_offset_delta,
+    )
+    return FilteredBatch(with_delete_horizon_bit(rebuilt), 0, 0, 0, horizon)
 
 
 def with_delete_horizon_bit(batch: bytes) -> bytes:
@@ -434,11 +568,14 @@ def clean_log(plan: CleaningPlan) -> CleanResult:
         min_horizon: int | None = None
         total = sum(s.size for s in to_clean) or 1
         last_progress = time.monotonic()
+        txns = CleanedTransactionMetadata(plan.aborted_txns)
         for group in group_segments_by_size(
             to_clean, plan.config.segment_bytes, plan.config.max_offset_index_entries
         ):
             output = _new_output(plan, group[0].base_offset)
             groups.append(CleanedGroup(group, output))
+            kept_aborted: list[AbortedTxn] = []
+            txns.cleaned_index = kept_aborted
             for source in group:
                 pending: list[bytes | memoryview] = []
                 appended: list[AppendedBatch] = []
@@ -456,6 +593,8 @@ def clean_log(plan: CleaningPlan) -> CleanResult:
                         delete_retention_ms=plan.config.delete_retention_ms,
                         producer_last_offsets=plan.producer_last_offsets,
                         config=plan.config,
+                        txns=txns,
+                        producer_epochs=plan.producer_epochs,
                     )
                     stats.records_read += result.records_read
                     stats.records_kept += result.records_kept
@@ -504,6 +643,8 @@ def clean_log(plan: CleaningPlan) -> CleanResult:
                         plan.topic_partition.partition,
                         stats.bytes_read * 100 // total,
                     )
+            if kept_aborted:
+                output.txn_index.replace_with(kept_aborted)
             _finish_output(output, group)
             stats.bytes_written += output.size
         return CleanResult(groups, end_offset, stats, min_horizon, len(offset_map))
@@ -516,7 +657,7 @@ def clean_log(plan: CleaningPlan) -> CleanResult:
 
 
 def _new_output(plan: CleaningPlan, base_offset: int) -> LogSegment:
-    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):  # a stale attempt's files
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # a stale attempt's files
         try:
             os.unlink(plan.log_dir / (segment_file_name(base_offset, suffix) + CLEANED_SUFFIX))
         except FileNotFoundError:

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import enum
 import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from protocol.types import NO_OFFSET, Offset
+
+
+class AppendOrigin(enum.Enum):
+    """Who appends (Kafka's AppendOrigin): a client's records are checked in full and may not
+    hold control batches; a coordinator's (transaction markers, group records) may."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from broker.log.segment import (
     TIME_INDEX_SUFFIX,
     LogSegment,
 )
+from broker.log.txn_index import TXN_INDEX_SUFFIX
 from protocol.errors import CorruptRecordError
 from protocol.records import HEADER_SIZE, BatchHeader
 from protocol.topic_partition import TopicPartition
@@ -57,6 +58,8 @@ class LoadedSegments:
     segments: list[LogSegment]
     recovery_point: int
     truncated_bytes: int
+    recovered: list[LogSegment]
+    """Segments scanned by recovery (their aborted-transaction indexes are to be rebuilt)."""
 
 
 def _base_offset_of(name: str, suffix: str) -> int | None:
@@ -80,7 +83,7 @@ def remove_leftovers(log_dir: Path) -> None:
             _complete_swap(log_dir, name)
     names = set(os.listdir(log_dir))
     for name in sorted(names):
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             base = _base_offset_of(name, suffix)
             if base is not None and f"{base:020d}{LOG_SUFFIX}" not in names:
                 log.info("removing index without segment path=%s", log_dir / name)
@@ -90,8 +93,11 @@ def remove_leftovers(log_dir: Path) -> None:
 def _complete_swap(log_dir: Path, name: str) -> None:
     inner = name[: -len(SWAP_SUFFIX)]
     base = _base_offset_of(inner, LOG_SUFFIX)
-    if base is None:  # an index swap: the index is rebuilt from the swapped log anyway
-        _unlink(log_dir / name)
+    if base is None:
+        txn_base = _base_offset_of(inner, TXN_INDEX_SUFFIX)
+        if txn_base is not None and (log_dir / f"{txn_base:020d}{LOG_SUFFIX}{SWAP_SUFFIX}").exists():
+            return  # completed with its log's swap, below
+        _unlink(log_dir / name)  # an index swap: the index is rebuilt from the swapped log anyway
         return
     swap_path = log_dir / name
     size = swap_path.stat().st_size
@@ -110,10 +116,13 @@ def _complete_swap(log_dir: Path, name: str) -> None:
     for other in sorted(os.listdir(log_dir)):
         other_base = _base_offset_of(other, LOG_SUFFIX)
         if other_base is not None and base <= other_base < next_offset:
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                 _unlink(log_dir / f"{other_base:020d}{suffix}")
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
         _unlink(log_dir / f"{base:020d}{suffix}")
+    txn_swap = log_dir / f"{base:020d}{TXN_INDEX_SUFFIX}{SWAP_SUFFIX}"
+    if txn_swap.exists():  # the cleaned segment's aborted transactions
+        os.replace(txn_swap, log_dir / f"{base:020d}{TXN_INDEX_SUFFIX}")
     os.replace(swap_path, log_dir / inner)
     log.info(
         "completed segment swap dir=%s base_offset=%d next_offset=%d", log_dir, base, next_offset
@@ -139,7 +148,7 @@ def load_segments(
     segments = [LogSegment(log_dir, base, config, created_ms=now_ms) for base in bases]
     if not segments:
         segment = LogSegment(log_dir, log_start_offset, config, created_ms=now_ms)
-        return LoadedSegments([segment], log_start_offset, 0)
+        return LoadedSegments([segment], log_start_offset, 0, [])
 
     to_recover: list[int] = []
     for i, segment in enumerate(segments):
@@ -188,7 +197,8 @@ def load_segments(
     log_end = segments[-1].next_offset
     trusted = had_clean_shutdown and not to_recover
     new_recovery_point = log_end if trusted else min(recovery_point, log_end)
-    return LoadedSegments(segments, new_recovery_point, truncated)
+    recovered = [segments[i] for i in to_recover if i < len(segments)]
+    return LoadedSegments(segments, new_recovery_point, truncated, recovered)
 
 
 def _recover(

@@ -3,7 +3,9 @@
 
 A sequence of `LogSegment`s (only the last, the active segment, is written), a log start offset
 (advanced by retention and DeleteRecords), a recovery point (everything below it is fsynced), the
-leader-epoch cache and the idempotent-producer state. It is synchronous and single-threaded: the
+leader-epoch cache and the producer state (idempotence and open transactions, from which the
+partition derives its last stable offset), and each segment's aborted-transaction index,
+written when an ABORT marker is appended and rebuilt by recovery. It is synchronous and single-threaded: the
 broker calls it from its event loop and nothing here awaits. Work that must wait (deleting files
 of removed segments after file.delete.delay.ms, flushing a rolled segment) goes through the
 `scheduler` callable given at open: `scheduler(delay_ms, fn)`; the default runs `fn` at once.
@@ -27,6 +29,7 @@ import logging
 import shutil
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,14 +38,16 @@ from broker.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
 from broker.log.epoch_cache import LeaderEpochFileCache
 from broker.log.info import (
+    AppendOrigin,
     FetchDataInfo,
     LogAppendInfo,
     LogOffsetMetadata,
     TimestampAndOffset,
 )
 from broker.log.loader import CLEANED_SUFFIX, NEW_SUFFIX, SWAP_SUFFIX, load_segments
-from broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
+from broker.log.producer_state import CompletedTxn, ProducerAppendInfo, ProducerStateManager
 from broker.log.segment import DELETED_SUFFIX, AppendedBatch, LogSegment
+from broker.log.txn_index import AbortedTxn
 from broker.log.validation import (
     CheckedRecords,
     ValidRecords,
@@ -50,7 +55,8 @@ from broker.log.validation import (
     validate_leader_append,
 )
 from broker.metrics.stats import LOG_FLUSH_MICROS
-from protocol.errors import ErrorCode, KafkaError
+from protocol.control import EndTxnMarker, read_end_txn_marker
+from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import BatchHeader
 from protocol.topic_partition import TopicPartition
 from protocol.types import (
@@ -89,6 +95,9 @@ class PendingAppend:
     buffers: list[bytes | bytearray | memoryview]
     valid: ValidRecords
     staged: dict[int, ProducerAppendInfo]
+    completed: list[CompletedTxn]
+    """Transactions the append's markers end (their aborted-index entries are written when it
+    completes)."""
     now_ms: int
     sync: bool
     info: LogAppendInfo
@@ -206,7 +215,10 @@ class UnifiedLog:
         )
         epoch_cache.truncate_from_end(self.log_end_offset)
         epoch_cache.truncate_from_start(start)
-        self._rebuild_producer_state(now)
+        recovered = {s.base_offset for s in loaded.recovered}
+        if recovered:  # replay through every recovered segment, rebuilding its txn index
+            producer_state.delete_snapshots_after(min(recovered))
+        self._rebuild_producer_state(now, recovered)
         log.info(
             "log loaded topic=%s partition=%d segments=%d log_start_offset=%d log_end_offset=%d "
             "recovery_point=%d clean_shutdown=%s",
@@ -220,18 +232,43 @@ class UnifiedLog:
         )
         return self
 
-    def _rebuild_producer_state(self, now_ms: int) -> None:
-        """Load the newest snapshot and replay every batch after it (Kafka's loadProducerState)."""
+    def _rebuild_producer_state(self, now_ms: int, recovered: AbstractSet[int] = frozenset()) -> None:
+        """Load the newest snapshot and replay every batch after it (Kafka's loadProducerState);
+        the ABORT markers of `recovered` segments (their bases) go into their txn indexes again."""
         end = self.log_end_offset
         replay_from = self.producer_state.load(self.log_start_offset, end, now_ms)
         if replay_from < end:
             first = max(0, bisect.bisect_right(self._bases, replay_from) - 1)
             for segment in self._segments[first:]:
-                for _, header in segment.iter_headers(0):
-                    if header.last_offset >= replay_from and header.producer_id >= 0:
-                        self.producer_state.replay(header)
+                index = segment.base_offset in recovered
+                for header, marker in segment.iter_producer_batches(0):
+                    if header.last_offset < replay_from:
+                        continue
+                    completed = self.producer_state.replay(header, marker)
+                    if completed is not None:
+                        self._complete_txn(segment, completed, index=index)
         self.producer_state.update_map_end_offset(end)
         self.producer_state.remove_expired_producers(now_ms)
+
+    def _complete_txn(self, segment: LogSegment, completed: CompletedTxn, *, index: bool = True) -> None:
+        """Kafka's order: the aborted-transaction index entry (with the LSO of the moment), then
+        the transaction leaves the ongoing ones."""
+        if index and completed.is_aborted:
+            txn = AbortedTxn(
+                completed.producer_id,
+                completed.first_offset,
+                completed.last_offset,
+                self.producer_state.last_stable_offset(completed),
+            )
+            try:
+                segment.txn_index.append(txn)
+            except OSError as exc:
+                log.warning(
+                    "writing the aborted transaction index failed topic=%s partition=%d "
+                    "producer_id=%d error=%s",
+                    self.topic_partition.topic, self.topic_partition.partition, txn.producer_id, exc,
+                )  # fmt: skip
+        self.producer_state.complete_txn(completed)
 
     # ------------------------------------------------------------- properties
     @property
@@ -282,10 +319,14 @@ class UnifiedLog:
         leader_epoch: int,
         *,
         now_ms: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Validate, assign offsets and append a produced records blob (see broker/log/validation.py),
-        writing on this thread."""
-        return self._append_now(self.prepare_append_as_leader(records, leader_epoch, now_ms=now_ms))
+        writing on this thread. A coordinator's records may hold transaction markers (control
+        batches)."""
+        return self._append_now(
+            self.prepare_append_as_leader(records, leader_epoch, now_ms=now_ms, origin=origin)
+        )
 
     def append_as_follower(
         self, records: bytes | bytearray | memoryview, *, now_ms: int | None = None
@@ -306,6 +347,7 @@ class UnifiedLog:
         leader_epoch: int,
         *,
         now_ms: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> PendingAppend | LogAppendInfo:
         """The first half of a leader append: validate, assign offsets at the LEO and stage the
         producer state. Returns the answer itself when nothing is to be written (no records, or
@@ -317,15 +359,28 @@ class UnifiedLog:
                 Offset(-1), Offset(-1), -1, Offset(-1), -1, self.log_start_offset, 0, 0
             )
         valid = validate_leader_append(
-            records, self._config, self.log_end_offset, leader_epoch, now
-        )
+            records, self._config, self.log_end_offset, leader_epoch, now,
+            allow_control=origin is AppendOrigin.COORDINATOR,
+        )  # fmt: skip
         staged: dict[int, ProducerAppendInfo] = {}
+        completed: list[CompletedTxn] = []
         for batch in valid.batches:
             header = batch.header
             if header.producer_id < 0:
                 continue
+            if header.is_control:
+                info = self.producer_state.prepare(header.producer_id, staged, validate=True)
+                marker = _marker_of(batch.buffers, header)
+                if marker is not None:
+                    done = info.append_end_txn_marker(
+                        marker, header.producer_epoch, batch.base_offset, batch.max_timestamp
+                    )
+                    if done is not None:
+                        completed.append(done)
+                continue
+            from_client = origin is AppendOrigin.CLIENT
             entry = self.producer_state.last_entry(header.producer_id)
-            if entry is not None and header.producer_id not in staged:
+            if from_client and entry is not None and header.producer_id not in staged:
                 duplicate = entry.find_duplicate(
                     header.producer_epoch, header.base_sequence, header.last_sequence
                 )
@@ -341,7 +396,9 @@ class UnifiedLog:
                         0,
                         duplicate=True,
                     )
-            info = self.producer_state.prepare(header.producer_id, staged, validate=True)
+            info = self.producer_state.prepare(
+                header.producer_id, staged, validate=True, check_sequence=from_client
+            )
             info.append_data_batch(
                 header.producer_epoch,
                 header.base_sequence,
@@ -351,7 +408,7 @@ class UnifiedLog:
                 batch.last_offset,
                 header.is_transactional,
             )
-        return self._prepare(valid, staged, now, now if self._config.log_append_time else -1)
+        return self._prepare(valid, staged, completed, now, now if self._config.log_append_time else -1)
 
     def prepare_append_as_follower(
         self, records: bytes | bytearray | memoryview, *, now_ms: int | None = None
@@ -366,18 +423,23 @@ class UnifiedLog:
                 Offset(-1), Offset(-1), -1, Offset(-1), -1, self.log_start_offset, 0, 0
             )
         staged: dict[int, ProducerAppendInfo] = {}
+        completed: list[CompletedTxn] = []
         for batch in valid.batches:
             header = batch.header
             if header.producer_id < 0:
                 continue
             info = self.producer_state.prepare(header.producer_id, staged, validate=False)
-            info.append_replicated(header)
-        return self._prepare(valid, staged, now, -1)
+            marker = _marker_of(batch.buffers, header) if header.is_control else None
+            done = info.append_replicated(header, marker)
+            if done is not None:
+                completed.append(done)
+        return self._prepare(valid, staged, completed, now, -1)
 
     def _prepare(
         self,
         valid: ValidRecords,
         staged: dict[int, ProducerAppendInfo],
+        completed: list[CompletedTxn],
         now_ms: int,
         log_append_time: int,
     ) -> PendingAppend:
@@ -391,6 +453,7 @@ class UnifiedLog:
             [buf for batch in valid.batches for buf in batch.buffers],
             valid,
             staged,
+            completed,
             now_ms,
             self.unflushed_messages + valid.num_messages >= self._config.flush_messages,
             LogAppendInfo(
@@ -431,6 +494,8 @@ class UnifiedLog:
                 self.leader_epoch_cache.assign(batch.leader_epoch, batch.base_offset)
             for staged in pending.staged.values():
                 self.producer_state.update(staged)
+            for txn in pending.completed:
+                self._complete_txn(pending.segment, txn)
             self.producer_state.update_map_end_offset(self.log_end_offset)
             self.unflushed_messages += valid.num_messages
             if pending.sync:
@@ -577,6 +642,37 @@ class UnifiedLog:
             return len(self._segments) - 1, None
         found = self._segments[i].translate_offset(offset)
         return i, (found[0] if found is not None else None)
+
+    # ----------------------------------------------------------- transactions
+    @property
+    def first_unstable_offset(self) -> Offset | None:
+        """The first offset of the oldest open (or ended, marker not yet below the high
+        watermark) transaction; None when there is none."""
+        first = self.producer_state.first_unstable_offset()
+        return None if first is None else Offset(first)
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """The partition's high watermark moved: ended transactions below it are stable."""
+        self.producer_state.on_high_watermark_updated(high_watermark)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, upper_bound_offset), from the segment
+        holding `start_offset` on, until an entry's last stable offset shows no later segment
+        can add one (Kafka's UnifiedLog.collectAbortedTransactions)."""
+        i = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
+        found: list[AbortedTxn] = []
+        for segment in self._segments[i:]:
+            result = segment.txn_index.collect_aborted_txns(start_offset, upper_bound_offset)
+            found += result.aborted
+            if result.is_complete:
+                break
+        return found
+
+    def fetch_upper_bound_offset(self, start_offset: int) -> Offset:
+        """An offset at or past the end of what a read from `start_offset` returns: the next
+        segment's base, or the log end offset (Kafka's fallback for fetchUpperBoundOffset)."""
+        i = bisect.bisect_right(self._bases, start_offset)
+        return Offset(self._bases[i]) if i < len(self._bases) else self.log_end_offset
 
     # ------------------------------------------------------- epochs and times
     def end_offset_for_epoch(self, epoch: int) -> tuple[LeaderEpoch, Offset]:
@@ -977,3 +1073,11 @@ class UnifiedLog:
             f"UnifiedLog({self.topic_partition}, start={self._log_start_offset}, end={self.log_end_offset}, "
             f"segments={len(self._segments)})"
         )
+
+
+def _marker_of(buffers: list[bytes | bytearray | memoryview], header: BatchHeader) -> EndTxnMarker | None:
+    """The COMMIT or ABORT marker a control batch about to be appended holds (None: none)."""
+    try:
+        return read_end_txn_marker(b"".join(buffers), 0, header)
+    except CorruptRecordError as exc:
+        raise KafkaError(ErrorCode.corrupt_message, f"unreadable control batch: {exc}") from None

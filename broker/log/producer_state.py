@@ -19,6 +19,19 @@ Per-producer sequence state machine (leader appends, Kafka's rules):
 
 Follower appends and log replay apply batches without these checks (the leader already did).
 
+Transactions (Kafka's rules): the first transactional batch of a producer begins its transaction
+(`current_txn_first_offset`, and an entry in `ongoing_txns`, keyed and ordered by first offset); a
+non-transactional batch while it is open is INVALID_TXN_STATE; its COMMIT or ABORT marker (a
+control batch) ends it, and a marker whose coordinator epoch is older than the last one seen is
+TRANSACTION_COORDINATOR_FENCED. An ended transaction is "unreplicated" until the high watermark
+passes its marker. The first unstable offset is the first offset of the oldest ongoing or
+unreplicated transaction; the partition's last stable offset (LSO) is the smaller of it and the
+high watermark.
+
+    NONE --transactional batch at offset f--> ONGOING(f)
+    ONGOING(f) --marker at offset m--> UNREPLICATED(f, m) --high watermark > m--> gone
+    ONGOING(f) --log truncated below f--> NONE
+
 Persistence: `take_snapshot()` writes `<20-digit offset>.snapshot` (the state after every batch
 below that offset) on segment roll and on close; `load(...)` takes the newest valid snapshot not
 beyond the log end and the log replays the batches after it. Snapshot file layout: magic `PSNP`,
@@ -38,6 +51,7 @@ from typing import Any
 
 from broker.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, INT_MAX
 from broker.log.checkpoints import atomic_write
+from protocol.control import EndTxnMarker
 from protocol.crc import crc32c
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
@@ -62,6 +76,25 @@ class BatchMetadata:
     first_offset: int
     last_offset: int
     timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction ended by a marker at `last_offset` (Kafka's CompletedTxn)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    """An ongoing (last_offset None) or ended but unreplicated transaction."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int | None = None
 
 
 @dataclass(slots=True)
@@ -138,12 +171,22 @@ class ProducerAppendInfo:
     """The staged effect of one append on one producer's state (Kafka's ProducerAppendInfo)."""
 
     def __init__(
-        self, current: ProducerStateEntry | None, producer_id: int, *, validate: bool
+        self,
+        current: ProducerStateEntry | None,
+        producer_id: int,
+        *,
+        validate: bool,
+        check_sequence: bool | None = None,
     ) -> None:
         self.producer_id = producer_id
         self.validate = validate
+        self.check_sequence = validate if check_sequence is None else check_sequence
+        """Sequences are checked for clients' appends only (a coordinator's transactional
+        offset commits all start at sequence 0, as Kafka writes them)."""
         self.current = current or ProducerStateEntry(producer_id)
         self.updated = self.current.copy()
+        self.started_txns: list[TxnMetadata] = []
+        """Transactions this append began (Kafka's `transactions`)."""
 
     def append_data_batch(
         self,
@@ -157,7 +200,7 @@ class ProducerAppendInfo:
     ) -> None:
         """Validate (leader appends) and stage one data batch."""
         self._check_epoch(epoch)
-        if self.validate:
+        if self.check_sequence:
             self._check_sequence(epoch, first_seq)
         if epoch != self.updated.producer_epoch:
             self.updated.batches.clear()
@@ -166,32 +209,63 @@ class ProducerAppendInfo:
             BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp)
         )
         self.updated.last_timestamp = timestamp
-        if is_transactional and self.updated.current_txn_first_offset is None:
-            self.updated.current_txn_first_offset = first_offset
-
-    def append_replicated(self, header: BatchHeader) -> None:
-        """Stage a batch written by a leader (follower append, log replay): no sequence checks."""
-        if header.is_control:
-            self.append_control_batch(header.producer_epoch, header.max_timestamp)
-        else:
-            self.append_data_batch(
-                header.producer_epoch,
-                header.base_sequence,
-                header.last_sequence,
-                header.max_timestamp,
-                header.base_offset,
-                header.last_offset,
-                header.is_transactional,
+        if self.updated.current_txn_first_offset is not None and not is_transactional:
+            message = (
+                f"Expected transactional write from producer {self.producer_id} at offset {first_offset}"
             )
+            if self.validate:
+                raise KafkaError(ErrorCode.invalid_txn_state, message)
+            log.warning("replicated batch %s", message)
+        elif self.updated.current_txn_first_offset is None and is_transactional:
+            self.updated.current_txn_first_offset = first_offset
+            self.started_txns.append(TxnMetadata(self.producer_id, first_offset))
 
-    def append_control_batch(self, epoch: int, timestamp: int) -> None:
-        """Stage a transaction marker: the producer's open transaction ends."""
+    def append_replicated(self, header: BatchHeader, marker: EndTxnMarker | None) -> CompletedTxn | None:
+        """Stage a batch written by a leader (follower append, log replay): no sequence checks.
+        `marker` is what a control batch says (None: empty or not a transaction marker)."""
+        if header.is_control:
+            if marker is None:
+                return None
+            return self.append_end_txn_marker(
+                marker, header.producer_epoch, header.base_offset, header.max_timestamp
+            )
+        self.append_data_batch(
+            header.producer_epoch,
+            header.base_sequence,
+            header.last_sequence,
+            header.max_timestamp,
+            header.base_offset,
+            header.last_offset,
+            header.is_transactional,
+        )
+        return None
+
+    def append_end_txn_marker(
+        self, marker: EndTxnMarker, epoch: int, offset: int, timestamp: int
+    ) -> CompletedTxn | None:
+        """Stage a COMMIT or ABORT marker at `offset` (Kafka's appendEndTxnMarker): the open
+        transaction ends. Returns it, or None when the producer had none open (a marker of an
+        empty transaction changes no LSO and no index)."""
         self._check_epoch(epoch)
+        if self.updated.coordinator_epoch > marker.coordinator_epoch:
+            message = (
+                f"Invalid coordinator epoch for producer {self.producer_id} at offset {offset}: "
+                f"{marker.coordinator_epoch} (zombie), {self.updated.coordinator_epoch} (current)"
+            )
+            if self.validate:
+                raise KafkaError(ErrorCode.transaction_coordinator_fenced, message)
+            log.info("replicated marker %s", message)
+        first = self.updated.current_txn_first_offset
+        completed = (
+            None if first is None else CompletedTxn(self.producer_id, first, offset, marker.is_abort)
+        )
         if epoch != self.updated.producer_epoch:
             self.updated.batches.clear()
             self.updated.producer_epoch = epoch
+        self.updated.coordinator_epoch = marker.coordinator_epoch
         self.updated.current_txn_first_offset = None
         self.updated.last_timestamp = timestamp
+        return completed
 
     def _check_epoch(self, epoch: int) -> None:
         if epoch < self.updated.producer_epoch:
@@ -238,19 +312,28 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerStateEntry] = {}
         self.map_end_offset = 0
         """State reflects every batch below this offset."""
+        self.ongoing_txns: dict[int, TxnMetadata] = {}
+        """Open transactions by first offset."""
+        self.unreplicated_txns: dict[int, TxnMetadata] = {}
+        """Ended transactions whose marker the high watermark has not passed, by first offset."""
 
     # ----------------------------------------------------------------- queries
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
     def prepare(
-        self, producer_id: int, staged: dict[int, ProducerAppendInfo], *, validate: bool
+        self,
+        producer_id: int,
+        staged: dict[int, ProducerAppendInfo],
+        *,
+        validate: bool,
+        check_sequence: bool | None = None,
     ) -> ProducerAppendInfo:
         """The staging object for `producer_id` within one append (created on first use)."""
         info = staged.get(producer_id)
         if info is None:
             info = ProducerAppendInfo(
-                self.producers.get(producer_id), producer_id, validate=validate
+                self.producers.get(producer_id), producer_id, validate=validate, check_sequence=check_sequence
             )
             staged[producer_id] = info
         return info
@@ -259,14 +342,63 @@ class ProducerStateManager:
     def update(self, info: ProducerAppendInfo) -> None:
         """Commit a staged append."""
         self.producers[info.producer_id] = info.updated
+        for txn in info.started_txns:
+            self.ongoing_txns[txn.first_offset] = txn
 
-    def replay(self, header: BatchHeader) -> None:
-        """Apply one batch already in the log (loading, truncation), unchecked."""
+    def replay(self, header: BatchHeader, marker: EndTxnMarker | None) -> CompletedTxn | None:
+        """Apply one batch already in the log (loading, truncation), unchecked; a transaction
+        its marker ended is returned, still ongoing (the caller indexes it, then `complete_txn`)."""
         info = ProducerAppendInfo(
             self.producers.get(header.producer_id), header.producer_id, validate=False
         )
-        info.append_replicated(header)
+        completed = info.append_replicated(header, marker)
         self.update(info)
+        return completed
+
+    # ------------------------------------------------------------ transactions
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """The transaction's marker is in the log: it stays unstable until the HW passes it."""
+        txn = self.ongoing_txns.pop(completed.first_offset, None)
+        if txn is None:
+            txn = TxnMetadata(completed.producer_id, completed.first_offset)
+        txn.last_offset = completed.last_offset
+        self.unreplicated_txns[completed.first_offset] = txn
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """Kafka's lastStableOffset(completedTxn), for the aborted-transaction index: the first
+        offset of the oldest other transaction still open, else the marker's offset + 1."""
+        for first in sorted(self.ongoing_txns):
+            if self.ongoing_txns[first].producer_id != completed.producer_id:
+                return first
+        return completed.last_offset + 1
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Forget ended transactions whose marker lies below the high watermark."""
+        if self.unreplicated_txns:
+            for first in [f for f, t in self.unreplicated_txns.items()
+                          if t.last_offset is not None and t.last_offset < high_watermark]:
+                del self.unreplicated_txns[first]
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest ongoing or unreplicated transaction (None: none)."""
+        ongoing = min(self.ongoing_txns, default=None)
+        unreplicated = min(self.unreplicated_txns, default=None)
+        if ongoing is None:
+            return unreplicated
+        if unreplicated is None:
+            return ongoing
+        return min(ongoing, unreplicated)
+
+    def _rebuild_ongoing_txns(self) -> None:
+        self.unreplicated_txns.clear()
+        self.ongoing_txns = {
+            e.current_txn_first_offset: TxnMetadata(e.producer_id, e.current_txn_first_offset)
+            for e in sorted(
+                (e for e in self.producers.values() if e.current_txn_first_offset is not None),
+                key=lambda e: e.current_txn_first_offset or 0,
+            )
+            if e.current_txn_first_offset is not None
+        }
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
@@ -286,6 +418,8 @@ class ProducerStateManager:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Forget everything and delete every snapshot."""
         self.producers.clear()
+        self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
         for path in self.snapshot_files():
             _unlink(path)
         self.map_end_offset = offset
@@ -340,6 +474,8 @@ class ProducerStateManager:
         or failing their checksum are deleted.
         """
         self.producers.clear()
+        self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
         for path in reversed(self.snapshot_files()):
             offset = int(path.name[:20])
             if offset > log_end_offset or offset < log_start_offset:
@@ -354,6 +490,7 @@ class ProducerStateManager:
             self.producers = {e.producer_id: e for e in producers}
             self.map_end_offset = offset
             self.remove_expired_producers(now_ms)
+            self._rebuild_ongoing_txns()
             return offset
         self.map_end_offset = log_start_offset
         return log_start_offset

@@ -1,3 +1,5 @@
+# Over 700 lines: a segment owns its log file and its three indexes (offset, time, aborted
+# transactions), which roll, truncate, rename and delete together.
 """`LogSegment`: one `.log` file of whole record batches plus its offset and time indexes.
 
 Files (base offset as 20 digits): `00000000000000000000.log`, `.index`, `.timeindex`. `size` is
@@ -32,6 +34,8 @@ from broker.log.info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
+from broker.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
+from protocol.control import EndTxnMarker, read_end_txn_marker
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import HEADER_SIZE, BatchHeader, decode_records, verify_crc
 from protocol.types import Offset
@@ -94,6 +98,10 @@ class LogSegment:
             base_offset,
             config.max_time_index_entries,
         )
+        self.txn_index = TransactionIndex(
+            log_dir / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + file_suffix)
+        )
+        """The aborted transactions whose ABORT marker lies in this segment."""
         fd = os.open(self.log_path, os.O_RDONLY | os.O_CREAT, 0o644)
         try:
             self.size = os.fstat(fd).st_size
@@ -146,6 +154,7 @@ class LogSegment:
         Returns the number of bytes truncated. `on_batch(position, header)` sees every valid batch
         (leader epoch cache, producer state); `progress(position)` is called now and then.
         """
+        self.txn_index.reset()  # rebuilt by the log's producer state replay
         valid, expected = self._scan_and_index(
             check_crc=check_crc, on_batch=on_batch, progress=progress
         )
@@ -337,24 +346,42 @@ class LogSegment:
         for pos, header, _ in self._iter_batches(start_position, check_crc=False):
             yield pos, header
 
+    def iter_producer_batches(
+        self, start_position: int = 0
+    ) -> Iterator[tuple[BatchHeader, EndTxnMarker | None]]:
+        """(header, marker) of each whole batch that carries a producer id, from
+        `start_position`; a control batch's COMMIT or ABORT marker is read (None for data
+        batches and empty or unreadable control batches). What producer state replays."""
+        for pos, header, batch in self._iter_batches(start_position, check_crc=False, with_control=True):
+            if header.producer_id < 0:
+                continue
+            marker = None
+            if header.is_control and batch is not None:
+                try:
+                    marker = read_end_txn_marker(batch, 0, header)
+                except CorruptRecordError as exc:
+                    log.warning("unreadable control batch log=%s position=%d error=%s", self.log_path, pos, exc)
+            yield header, marker
+
     def _iter_batches(
-        self, start: int, *, check_crc: bool
+        self, start: int, *, check_crc: bool, with_control: bool = False
     ) -> Iterator[tuple[int, BatchHeader, bytes | memoryview | None]]:
-        """Scan batches; with check_crc each batch's bytes are returned too. Stops at a torn tail.
+        """Scan batches; with check_crc each batch's bytes are returned too (with with_control,
+        those of control batches). Stops at a torn tail.
 
         Without an open reader (loading, recovery) the scan uses a descriptor of its own, closed
         with the scan, so loading thousands of partitions keeps no descriptor open."""
         if self._reader is not None:
-            yield from self._scan(self._reader.fileno(), start, check_crc)
+            yield from self._scan(self._reader.fileno(), start, check_crc, with_control)
             return
         fd = os.open(self.log_path, os.O_RDONLY)
         try:
-            yield from self._scan(fd, start, check_crc)
+            yield from self._scan(fd, start, check_crc, with_control)
         finally:
             os.close(fd)
 
     def _scan(
-        self, fd: int, start: int, check_crc: bool
+        self, fd: int, start: int, check_crc: bool, with_control: bool = False
     ) -> Iterator[tuple[int, BatchHeader, bytes | memoryview | None]]:
         end = self.size
         window = b""
@@ -372,7 +399,7 @@ class LogSegment:
                     f"batch at {pos} truncated: needs {header.size} bytes, {end - pos} left"
                 )
             batch: bytes | memoryview | None = None
-            if check_crc:
+            if check_crc or (with_control and header.is_control):
                 rel = pos - window_start
                 if rel + header.size <= len(window):
                     batch = memoryview(window)[rel : rel + header.size]
@@ -545,6 +572,7 @@ class LogSegment:
         position, _ = found
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self.size - position
         os.truncate(self.log_path, position)
         self.size = position
@@ -573,6 +601,7 @@ class LogSegment:
             self._unsynced = False
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def rename_suffix(self, suffix: str) -> None:
         """Rename all three files by adding `suffix` (e.g. `.deleted`); open handles stay valid."""
@@ -583,6 +612,7 @@ class LogSegment:
         self.time_index.rename_to(
             self.time_index.path.with_name(self.time_index.path.name + suffix)
         )
+        self.txn_index.rename_to(self.txn_index.path.with_name(self.txn_index.path.name + suffix))
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename all three files from `<name><old_suffix>` to `<name><new_suffix>` (Kafka's
@@ -599,6 +629,7 @@ class LogSegment:
         self.log_path = new_log
         self.index.rename_to(renamed(self.index.path))
         self.time_index.rename_to(renamed(self.time_index.path))
+        self.txn_index.rename_to(renamed(self.txn_index.path))
 
     def close(self) -> None:
         """Pin the final time index entry, write the indexes and close every handle; raises
@@ -612,6 +643,7 @@ class LogSegment:
             self._trim_tail()
             self.index.flush()
             self.time_index.flush()
+            self.txn_index.flush()
         finally:
             self.close_handles()
 
@@ -631,7 +663,7 @@ class LogSegment:
     def delete_files(self) -> None:
         """Close handles and unlink all three files."""
         self.close_handles()
-        for path in (self.log_path, self.index.path, self.time_index.path):
+        for path in (self.log_path, self.index.path, self.time_index.path, self.txn_index.path):
             try:
                 os.unlink(path)
             except FileNotFoundError:

@@ -183,6 +183,7 @@ def check_records(
     *,
     partition: str | None = None,
     budget: int | None = None,
+    allow_control: bool = False,
 ) -> CheckedRecords:
     """Check every batch and record of a produced records blob (step 1 of the module docstring).
 
@@ -190,7 +191,8 @@ def check_records(
     bytes (decompressed) walked: past it, `protocol.record_check.OverBudget`, so the caller can
     run the check again off the event loop. Raises KafkaError with RECORD_LIST_TOO_LARGE,
     MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP or
-    UNSUPPORTED_COMPRESSION_TYPE (RecordValidationError with record errors).
+    UNSUPPORTED_COMPRESSION_TYPE (RecordValidationError with record errors). Control batches
+    are refused unless `allow_control` (the transaction coordinator's markers).
     """
     buf = memoryview(records)
     if len(buf) > config.segment_bytes:
@@ -213,7 +215,7 @@ def check_records(
     size = 0
     rewritten = False
     for pos, header in parse_batches(buf, allow_partial_tail=False):
-        _check_batch(buf, pos, header, config)
+        _check_batch(buf, pos, header, config, allow_control)
         data: bytes | bytearray | memoryview = buf[pos : pos + header.size]
         if target is not None and header.attributes & ATTR_COMPRESSION_MASK != target:
             compressor = _BoundedCompressor(target, config.max_message_bytes - HEADER_SIZE)
@@ -284,14 +286,17 @@ def validate_leader_append(
     next_offset: int,
     leader_epoch: int,
     now_ms: int,
+    *,
+    allow_control: bool = False,
 ) -> ValidRecords:
     """Assign offsets from `next_offset` to produced records (checking them first unless they
-    are CheckedRecords for this config); see the module docstring."""
+    are CheckedRecords for this config); see the module docstring. `allow_control`: the records
+    come from a coordinator and may hold control batches (transaction markers)."""
     if isinstance(records, CheckedRecords):
         same = records.config is config or records.config == config
-        checked = records if same else check_records(records.data, config, now_ms)
+        checked = records if same else check_records(records.data, config, now_ms, allow_control=allow_control)
     else:
-        checked = check_records(records, config, now_ms)
+        checked = check_records(records, config, now_ms, allow_control=allow_control)
     buf = memoryview(checked.data)
     result = ValidRecords()
     offset = next_offset
@@ -354,7 +359,9 @@ def validate_follower_append(
     return result
 
 
-def _check_batch(buf: memoryview, pos: int, header: BatchHeader, config: LogConfig) -> None:
+def _check_batch(
+    buf: memoryview, pos: int, header: BatchHeader, config: LogConfig, allow_control: bool = False
+) -> None:
     """The batch-level checks, in Kafka's order (analyzeAndValidateRecords, then
     LogValidator.validateBatch for a client's append)."""
     if header.size > config.max_message_bytes:
@@ -372,9 +379,9 @@ def _check_batch(buf: memoryview, pos: int, header: BatchHeader, config: LogConf
             ErrorCode.invalid_record,
             f"record count {header.records_count} inconsistent with lastOffsetDelta {header.last_offset_delta}",
         )
-    if header.is_control:
+    if header.is_control and not allow_control:
         raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
-    if header.producer_id >= 0 and header.base_sequence < 0:
+    if header.producer_id >= 0 and header.base_sequence < 0 and not header.is_control:
         raise KafkaError(
             ErrorCode.invalid_record, f"invalid sequence number {header.base_sequence}"
         )

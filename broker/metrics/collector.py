@@ -179,7 +179,7 @@ class BrokerCollector:
             "1 when this broker leads the partition and its ISR is below min.insync.replicas.",
             "1 when this broker leads the partition and its ISR is exactly min.insync.replicas.",
             "The replica set's size (on the leader; 0 on a follower).",
-            "High watermark minus last stable offset (0: no transactions).",
+            "High watermark minus last stable offset (on the leader; 0 on a follower): open transactions.",
         )
         part = [Family(f"kafka_cluster_partition_{n}", "gauge", d) for n, d in zip(names, docs)]
         for tp, p in sorted(self.replica_manager.partitions.items()):
@@ -193,7 +193,7 @@ class BrokerCollector:
                 1 if leader and isr < effective_min else 0,
                 1 if leader and isr == effective_min else 0,
                 replicas if leader else 0,
-                0,
+                p.high_watermark - p.last_stable_offset if leader else 0,
             )
             for f, v in zip(part, values):
                 f.add(labels, v)

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker import clock
-from broker.log.info import LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
+from broker.log.info import AppendOrigin, LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
 from broker.log.writer import INLINE_WRITER, LogWriter
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
@@ -81,6 +81,8 @@ if TYPE_CHECKING:
     from broker.config import LogConfig
     from broker.log.info import FetchDataInfo
     from broker.log.log import PendingAppend, UnifiedLog
+    from broker.log.producer_state import ProducerStateEntry
+    from broker.log.txn_index import AbortedTxn
     from broker.log.validation import CheckedRecords
 
 AlterIsr = Callable[["Partition", PartitionRegistration], None]
@@ -154,6 +156,8 @@ class ReadResult:
     last_stable_offset: Offset
     log_start_offset: Offset
     log_end_offset: Offset
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
+    """read_committed reads: the aborted transactions overlapping what was read (else None)."""
 
 
 
@@ -183,6 +187,7 @@ class Partition:
         self.replicas: tuple[BrokerId, ...] = ()
         self.isr: frozenset[BrokerId] = frozenset()
         self.high_watermark = Offset(min(initial_high_watermark, log_.log_end_offset))
+        log_.on_high_watermark_updated(self.high_watermark)
         self._replica_states: dict[BrokerId, ReplicaState] = {}
         self._on_high_watermark = on_high_watermark
         self.pending_isr: frozenset[BrokerId] | None = None
@@ -218,6 +223,23 @@ class Partition:
     def latest_epoch(self) -> LeaderEpoch | None:
         """The latest leader epoch in this replica's log (None: nothing known)."""
         return self._log.latest_epoch
+
+    @property
+    def last_stable_offset(self) -> Offset:
+        """Kafka's LSO: the first offset of the oldest transaction that is open (or ended with
+        its marker not yet below the HW), capped by the HW; the HW when there is none.
+        read_committed consumers read below it."""
+        first = self._log.first_unstable_offset
+        hw = self.high_watermark
+        return hw if first is None or first >= hw else first
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """DescribeProducers: the producers this replica's log tracks (copies)."""
+        return [e.copy() for e in self._log.producer_state.producers.values()]
+
+    def ongoing_transaction_first_offsets(self) -> dict[int, int]:
+        """Producer id -> first offset of its open transaction in this log."""
+        return {t.producer_id: first for first, t in self._log.producer_state.ongoing_txns.items()}
 
     @property
     def log_config(self) -> LogConfig:
@@ -347,12 +369,16 @@ class Partition:
             )
 
     async def append_records_to_leader(
-        self, records: CheckedRecords | bytes | memoryview, required_acks: int
+        self,
+        records: CheckedRecords | bytes | memoryview,
+        required_acks: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Append produced records (checked by the replica manager's RecordChecker; plain bytes
         are checked by the log first), Kafka's appendRecordsToLeader: NOT_ENOUGH_REPLICAS for
         acks=all with the ISR below min.insync.replicas; NOT_LEADER_OR_FOLLOWER if leadership
-        moved while the bytes were written (they are dropped)."""
+        moved while the bytes were written (they are dropped). A coordinator's records (origin
+        COORDINATOR) may be transaction markers, which end transactions and so move the LSO."""
         async with self._log_lock:
             self._require_leader()
             min_isr = self._log.config.min_insync_replicas
@@ -362,7 +388,7 @@ class Partition:
                     f"The size of the current ISR {sorted(self.isr)} is insufficient to satisfy the "
                     f"min.isr requirement of {min_isr} for partition {self.tp}",
                 )
-            prepared = self._log.prepare_append_as_leader(records, self.leader_epoch, now_ms=clock.now_ms())
+            prepared = self._log.prepare_append_as_leader(records, self.leader_epoch, now_ms=clock.now_ms(), origin=origin)
             if isinstance(prepared, LogAppendInfo):
                 return prepared
             info = await self._write(prepared)
@@ -429,6 +455,7 @@ class Partition:
             candidate = min(candidate, state.log_end_offset)
         if candidate > self.high_watermark:
             self.high_watermark = Offset(candidate)
+            self._log.on_high_watermark_updated(candidate)
             self._on_high_watermark(self.tp)
             return True
         return False
@@ -578,6 +605,7 @@ class Partition:
         new = Offset(min(leader_high_watermark, self._log.log_end_offset))
         if new > self.high_watermark:
             self.high_watermark = new
+            self._log.on_high_watermark_updated(new)
             self._on_high_watermark(self.tp)
 
     # -- follower: replication ----------------------------------------------------------------
@@ -620,8 +648,11 @@ class Partition:
             self._log.maybe_increment_log_start_offset(leader_log_start_offset)
 
     def _cap_high_watermark(self) -> None:
+        """After a truncation: the HW never above the LEO, and the rebuilt producer state's
+        ended transactions below it stable."""
         if self.high_watermark > self._log.log_end_offset:
             self.high_watermark = self._log.log_end_offset
+        self._log.on_high_watermark_updated(self.high_watermark)
 
     # -- leader: DeleteRecords ------------------------------------------------------------------
 
@@ -667,18 +698,34 @@ class Partition:
         if fetch_only_from_leader:
             self._require_leader()
         hw = self.high_watermark
+        lso = self.last_stable_offset
         leo = self._log.log_end_offset
-        bound = leo if isolation == FetchIsolation.LOG_END else hw
+        bound = self._max_offset(isolation)
         if max_offset is not None:
             bound = Offset(min(bound, max_offset))
         info = self._log.read(fetch_offset, max_bytes, bound, min_one_message=min_one_message)
+        aborted: tuple[AbortedTxn, ...] | None = None
+        if isolation == FetchIsolation.TXN_COMMITTED:
+            aborted = ()
+            if info.records is not None:  # Kafka's addAbortedTransactions
+                upper = self._log.fetch_upper_bound_offset(fetch_offset)
+                aborted = tuple(self._log.collect_aborted_transactions(fetch_offset, upper))
         return ReadResult(
             info=info,
             high_watermark=hw,
-            last_stable_offset=hw,
+            last_stable_offset=lso,
             log_start_offset=self._log.log_start_offset,
             log_end_offset=leo,
+            aborted_transactions=aborted,
         )
+
+    def _max_offset(self, isolation: FetchIsolation) -> Offset:
+        """How far a read may go: the LEO (followers), the HW or the LSO (read_committed)."""
+        if isolation == FetchIsolation.LOG_END:
+            return self._log.log_end_offset
+        if isolation == FetchIsolation.TXN_COMMITTED:
+            return self.last_stable_offset
+        return self.high_watermark
 
     def fetch_offset_for_timestamp(
         self,
@@ -696,7 +743,7 @@ class Partition:
         self.check_leader_epoch(current_leader_epoch)
         if fetch_only_from_leader:
             self._require_leader()
-        last_fetchable = self._log.log_end_offset if isolation == FetchIsolation.LOG_END else self.high_watermark
+        last_fetchable = self._max_offset(isolation)
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, Offset(last_fetchable), self.leader_epoch)
         if timestamp in (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP):
@@ -723,11 +770,13 @@ class Partition:
             self._require_leader()
         leo = self._log.offset_metadata(self._log.log_end_offset)
         hw = leo if self.high_watermark == leo.message_offset else self._log.offset_metadata(self.high_watermark)
+        lso_offset = self.last_stable_offset
+        lso = hw if lso_offset == hw.message_offset else self._log.offset_metadata(lso_offset)
         return LogOffsetSnapshot(
             log_start_offset=self._log.log_start_offset,
             log_end_offset=leo,
             high_watermark=hw,
-            last_stable_offset=hw,
+            last_stable_offset=lso,
         )
 
     def offset_metadata(self, offset: Offset) -> LogOffsetMetadata:

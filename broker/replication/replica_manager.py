@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker import clock
+from broker.log.info import AppendOrigin
 from broker.metrics.stats import BrokerMetrics
 from broker.replication.fetcher_manager import ReplicaFetcherManager
 from broker.replication.isr import AlterPartition, IsrManager
@@ -315,12 +316,13 @@ class ReplicaManager:
         self,
         entries: Iterable[tuple[TopicPartition, CheckedRecords | bytes | memoryview]],
         required_acks: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> dict[TopicPartition, ProduceResult]:
         results: dict[TopicPartition, ProduceResult] = {}
         for tp, records in entries:
             try:
                 partition = self.get_partition(tp)
-                info = await partition.append_records_to_leader(records, required_acks)
+                info = await partition.append_records_to_leader(records, required_acks, origin)
                 results[tp] = ProduceResult(ErrorCode.none, info)
                 self.delayed_fetch.check_and_complete(tp)
             except KafkaError as e:
@@ -332,12 +334,17 @@ class ReplicaManager:
         entries: Sequence[tuple[TopicPartition, bytes | memoryview]],
         required_acks: int,
         timeout_ms: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> dict[TopicPartition, ProduceResult]:
         """Kafka's appendRecords: check each leader partition's records (the record checker, off
-        the loop when large), append them, and for acks=all wait until the HW covers them."""
-        checked, rejected = await self._check_records(entries)
-        results = await self.append_local(checked, required_acks)
-        results.update(rejected)
+        the loop when large), append them, and for acks=all wait until the HW covers them. A
+        coordinator's records (transaction markers, built here) are checked by the log."""
+        if origin is AppendOrigin.COORDINATOR:
+            results = await self.append_local(entries, required_acks, origin)
+        else:
+            checked, rejected = await self._check_records(entries)
+            results = await self.append_local(checked, required_acks)
+            results.update(rejected)
         stats = self._topic_stats
         for tp, records in entries:
             r = results[tp]
@@ -445,7 +452,7 @@ class ReplicaManager:
         return ReadResult(
             info=None,
             high_watermark=partition.high_watermark,
-            last_stable_offset=partition.high_watermark,
+            last_stable_offset=partition.last_stable_offset,
             log_start_offset=partition.log_start_offset,
             log_end_offset=partition.log_end_offset,
         )

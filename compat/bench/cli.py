@@ -226,6 +226,20 @@ class Run:
                 name, "produce + consume with librdkafka (confluent-kafka)", rdkafka
             )
 
+            def transactions() -> None:
+                create_topic(bs, "rdtxn")
+                res = loads.rdkafka_txn_produce(bs, "rdtxn", p.records // 4, p.size)
+                self.add(name, "rd_txn_produce_mbs", res.mb_per_s, r)
+                self.add(name, "rd_txn_produce_rps", res.records_per_s, r)
+                res = loads.rdkafka_consume(bs, "rdtxn", res.records, "read_committed")
+                self.add(name, "rd_rc_consume_mbs", res.mb_per_s, r)
+
+            self.step(
+                name,
+                f"transactional produce ({p.records // 4} records, 100 a transaction) + read_committed consume (librdkafka)",
+                transactions,
+            )
+
             def conns() -> None:
                 create_topic(bs, "conns")
                 res = loads.rdkafka_produce(

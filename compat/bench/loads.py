@@ -205,7 +205,35 @@ def rdkafka_produce(
     return Result(per * connections, per * connections * size, elapsed)
 
 
-def rdkafka_consume(bootstrap: str, topic: str, records: int) -> Result:
+def rdkafka_txn_produce(bootstrap: str, topic: str, records: int, size: int, per_txn: int = 100) -> Result:
+    """One librdkafka transactional producer: transactions of `per_txn` records, each committed
+    before the next begins (the clock starts after init_transactions)."""
+    payload = os.urandom(size)
+    p = Producer({
+        "bootstrap.servers": bootstrap, "transactional.id": f"bench-txn-{os.getpid()}-{time.time_ns()}",
+        "linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576,
+    })  # fmt: skip
+    p.init_transactions(60)
+    p.list_topics(topic, timeout=30)
+    transactions = records // per_txn
+    started = time.perf_counter()
+    for _ in range(transactions):
+        p.begin_transaction()
+        for _ in range(per_txn):
+            while True:
+                try:
+                    p.produce(topic, payload)
+                    break
+                except BufferError:
+                    p.poll(0.01)
+        p.commit_transaction(60)
+    elapsed = time.perf_counter() - started
+    n = transactions * per_txn
+    return Result(n, n * size, elapsed)
+
+
+def rdkafka_consume(bootstrap: str, topic: str, records: int, isolation: str = "read_uncommitted") -> Result:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -213,6 +241,7 @@ def rdkafka_consume(bootstrap: str, topic: str, records: int) -> Result:
             "enable.auto.commit": False,
             "fetch.max.bytes": 52_428_800,
             "max.partition.fetch.bytes": 10_485_760,
+            "isolation.level": isolation,
         }
     )
     consumer.assign([TopicPartition(topic, 0, 0)])

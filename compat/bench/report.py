@@ -42,6 +42,15 @@ METRICS: dict[str, Metric] = {
         "consume, page cache (ConsumerPerformance)", "records/s", True, "", 1.0
     ),
     "rd_produce_mbs": M("produce acks=1 (librdkafka)", "MB/s", True, "throughput", 1.0),
+    "rd_txn_produce_mbs": M(
+        "transactional produce, 100 records a transaction (librdkafka)", "MB/s", True, "throughput", 1.0
+    ),
+    "rd_txn_produce_rps": M(
+        "transactional produce, 100 records a transaction (librdkafka)", "records/s", True, "", 1.0
+    ),
+    "rd_rc_consume_mbs": M(
+        "consume read_committed, transactional data (librdkafka)", "MB/s", True, "throughput", 1.0
+    ),
     "rd_consume_mbs": M(
         "consume, page cache (librdkafka)", "MB/s", True, "throughput", 1.0
     ),

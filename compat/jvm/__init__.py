@@ -35,6 +35,7 @@ TOOLS = {
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
 
 _TOOLS_LOG4J = TARGET / "tools-log4j2.properties"

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profiles=("$@")
-((${#profiles[@]})) || profiles=(kafka kafka-3.9 clients-3.9 clients-4 spark jmx-exporter)
+((${#profiles[@]})) || profiles=(kafka kafka-3.9 clients-3.9 clients-4 streams spark jmx-exporter)
 for p in "${profiles[@]}"; do
   out="target/$p"
   stamp="$out/.fetched"

@@ -218,10 +218,12 @@ def read_range(
     starting: Any = "earliest",
     ending: Any = "latest",
     fail_on_data_loss: bool = True,
+    isolation: str | None = None,
 ) -> list[dict]:
     """Batch read of `topic` between two offset specs: "earliest"/"latest" or {partition: offset}
     (-2 = earliest, -1 = latest), sorted by (partition, offset). With fail_on_data_loss false, a
-    start below the log start offset skips to it instead of failing the job."""
+    start below the log start offset skips to it instead of failing the job. `isolation`: the
+    consumers' kafka.isolation.level (read_committed: "latest" is the last stable offset)."""
 
     def spec(s: Any) -> str:
         return s if isinstance(s, str) else json.dumps({topic: {str(p): o for p, o in s.items()}})
@@ -234,6 +236,7 @@ def read_range(
         .option("startingOffsets", spec(starting))
         .option("endingOffsets", spec(ending))
         .option("failOnDataLoss", str(fail_on_data_loss).lower())
+        .options(**({"kafka.isolation.level": isolation} if isolation else {}))
         .load()
     )
     return _rows(df)

@@ -15,6 +15,9 @@ asserts that Samsa's observations equal Kafka's. One SparkSession serves the mod
   record means "latest").
 - batch write with keys, values (one null), headers (repeated names, a null value) and explicit
   partitions (and two rows left to the producer's key hash).
+- batch read of a topic written transactionally (confluent-kafka: three transactions committed,
+  one aborted, one left open) with kafka.isolation.level read_committed and read_uncommitted, with
+  failOnDataLoss on: the offsets markers and aborted records leave are no data loss.
 """
 
 from __future__ import annotations
@@ -458,3 +461,39 @@ def test_batch_write(spark, differential):
     assert obs["spark-read"] == [
         {k: r[k] for k in ("partition", "offset", "key", "value", "headers")} for r in consumed
     ]
+
+
+def _transactional(spark: Any) -> Any:
+    def run(target: Any) -> list[dict]:
+        from confluent_kafka import Producer
+
+        bs, topic = target.bootstrap_servers, "spark-txn"
+        create_topic(bs, topic, 2)
+        p = Producer({"bootstrap.servers": bs, "transactional.id": "spark-txn-tid", "linger.ms": 5})
+        p.init_transactions(30)
+        for n in range(5):
+            p.begin_transaction()
+            for i in range(6):
+                p.produce(topic, key=f"t{n}".encode(), value=f"t{n}.{i}".encode(), partition=i % 2)
+            p.flush(30)
+            if n == 1:
+                p.abort_transaction(30)
+            elif n < 4:
+                p.commit_transaction(30)
+        obs: list[dict] = []
+        for isolation in ("read_committed", "read_uncommitted"):
+            rows = pipeline.read_range(spark, bs, topic, isolation=isolation)
+            obs.append({"step": isolation, "records": [[r["partition"], r["offset"], r["value"]] for r in rows]})
+        p.abort_transaction(30)  # the open one
+        return obs
+
+    return run
+
+
+@_compat("batch read of transactionally written data, read_committed and read_uncommitted")
+def test_batch_read_committed(spark, differential):
+    obs = {o["step"]: o for o in differential("spark-read-committed", _transactional(spark))}
+    committed = sorted(r[2] for r in obs["read_committed"]["records"])
+    assert committed == sorted(f"t{n}.{i}" for n in (0, 2, 3) for i in range(6))
+    # every record but the markers, the open transaction's too
+    assert len(obs["read_uncommitted"]["records"]) == 30

@@ -12,7 +12,14 @@ two-member consumer group run, rounds of faults chosen from a seed:
 - zk_expire:      cut a broker from ZooKeeper only, past its session timeout (6 s here), then heal;
 - zk_stop:        stop ZooKeeper itself for 4-8 s, then start it again;
 - restart:        restart the broker that coordinates the consumer group cleanly (SIGTERM:
-                  controlled shutdown), so the coordinator fails over.
+                  controlled shutdown), so the coordinator fails over;
+- kill_txn_coordinator: kill -9 the transactional producer's transaction coordinator (the leader
+                  of its __transaction_state partition), restart it a moment later.
+
+A transactional producer (confluent-kafka, transactions of 10 records over the three partitions of
+its own topic, chaos-txn) runs throughout; at the end a read_committed reader of that topic finds
+every transaction whose commit returned whole, exactly once and in order, nothing of one whose
+abort returned, and any other (its commit or abort failed) whole or absent.
 
 Each round reports, per partition, the longest time the confluent-kafka producer went without an
 acknowledgement from the fault until the group consumed again after the round's member restart
@@ -72,7 +79,11 @@ LAG_MS = 3000
 SEED = int(os.environ.get("CHAOS_SEED", "20261122"))
 ROUNDS = int(os.environ.get("CHAOS_ROUNDS", "8"))
 SECURED_ROUNDS = int(os.environ.get("CHAOS_SECURED_ROUNDS", "2"))
-KINDS = ("kill_leader", "kill_follower", "pause_follower", "partition", "zk_expire", "zk_stop", "restart")
+KINDS = ("kill_leader", "kill_follower", "pause_follower", "partition", "zk_expire", "zk_stop", "restart",
+         "kill_txn_coordinator")  # fmt: skip
+TXN_TOPIC = "chaos-txn"
+TXN_ID = "chaos-txn-tid"
+TXN_STATE_PARTITIONS = 3
 ZK_SESSION_MS = 6000
 JAVA_PREFIX = 7  # VerifiableProducer values are "<prefix>.<counter>"
 
@@ -99,6 +110,7 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SamsaClu
         "min.insync.replicas": "2",
         "replica.lag.time.max.ms": str(LAG_MS),
         "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+        "transaction.state.log.num.partitions": str(TXN_STATE_PARTITIONS),
         "group.initial.rebalance.delay.ms": "0",
         # preferred leaders move back every few seconds, between and during the faults, once a
         # restarted broker has been back for 4 s (clients' reconnect backoff, see election.py)
@@ -145,6 +157,11 @@ def coordinator(c: SamsaCluster) -> int:
     return partition_views(c)["__consumer_offsets"][partition_for(GROUP, OFFSETS_PARTITIONS)].leader
 
 
+def txn_coordinator(c: SamsaCluster) -> int:
+    state = c.metadata(topics=["__transaction_state"]).topics["__transaction_state"]
+    return state[partition_for(TXN_ID, TXN_STATE_PARTITIONS)].leader
+
+
 # -- producers ------------------------------------------------------------------------------------
 
 
@@ -173,6 +190,109 @@ def run_confluent(bootstrap: str, acks: Acks, stop: threading.Event, rate: float
         n += 1
         p.poll(1 / rate)
     assert p.flush(150) == 0, "confluent-kafka producer could not deliver or fail its records"
+
+
+@dataclass
+class TxnLog:
+    """Transaction numbers by outcome: commit returned, abort returned, or either failed."""
+
+    committed: list[int] = field(default_factory=list)
+    aborted: list[int] = field(default_factory=list)
+    unknown: list[int] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+
+
+def _txn_producer(bootstrap: str, stop: threading.Event) -> Any:
+    while True:  # init_transactions may time out while the coordinator moves
+        p = Producer({
+            "bootstrap.servers": bootstrap, "transactional.id": TXN_ID, "linger.ms": 5,
+            "transaction.timeout.ms": 60000, "message.timeout.ms": 60000, "topic.metadata.refresh.interval.ms": 1000,
+        })  # fmt: skip
+        try:
+            p.init_transactions(60)
+            return p
+        except KafkaException:
+            if stop.is_set():
+                raise
+
+
+def run_transactional(bootstrap: str, txns: TxnLog, stop: threading.Event) -> None:
+    p = _txn_producer(bootstrap, stop)
+    n = 0
+    while not stop.is_set():
+        try:
+            p.begin_transaction()
+            for i in range(10):
+                p.produce(TXN_TOPIC, value=f"t{n}.{i}".encode(), partition=i % PARTITIONS)
+            if n % 7 == 6:
+                p.abort_transaction(60)
+                txns.aborted.append(n)
+            else:
+                p.commit_transaction(60)
+                txns.committed.append(n)
+        except KafkaException as exc:
+            error = exc.args[0]
+            txns.errors[error.name()] += 1
+            txns.unknown.append(n)
+            if error.txn_requires_abort():
+                try:
+                    p.abort_transaction(60)
+                except KafkaException:
+                    p = _txn_producer(bootstrap, stop)
+            elif not error.retriable():
+                p = _txn_producer(bootstrap, stop)  # fatal: a new producer fences this one
+        n += 1
+        time.sleep(0.05)
+
+
+def read_committed_txns(c: SamsaCluster) -> dict[int, list[tuple[int, int]]]:
+    """chaos-txn read_committed to its end, by partition: (transaction, record) in log order."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for q in range(PARTITIONS):
+        consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "chaos-txn-checker",
+                             "enable.auto.commit": False, "isolation.level": "read_committed"})  # fmt: skip
+        try:
+            probe = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "chaos-txn-checker",
+                              "isolation.level": "read_uncommitted"})  # fmt: skip
+            try:  # the HW, not the LSO
+                high = probe.get_watermark_offsets(CKTopicPartition(TXN_TOPIC, q), timeout=30)[1]
+            finally:
+                probe.close()
+            consumer.assign([CKTopicPartition(TXN_TOPIC, q, 0)])
+            got: list[tuple[int, int]] = []
+            deadline = time.monotonic() + 60
+            # the position passes the last marker once every transaction has ended (LSO = HW)
+            while time.monotonic() < deadline and consumer.position([CKTopicPartition(TXN_TOPIC, q)])[0].offset < high:
+                m = consumer.poll(0.2)
+                if m is not None and m.error() is None:
+                    t, i = m.value().decode()[1:].split(".")
+                    got.append((int(t), int(i)))
+            position = consumer.position([CKTopicPartition(TXN_TOPIC, q)])[0].offset
+            assert position >= high, f"{TXN_TOPIC}-{q}: read_committed stuck at {position}, HW {high} (a transaction never ended)"
+            out[q] = got
+        finally:
+            consumer.close()
+    return out
+
+
+def check_transactions(txns: TxnLog, log: dict[int, list[tuple[int, int]]]) -> None:
+    """Committed transactions whole, once, in order; aborted ones absent; failed ones whole or absent."""
+    by_txn: dict[int, list[int]] = {}
+    for q, recs in log.items():
+        order = [t for t, _ in recs]
+        assert order == sorted(order), f"{TXN_TOPIC}-{q}: transactions out of order"
+        for t, i in recs:
+            assert i % PARTITIONS == q, f"transaction {t} record {i} in partition {q}"
+            by_txn.setdefault(t, []).append(i)
+    whole = list(range(10))
+    broken = [t for t in txns.committed if sorted(by_txn.get(t, [])) != whole]
+    assert not broken, f"committed transactions not read whole and once: {[(t, by_txn.get(t)) for t in broken[:5]]}"
+    leaked = [t for t in txns.aborted if t in by_txn]
+    assert not leaked, f"records of aborted transactions read with read_committed: {leaked[:5]}"
+    partial = [t for t in txns.unknown if t in by_txn and sorted(by_txn[t]) != whole]
+    assert not partial, f"failed transactions read in part: {[(t, by_txn[t]) for t in partial[:5]]}"
+    strays = set(by_txn) - set(txns.committed) - set(txns.unknown)
+    assert not strays, f"records of transactions never sent: {sorted(strays)[:5]}"
 
 
 def run_kafka_python(bootstrap: str, acks: Acks, stop: threading.Event, rate: float) -> None:
@@ -382,6 +502,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
     rng = random.Random(SEED)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(30)
+    admin.create_topics([NewTopic(TXN_TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TXN_TOPIC].result(30)
     cluster.wait_for(lambda: len(partition_views(cluster)[TOPIC]) == PARTITIONS, 30, "topic created")
 
     bootstrap = cluster.bootstrap_servers  # every broker: clients survive any one being down
@@ -389,6 +510,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
     ck, kp, jv = Acks(name="confluent-kafka"), Acks(name="kafka-python"), Acks(name="java")
     round_gaps: list[tuple[str, list[float]]] = []
     group = GroupLog()
+    txns = TxnLog()
     failures: list[BaseException] = []
 
     def guarded(fn: Any, *args: Any) -> threading.Thread:
@@ -404,12 +526,14 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
 
     java = JavaProducer(bootstrap, tmp_path, rate=20)
     producers = [guarded(run_confluent, bootstrap, ck, stop_producers, 40.0),
-                 guarded(run_kafka_python, bootstrap, kp, stop_producers, 20.0)]  # fmt: skip
+                 guarded(run_kafka_python, bootstrap, kp, stop_producers, 20.0),
+                 guarded(run_transactional, bootstrap, txns, stop_producers)]  # fmt: skip
     bounces = {m: threading.Event() for m in (1, 2)}
     members = [guarded(run_member, bootstrap, group, stop_group, bounces[m], m) for m in (1, 2)]
     try:
         # the group has a coordinator (so __consumer_offsets exists) and everyone is producing
-        cluster.wait_for(lambda: group.committed and ck.records and kp.records and java.started(), 90, "traffic")
+        cluster.wait_for(lambda: group.committed and ck.records and kp.records and java.started() and txns.committed,
+                         90, "traffic")  # fmt: skip
         wait_recovered(cluster, 60)
 
         faults: Counter[str] = Counter()
@@ -459,6 +583,11 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
                 cluster.stop_zookeeper()
                 time.sleep(rng.uniform(4.0, 8.0))
                 cluster.start_zookeeper()
+            elif kind == "kill_txn_coordinator":
+                target = txn_coordinator(cluster)
+                cluster.kill(target)
+                time.sleep(rng.uniform(1.5, 4.0))
+                cluster.restart(target)
             else:  # restart: the group's coordinator, cleanly
                 target = coordinators[-1]
                 code = cluster.stop(target, timeout=30)  # SIGKILL after 30 s: then it was no clean stop
@@ -479,7 +608,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
             print(f"\nCHAOS round {rnd}/{rounds}: {kind} broker {target} (partition {q}, leader {leader}); "
                   f"recovered (ISR, group consuming) in {took:.1f}s; longest ack gaps (confluent-kafka) "
                   + " ".join(f"p{p} {g:.2f}s" for p, g in enumerate(gaps))
-                  + f"; acked ck={len(ck.records)} kp={len(kp.records)}; seen={len(group.seen)}; "
+                  + f"; acked ck={len(ck.records)} kp={len(kp.records)} txns={len(txns.committed)}; seen={len(group.seen)}; "
                   f"coordinator {coordinators[-1]}", flush=True)  # fmt: skip
             assert not failures, failures
 
@@ -542,6 +671,7 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
     assert not backwards, f"the group resumed before its committed offset (partition, committed, first read): {backwards}"
     final = group_committed(cluster)
     assert final == {q: group.committed[q] for q in range(PARTITIONS)} == {q: len(log[q]) for q in range(PARTITIONS)}
+    check_transactions(txns, read_committed_txns(cluster))
 
     acked = len(ck.records) + len(kp.records) + len(jv.records)
     moved = sum(1 for a, b in itertools.pairwise(coordinators) if a != b)
@@ -551,7 +681,9 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
         f"log={len(at)} consumed={len(group.seen)} (redelivered {len(group.seen) - len(seen_offsets)}) "
         f"commits-failed={sum(group.commit_failures.values())} assignments={group.assignments} bounces={group.bounces} "
         f"coordinator-moves={moved} producer-errors={dict(ck.errors + kp.errors + jv.errors)} "
-        f"acknowledged-without-offset={implicit} time={time.monotonic() - started:.0f}s",
+        f"acknowledged-without-offset={implicit} transactions committed={len(txns.committed)} "
+        f"aborted={len(txns.aborted)} failed={len(txns.unknown)} {dict(txns.errors)} "
+        f"time={time.monotonic() - started:.0f}s",
         flush=True,
     )
     worst: dict[str, float] = {}

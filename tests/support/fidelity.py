@@ -102,6 +102,7 @@ def fetch(
     min_bytes: int = 1,
     max_wait_ms: int = 0,
     partition_max_bytes: int = 1 << 20,
+    isolation_level: int = 0,
 ) -> FetchAnswer:
     """Fetch v12 of (topic, partition, offset)s, timed."""
     topics: dict[str, list[FetchPartition]] = {}
@@ -121,7 +122,7 @@ def fetch(
         max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
         min_bytes=i32(min_bytes),
         max_bytes=i32(50 << 20),
-        isolation_level=i8(0),
+        isolation_level=i8(isolation_level),
         session_id=i32(session_id),
         session_epoch=i32(session_epoch),
         topics=tuple(FetchTopic(topic=TopicName(t), partitions=tuple(ps)) for t, ps in topics.items()),

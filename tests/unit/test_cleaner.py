@@ -557,3 +557,41 @@ def test_property_cleaning_preserves_the_latest_value_and_offsets(
     assert {r.offset for r in seen} >= {o for k, o in latest.items() if k in model}
     if expire:  # two passes past every horizon: no tombstone is left behind
         assert all(r.value is not None for r in seen)
+
+
+# ------------------------------------------------------------------------ transactions
+def test_aborted_transactions_are_removed_and_markers_kept_until_their_horizon(tmp_path: Path) -> None:
+    from broker.log.info import AppendOrigin
+    from protocol.control import build_end_txn_marker
+
+    the_log = open_log(tmp_path, delete_retention_ms=1000)
+
+    def txn(pid: int, seq: int, pairs: list[tuple[bytes, bytes]]) -> None:
+        data = build_batch([NewRecord(k, v) for k, v in pairs], producer_id=pid, producer_epoch=0,
+                           base_sequence=seq, is_transactional=True)
+        the_log.append_as_leader(data, 0)
+
+    def end(pid: int, commit: bool) -> None:
+        marker = build_end_txn_marker(pid, 0, 0, commit, timestamp=int(time.time() * 1000))
+        the_log.append_as_leader(marker, 0, origin=AppendOrigin.COORDINATOR)
+
+    produce(the_log, [(b"a", b"committed-plain")])
+    txn(1, 0, [(b"a", b"committed-txn"), (b"b", b"b1")])
+    end(1, commit=True)
+    txn(2, 0, [(b"a", b"aborted"), (b"b", b"aborted")])  # must not shadow the committed values
+    end(2, commit=False)
+    txn(3, 0, [(b"c", b"open")])  # still open: the LSO holds the cleaner back
+    the_log.roll()
+    the_log.on_high_watermark_updated(the_log.log_end_offset)
+    cleaner = cleaner_for(the_log)
+    outcome = cleaner.clean_once()
+    assert outcome is not None and outcome.swapped
+    values = [(r.key, r.value) for r in records(the_log)]
+    assert (b"a", b"aborted") not in values and (b"b", b"aborted") not in values
+    assert (b"a", b"committed-txn") in values and (b"b", b"b1") in values
+    assert (b"c", b"open") in values  # past the first unstable offset: untouched
+    controls = [h for h, _ in batches(the_log) if h.is_control]
+    assert [h.producer_id for h in controls] == [1, 2]  # both markers stay (data removed this pass)
+    # the kept ABORT marker's entry is in the cleaned segment's index
+    entries = [e for s in the_log.segments for e in s.txn_index.entries]
+    assert [e.producer_id for e in entries] == [2]

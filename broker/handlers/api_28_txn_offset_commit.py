@@ -1,0 +1,69 @@
+# TxnOffsetCommit (key 28), versions 0-4.
+# Offsets a transactional producer commits for a consumer group (sendOffsetsToTransaction,
+# KIP-98/447): written by the group coordinator into the group's __consumer_offsets partition as
+# a transactional batch of the producer id and epoch, held as the group's pending transactional
+# offsets, and visible to OffsetFetch only once the transaction's COMMIT marker reaches that
+# partition (an ABORT drops them; OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT
+# meanwhile). v3+ carry member id, generation and group instance id, checked as Kafka's classic
+# groups do (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID); without them any state
+# is accepted. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION; coordinator errors per partition.
+# Not supported: v5 (KIP-890 transactions v2: the offsets partition added implicitly).
+from __future__ import annotations
+
+from kio.schema.txn_offset_commit.v4.request import TxnOffsetCommitRequest
+from kio.schema.txn_offset_commit.v4.response import (
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+from kio.static.primitive import i32
+
+from broker.context import RequestContext
+from broker.coordinator.coordinator import OffsetCommitEntry
+from broker.handlers import registry
+from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
+from protocol.types import NO_THROTTLE, TopicName
+
+API_KEY = 28
+
+
+@registry.api(API_KEY)
+async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+    entries = [
+        OffsetCommitEntry(
+            TopicPartition(str(t.name), int(p.partition_index)),
+            int(p.committed_offset),
+            int(p.committed_leader_epoch),
+            p.committed_metadata,
+        )
+        for t in request.topics
+        for p in t.partitions
+    ]
+    coordinator = ctx.services.group_coordinator
+    error, _ = coordinator.group_status(str(request.group_id))
+    results: dict[TopicPartition, ErrorCode]
+    if error != ErrorCode.none:
+        results = {e.tp: error for e in entries}
+    else:
+        results = await coordinator.commit_transactional_offsets(
+            str(request.group_id),
+            int(request.producer_id),
+            int(request.producer_epoch),
+            request.member_id,
+            request.group_instance_id,
+            int(request.generation_id),
+            entries,
+        )
+    by_topic: dict[str, list[TxnOffsetCommitResponsePartition]] = {}
+    for e in entries:
+        by_topic.setdefault(e.tp.topic, []).append(
+            TxnOffsetCommitResponsePartition(partition_index=i32(e.tp.partition), error_code=results[e.tp])
+        )
+    return TxnOffsetCommitResponse(
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            TxnOffsetCommitResponseTopic(name=TopicName(topic), partitions=tuple(parts))
+            for topic, parts in by_topic.items()
+        ),
+    )

@@ -1,0 +1,228 @@
+"""Transaction bad input against Samsa and Apache Kafka, as raw requests: each answer's error code
+must be Kafka's.
+
+One transactional id walks through: a transaction timeout above transaction.max.timeout.ms
+(INVALID_TRANSACTION_TIMEOUT), EndTxn with no transaction, AddPartitionsToTxn for a producer id the
+coordinator does not know and with a wrong epoch, a transactional batch for a partition the
+transaction has not added (KIP-890 verification), a committed transaction, EndTxn retried and
+reversed after it, and a zombie: the producer's old epoch after a second InitProducerId, on the
+coordinator and on the partition. A read_committed Fetch at the end finds the committed record
+alone. tests/integration/test_transactions.py holds real clients to the same rules.
+
+A hanging transaction: with transaction.partition.verification.enable turned off for a moment
+(kafka-configs, a dynamic broker default), a transactional batch goes to a partition its
+transaction never added; the commit's marker never reaches it, so it holds that partition's LSO
+until kafka-transactions.sh find-hanging finds it and abort writes its ABORT marker.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import time
+import uuid
+from typing import Any
+
+import pytest
+from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+from kio.schema.end_txn.v3.request import EndTxnRequest
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.types import ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i8, i16, i32, i32Timedelta
+
+from compat.jvm import run_tool
+from protocol.errors import ErrorCode
+from protocol.records import NewRecord, build_batch
+from tests.support import fidelity
+from tests.support.raw_client import RawClient
+
+TOPIC = "raw-txn-errors"
+TXN_ID = "raw-txn-errors-tid"
+RETRIABLE = {ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
+             ErrorCode.not_coordinator, ErrorCode.concurrent_transactions}  # fmt: skip
+
+
+def _name(code: int) -> str:
+    return ErrorCode(code).name
+
+
+def _retry(call: Any, error_of: Any = lambda r: r.error_code) -> Any:
+    """`call()` until its answer is not a retriable coordinator error (as clients retry)."""
+    deadline = time.monotonic() + 60
+    while True:
+        answer = call()
+        if error_of(answer) not in RETRIABLE or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.1)
+
+
+def _init(client: RawClient, timeout_ms: int = 60_000, txn_id: str = TXN_ID) -> Any:
+    return _retry(lambda: client.request(InitProducerIdRequest(
+        transactional_id=TransactionalId(txn_id),
+        transaction_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+    )))  # fmt: skip
+
+
+def _add(client: RawClient, pid: int, epoch: int, txn_id: str = TXN_ID, topic: str = TOPIC) -> str:
+    answer = _retry(
+        lambda: client.request(AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=TransactionalId(txn_id), v3_and_below_producer_id=ProducerId(pid),
+            v3_and_below_producer_epoch=i16(epoch),
+            v3_and_below_topics=(AddPartitionsToTxnTopic(name=TopicName(topic), partitions=(i32(0),)),),
+        )),  # fmt: skip
+        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+    )
+    return _name(answer.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
+
+
+def _end(client: RawClient, pid: int, epoch: int, commit: bool, txn_id: str = TXN_ID) -> str:
+    return _name(_retry(lambda: client.request(EndTxnRequest(
+        transactional_id=TransactionalId(txn_id), producer_id=ProducerId(pid), producer_epoch=i16(epoch), committed=commit,
+    ))).error_code)  # fmt: skip
+
+
+def _produce(
+    client: RawClient, pid: int, epoch: int, sequence: int, value: bytes,
+    txn_id: str = TXN_ID, topic: str = TOPIC, partition: int = 0,
+) -> str:  # fmt: skip
+    batch = build_batch([NewRecord(None, value, (), None)], producer_id=pid, producer_epoch=epoch,
+                        base_sequence=sequence, is_transactional=True)  # fmt: skip
+    answer = client.request(ProduceRequest(
+        transactional_id=TransactionalId(txn_id), acks=i16(-1),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+        topic_data=(TopicProduceData(name=TopicName(topic),
+                                     partition_data=(PartitionProduceData(index=i32(partition), records=batch),)),),
+    ))  # fmt: skip
+    return _name(answer.responses[0].partition_responses[0].error_code)
+
+
+def _find_coordinator(client: RawClient, txn_id: str) -> Any:
+    return _retry(
+        lambda: client.request(FindCoordinatorRequest(key_type=i8(1), coordinator_keys=(txn_id,))),
+        lambda r: r.coordinators[0].error_code,
+    )
+
+
+def observe(target: Any) -> list[dict[str, Any]]:
+    port = int(target.bootstrap_servers.rsplit(":", 1)[1])
+    obs: list[dict[str, Any]] = []
+    with RawClient(port, timeout=30) as client:
+        fidelity.create_topic(client, TOPIC)
+        found = _find_coordinator(client, TXN_ID)
+        obs.append({"step": "find-coordinator", "error": _name(found.coordinators[0].error_code)})
+        obs.append({"step": "init-timeout-too-long", "error": _name(_init(client, 900_001).error_code)})
+        init = _init(client)
+        pid, epoch = int(init.producer_id), int(init.producer_epoch)
+        obs.append({"step": "init", "error": _name(init.error_code), "epoch": epoch})
+        obs.append({"step": "end-without-transaction", "error": _end(client, pid, epoch, commit=True)})
+        obs.append({"step": "add-unknown-producer-id", "error": _add(client, pid + 1000, epoch)})
+        obs.append({"step": "add-wrong-epoch", "error": _add(client, pid, epoch + 1)})
+        obs.append({"step": "produce-partition-not-added", "error": _produce(client, pid, epoch, 0, b"unadded")})
+        obs.append({"step": "add", "error": _add(client, pid, epoch)})
+        obs.append({"step": "produce", "error": _produce(client, pid, epoch, 0, b"committed")})
+        obs.append({"step": "commit", "error": _end(client, pid, epoch, commit=True)})
+        obs.append({"step": "commit-retried", "error": _end(client, pid, epoch, commit=True)})
+        obs.append({"step": "abort-after-commit", "error": _end(client, pid, epoch, commit=False)})
+        again = _init(client)
+        obs.append({"step": "init-again", "error": _name(again.error_code),
+                    "sameProducer": int(again.producer_id) == pid, "epochBump": int(again.producer_epoch) - epoch})  # fmt: skip
+        obs.append({"step": "zombie-add", "error": _add(client, pid, epoch)})
+        obs.append({"step": "zombie-produce", "error": _produce(client, pid, epoch, 1, b"zombie")})
+        obs.append({"step": "zombie-end", "error": _end(client, pid, epoch, commit=True)})
+        answer = fidelity.fetch(client, [(TOPIC, 0, 0)], isolation_level=1)
+        (t, p, error, hw, bases, _) = answer.partitions[0]
+        obs.append({"step": "read_committed", "error": error, "hw": hw, "batches": list(bases)})
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="transaction errors: timeout, no transaction, fencing, verification")
+def test_transaction_errors(differential: Any) -> None:
+    obs = {o["step"]: o for o in differential("raw-txn-errors", observe)}
+    assert obs["init-timeout-too-long"]["error"] == "invalid_transaction_timeout"
+    assert obs["end-without-transaction"]["error"] == "invalid_txn_state"
+    assert obs["add-unknown-producer-id"]["error"] == "invalid_producer_id_mapping"
+    assert obs["add-wrong-epoch"]["error"] == "producer_fenced"
+    assert obs["produce-partition-not-added"]["error"] == "invalid_txn_state"  # Produce v8: before TRANSACTION_ABORTABLE
+    assert obs["produce"]["error"] == obs["commit"]["error"] == obs["commit-retried"]["error"] == "none"
+    assert obs["abort-after-commit"]["error"] == "invalid_txn_state"
+    assert obs["init-again"] == {"step": "init-again", "error": "none", "sameProducer": True, "epochBump": 1}
+    assert obs["zombie-add"]["error"] == obs["zombie-end"]["error"] == "producer_fenced"
+    assert obs["zombie-produce"]["error"] == "invalid_producer_epoch"  # the partition's producer state fences it
+    assert (obs["read_committed"]["hw"], obs["read_committed"]["batches"]) == (2, [0, 1])  # the record, its marker
+
+
+# ------------------------------------------------------------------------------ a hanging transaction
+
+HANG_TOPIC, HANG_ID = "raw-txn-hanging", "raw-txn-hanging-tid"
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    lines = [re.split(r"\s*\t\s*", line.strip()) for line in text.strip().splitlines() if line.strip()]
+    return [dict(zip(lines[0], row)) for row in lines[1:]]
+
+
+def _read_committed(bootstrap: str, partition: int) -> dict[str, Any]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"hang-{uuid.uuid4()}", "isolation.level": "read_committed",
+                  "enable.auto.commit": False})  # fmt: skip
+    try:
+        c.assign([TopicPartition(HANG_TOPIC, partition, 0)])
+        values = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                values.append(m.value().decode())
+        low, high = c.get_watermark_offsets(TopicPartition(HANG_TOPIC, partition), timeout=10)  # read_committed: the LSO
+        return {"values": values, "position": c.position([TopicPartition(HANG_TOPIC, partition)])[0].offset, "lso": high}
+    finally:
+        c.close()
+
+
+def observe_hanging(target: Any) -> list[dict[str, Any]]:
+    """With transaction.partition.verification.enable off (a dynamic broker config), a transactional
+    batch written to a partition its transaction never added is never ended by a marker: it hangs,
+    holding that partition's LSO, until kafka-transactions.sh finds and aborts it."""
+    port = int(target.bootstrap_servers.rsplit(":", 1)[1])
+    bs = ["--bootstrap-server", target.bootstrap_servers]
+    verification = ["--entity-type", "brokers", "--entity-default"]
+    obs: list[dict[str, Any]] = []
+    with RawClient(port, timeout=30) as client:
+        fidelity.create_topic(client, HANG_TOPIC, partitions=2)
+        _find_coordinator(client, HANG_ID)
+        init = _init(client, txn_id=HANG_ID)
+        pid, epoch = int(init.producer_id), int(init.producer_epoch)
+        run_tool("kafka-configs", *bs, "--alter", *verification, "--add-config", "transaction.partition.verification.enable=false")
+        try:
+            time.sleep(1)  # the dynamic config reaches the broker
+            obs.append({"step": "add", "error": _add(client, pid, epoch, HANG_ID, HANG_TOPIC)})  # partition 0 only
+            for partition in (0, 1):
+                answer = _produce(client, pid, epoch, 0, b"in-%d" % partition, HANG_ID, HANG_TOPIC, partition)
+                obs.append({"step": f"produce-{partition}", "error": answer})
+            obs.append({"step": "commit", "error": _end(client, pid, epoch, True, HANG_ID)})
+        finally:
+            run_tool("kafka-configs", *bs, "--alter", *verification, "--delete-config", "transaction.partition.verification.enable")
+    time.sleep(1)  # the commit's markers
+    for partition in (0, 1):
+        obs.append({"step": f"read_committed-{partition}", **_read_committed(target.bootstrap_servers, partition)})
+    hanging = _rows(run_tool("kafka-transactions", *bs, "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0").stdout)
+    obs.append({"step": "find-hanging", "rows": [[r["Topic"], r["Partition"], r["StartOffset"]] for r in hanging
+                                                 if r["Topic"] == HANG_TOPIC]})  # fmt: skip
+    aborted = run_tool("kafka-transactions", *bs, "abort", "--topic", HANG_TOPIC, "--partition", "1", "--start-offset", "0")
+    obs.append({"step": "abort", "rc": aborted.returncode})
+    obs.append({"step": "read_committed-after-abort", **_read_committed(target.bootstrap_servers, 1)})
+    return obs
+
+
+@pytest.mark.compat(client="kafka-transactions", scenario="find-hanging and abort a transaction that hangs (no marker)")
+def test_hanging_transaction_found_and_aborted(differential: Any) -> None:
+    obs = {o["step"]: o for o in differential("raw-txn-hanging", observe_hanging)}
+    assert [obs[s]["error"] for s in ("add", "produce-0", "produce-1", "commit")] == ["none"] * 4
+    assert obs["read_committed-0"] == {"step": "read_committed-0", "values": ["in-0"], "position": 2, "lso": 2}
+    # held at the hanging batch: nothing read (no position yet), the LSO at its offset
+    assert obs["read_committed-1"] == {"step": "read_committed-1", "values": [], "position": -1001, "lso": 0}
+    assert obs["find-hanging"]["rows"] == [[HANG_TOPIC, "1", "0"]]
+    assert obs["read_committed-after-abort"] == {"step": "read_committed-after-abort", "values": [], "position": 2, "lso": 2}
