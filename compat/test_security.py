@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection
+from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -500,6 +500,59 @@ def test_acl_matrix(kafka_target: Any, differential: Callable[..., Any], tls: Tl
     assert steps["described"]["acls"] == ["User:alice DESCRIBE ALLOW", "User:alice READ ALLOW",
                                           "User:alice WRITE ALLOW"]
     assert steps["revoked"] == {"step": "revoked", "visible": [], "produce": "TOPIC_AUTHORIZATION_FAILED"}
+
+
+def _txn_acls(target: Any, tls: Tls) -> list[dict]:
+    """A transactional producer as alice: what each missing ACL answers (WRITE on the transactional
+    id for InitProducerId and FindCoordinator, READ on the group for AddOffsetsToTxn)."""
+    _prepare(target)
+    s = secured(target)
+    alice_conf = _client_conf(s, tls, "plain-alice")
+    admin = AdminClient({"bootstrap.servers": s.bootstrap()})  # ANONYMOUS: a super user
+    topic = f"{PREFIX}txn-{uuid.uuid4().hex[:6]}"
+    tid, group = f"{topic}-tid", f"{topic}-group"
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT)
+    for f in admin.create_acls([AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice",
+                                           "*", op, AclPermissionType.ALLOW)
+                                for op in (AclOperation.WRITE, AclOperation.READ)]).values():
+        f.result(TIMEOUT)
+
+    def init() -> Producer:
+        producer = Producer({**alice_conf, "transactional.id": tid, "transaction.timeout.ms": 60000})
+        producer.init_transactions(TIMEOUT)
+        return producer
+
+    obs: list[dict] = [{"step": "no-transactional-id-acl", "err": _error_name(init)}]
+    for f in admin.create_acls([AclBinding(ResourceType.TRANSACTIONAL_ID, tid, ResourcePatternType.LITERAL,
+                                           "User:alice", "*", AclOperation.WRITE, AclPermissionType.ALLOW)]).values():
+        f.result(TIMEOUT)
+    producers: list[Producer] = []
+    obs.append({"step": "granted", "err": _eventually(lambda: _error_name(lambda: producers.append(init())), "")})
+    producer = producers[-1]
+    producer.begin_transaction()
+    producer.produce(topic, value=b"in a transaction")
+    consumer = Consumer({**alice_conf, "group.id": group})
+    offsets = [TopicPartition(topic, 0, 1)]
+    obs.append({"step": "offsets-without-group-acl", "err": _error_name(
+        lambda: producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), TIMEOUT))})
+    obs.append({"step": "abort", "err": _error_name(lambda: producer.abort_transaction(TIMEOUT))})
+    consumer.close()
+    producer.begin_transaction()
+    producer.produce(topic, value=b"committed")
+    obs.append({"step": "commit", "err": _error_name(lambda: producer.commit_transaction(TIMEOUT))})
+    return obs
+
+
+@pytest.mark.compat(client="confluent-kafka", scenario="transactions under ACLs: no transactional id ACL, granted, offsets without the group's ACL")
+def test_transactional_acls(kafka_target: Any, differential: Callable[..., Any], tls: Tls) -> None:
+    obs = differential("security-txn-acls", lambda t: _txn_acls(t, tls))
+    assert obs == [
+        {"step": "no-transactional-id-acl", "err": "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"},
+        {"step": "granted", "err": ""},
+        {"step": "offsets-without-group-acl", "err": "GROUP_AUTHORIZATION_FAILED"},
+        {"step": "abort", "err": ""},
+        {"step": "commit", "err": ""},
+    ]
 
 
 def _tls_raw(s: Secured, tls: Tls) -> RawClient:

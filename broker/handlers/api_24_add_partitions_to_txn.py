@@ -5,8 +5,11 @@
 # INVALID_PRODUCER_EPOCH, as Kafka answers clients that predate PRODUCER_FENCED), answers
 # CONCURRENT_TRANSACTIONS while the previous transaction is completing, and writes the new
 # partition set to __transaction_state (acks=all) before answering. Every partition gets the same
-# error; a request naming an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION for its partitions and
-# OPERATION_NOT_ATTEMPTED for the others (Kafka's KafkaApis). Coordinator errors as FindCoordinator.
+# error. Authorization (Kafka's KafkaApis): WRITE on the transactional id
+# (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), WRITE on each topic
+# (TOPIC_AUTHORIZATION_FAILED; internal topics always). A partition refused so, or of an unknown
+# topic (UNKNOWN_TOPIC_OR_PARTITION), fails the request: the others get OPERATION_NOT_ATTEMPTED.
+# Coordinator errors as FindCoordinator.
 # Not supported: v4-5 (KIP-890 batched and verify-only requests between brokers).
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from kio.static.primitive import i32
 
 from broker.context import RequestContext
 from broker.handlers import registry
+from controller.model import INTERNAL_TOPICS
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, TopicName
@@ -40,13 +45,17 @@ async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Add
     partitions = [
         TopicPartition(str(t.name), int(p)) for t in request.v3_and_below_topics for p in t.partitions
     ]
-    unknown = {tp for tp in partitions if image.partition(tp.topic, tp.partition) is None}
     errors: dict[TopicPartition, ErrorCode]
-    if unknown:
-        errors = {
-            tp: ErrorCode.unknown_topic_or_partition if tp in unknown else ErrorCode.operation_not_attempted
-            for tp in partitions
-        }
+    failed: dict[TopicPartition, ErrorCode] = {}
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
+        failed = dict.fromkeys(partitions, ErrorCode.transactional_id_authorization_failed)
+    for tp in [] if failed else partitions:
+        if tp.topic in INTERNAL_TOPICS or not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, tp.topic):
+            failed[tp] = ErrorCode.topic_authorization_failed
+        elif image.partition(tp.topic, tp.partition) is None:
+            failed[tp] = ErrorCode.unknown_topic_or_partition
+    if failed:  # any failed partition fails the request; the others were not attempted
+        errors = {tp: failed.get(tp, ErrorCode.operation_not_attempted) for tp in partitions}
     else:
         error = await ctx.services.txn_coordinator.add_partitions(
             request.v3_and_below_transactional_id,

@@ -6,6 +6,7 @@
 # ended transaction answers NONE, one of a completing transaction CONCURRENT_TRANSACTIONS, an
 # EndTxn with no transaction (Empty) or of the other result INVALID_TXN_STATE, a wrong producer
 # id INVALID_PRODUCER_ID_MAPPING, another epoch PRODUCER_FENCED (v0-1: INVALID_PRODUCER_EPOCH).
+# Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 # Not supported: v5 (KIP-890 transactions v2: the epoch bumped by every EndTxn).
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from kio.schema.end_txn.v4.response import EndTxnResponse
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers.api_24_add_partitions_to_txn import fenced_for
+from controller.security_model import AclOperation, ResourceType
+from protocol.errors import ErrorCode
 from protocol.types import NO_THROTTLE
 
 API_KEY = 26
@@ -22,7 +25,10 @@ API_KEY = 26
 
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
-    error = await ctx.services.txn_coordinator.end_transaction(
-        request.transactional_id, int(request.producer_id), int(request.producer_epoch), request.committed
-    )
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        error = ErrorCode.transactional_id_authorization_failed
+    else:
+        error = await ctx.services.txn_coordinator.end_transaction(
+            request.transactional_id, int(request.producer_id), int(request.producer_epoch), request.committed
+        )
     return EndTxnResponse(throttle_time=NO_THROTTLE, error_code=fenced_for(ctx.api_version, error, 2))

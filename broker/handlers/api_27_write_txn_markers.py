@@ -7,6 +7,8 @@
 # UNKNOWN_TOPIC_OR_PARTITION (not hosted here), NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS,
 # INVALID_PRODUCER_EPOCH (an epoch older than the producer's), TRANSACTION_COORDINATOR_FENCED (an
 # older coordinator epoch than the last marker's).
+# Authorization: CLUSTER_ACTION on the cluster (brokers only; CLUSTER_AUTHORIZATION_FAILED for every
+# partition).
 # Not supported: v2 (KIP-1228 transaction version of the marker, for transactions v2).
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from kio.static.primitive import i32
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.txn.markers import MARKER_TIMEOUT_MS, TxnMarker
+from controller.security_model import AclOperation
+from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from protocol.types import TopicName
 
@@ -31,15 +35,19 @@ API_KEY = 27
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     results = []
+    allowed = ctx.authorized(AclOperation.CLUSTER_ACTION)
     for marker in request.markers:
         partitions = tuple(TopicPartition(str(t.name), int(p)) for t in marker.topics for p in t.partition_indexes)
-        written = await ctx.services.txn_coordinator.write_markers_locally(
-            TxnMarker(
-                int(marker.producer_id), int(marker.producer_epoch), int(marker.coordinator_epoch),
-                marker.transaction_result, partitions,
-            ),
-            MARKER_TIMEOUT_MS,
-        )  # fmt: skip
+        if not allowed:
+            written = dict.fromkeys(partitions, ErrorCode.cluster_authorization_failed)
+        else:
+            written = await ctx.services.txn_coordinator.write_markers_locally(
+                TxnMarker(
+                    int(marker.producer_id), int(marker.producer_epoch), int(marker.coordinator_epoch),
+                    marker.transaction_result, partitions,
+                ),
+                MARKER_TIMEOUT_MS,
+            )  # fmt: skip
         by_topic: dict[str, list[WritableTxnMarkerPartitionResult]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(

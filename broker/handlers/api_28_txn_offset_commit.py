@@ -7,6 +7,9 @@
 # meanwhile). v3+ carry member id, generation and group instance id, checked as Kafka's classic
 # groups do (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID); without them any state
 # is accepted. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION; coordinator errors per partition.
+# Authorization (Kafka's KafkaApis): WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+# READ on the group (GROUP_AUTHORIZATION_FAILED), each for every partition; READ on each topic
+# (TOPIC_AUTHORIZATION_FAILED for its partitions, the others are committed).
 # Not supported: v5 (KIP-890 transactions v2: the offsets partition added implicitly).
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from kio.static.primitive import i32
 from broker.context import RequestContext
 from broker.coordinator.coordinator import OffsetCommitEntry
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, TopicName
@@ -41,20 +45,34 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
         for p in t.partitions
     ]
     coordinator = ctx.services.group_coordinator
-    error, _ = coordinator.group_status(str(request.group_id))
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        error = ErrorCode.transactional_id_authorization_failed
+    elif not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        error = ErrorCode.group_authorization_failed
+    else:
+        error, _ = coordinator.group_status(str(request.group_id))
     results: dict[TopicPartition, ErrorCode]
     if error != ErrorCode.none:
         results = {e.tp: error for e in entries}
     else:
-        results = await coordinator.commit_transactional_offsets(
-            str(request.group_id),
-            int(request.producer_id),
-            int(request.producer_epoch),
-            request.member_id,
-            request.group_instance_id,
-            int(request.generation_id),
-            entries,
-        )
+        image = ctx.services.controller.image
+        results = {}
+        for e in entries:
+            if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, e.tp.topic):
+                results[e.tp] = ErrorCode.topic_authorization_failed
+            elif image.partition(e.tp.topic, e.tp.partition) is None:
+                results[e.tp] = ErrorCode.unknown_topic_or_partition
+        allowed = [e for e in entries if e.tp not in results]
+        if allowed:
+            results |= await coordinator.commit_transactional_offsets(
+                str(request.group_id),
+                int(request.producer_id),
+                int(request.producer_epoch),
+                request.member_id,
+                request.group_instance_id,
+                int(request.generation_id),
+                allowed,
+            )
     by_topic: dict[str, list[TxnOffsetCommitResponsePartition]] = {}
     for e in entries:
         by_topic.setdefault(e.tp.topic, []).append(

@@ -3,6 +3,7 @@
 # log tracks (Kafka's activeProducerState): producer id and epoch, last sequence and timestamp,
 # the coordinator epoch of its last marker, and the first offset of its open transaction (-1 when
 # none). Per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER.
+# Authorization: READ on the topic (TOPIC_AUTHORIZATION_FAILED per partition).
 # Not supported: nothing of v0 is left out.
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kio.static.primitive import i32, i64
 
 from broker.context import RequestContext
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, ProducerId, TopicName
@@ -26,6 +28,8 @@ API_KEY = 61
 
 def _partition(ctx: RequestContext, tp: TopicPartition) -> PartitionResponse:
     try:
+        if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, tp.topic):
+            raise KafkaError(ErrorCode.topic_authorization_failed)
         partition = ctx.services.replica_manager.leader_partition(tp)
     except KafkaError as exc:
         return PartitionResponse(

@@ -4,6 +4,7 @@
 # unknown_state_filters and match nothing), producer ids, v1 a duration (transactions started
 # more than that many milliseconds ago) and v2 a regular expression the whole id must match.
 # COORDINATOR_LOAD_IN_PROGRESS while a __transaction_state partition loads.
+# Authorization: only the transactional ids the principal may DESCRIBE are listed.
 # Not supported: nothing of v0-2 is left out.
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kio.schema.types import TransactionalId
 
 from broker.context import RequestContext
 from broker.handlers import registry
+from controller.security_model import AclOperation, ResourceType
 from protocol.types import NO_THROTTLE, ProducerId
 
 API_KEY = 66
@@ -35,5 +37,6 @@ async def handle(ctx: RequestContext, request: ListTransactionsRequest) -> ListT
                 transactional_id=TransactionalId(t.transactional_id), producer_id=ProducerId(t.producer_id), transaction_state=t.state
             )
             for t in listings
+            if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactional_id)
         ),
     )
