@@ -17,7 +17,6 @@ left with neither members nor offsets.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import Coroutine, Iterable, Mapping
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker import clock
 from broker.coordinator.group import ClassicGroup, GroupState
-from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
+from broker.coordinator.loader import LoadState, LoadStatus, decode_chunk, replay_partition
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.records import (
     OffsetAndMetadata,
@@ -52,11 +51,6 @@ log = logging.getLogger("samsa.coordinator")
 OFFSETS_TOPIC = "__consumer_offsets"
 MAX_GROUP_ID_BYTES = 0x7FFF
 """A group id must fit the int16-length string of a __consumer_offsets key."""
-
-
-class LoadStatus(enum.Enum):
-    LOADING = "loading"
-    ACTIVE = "active"
 
 
 @dataclass(eq=False)

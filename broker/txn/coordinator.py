@@ -28,7 +28,6 @@ EndTxn v5 bumping the epoch), two-phase commit (KIP-939).
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import re
 import time
@@ -37,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker import clock
-from broker.coordinator.loader import replay_partition
+from broker.coordinator.loader import LoadStatus, replay_partition
 from broker.coordinator.records import partition_for
 from broker.txn.markers import MARKER_TIMEOUT_MS, MarkerSender, TxnMarker, write_markers_locally
 from broker.txn.metadata import (
@@ -66,11 +65,6 @@ TRANSACTION_STATE_TOPIC = "__transaction_state"
 LOG_VALUE_VERSION = 0
 """TransactionLogValue version written (Kafka writes v1 only with transaction.version 2)."""
 S = TransactionState
-
-
-class LoadStatus(enum.Enum):
-    LOADING = "loading"
-    ACTIVE = "active"
 
 
 @dataclass(eq=False)
