@@ -36,6 +36,8 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
     ConfigResource,
     NewTopic,
     ResourcePatternType,
@@ -500,6 +502,110 @@ def test_acl_matrix(kafka_target: Any, differential: Callable[..., Any], tls: Tl
     assert steps["described"]["acls"] == ["User:alice DESCRIBE ALLOW", "User:alice READ ALLOW",
                                           "User:alice WRITE ALLOW"]
     assert steps["revoked"] == {"step": "revoked", "visible": [], "produce": "TOPIC_AUTHORIZATION_FAILED"}
+
+
+ACL_STATES = ("none", "allow", "deny", "prefixed")
+TOPIC_OPS = (AclOperation.WRITE, AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE_CONFIGS,
+             AclOperation.ALTER_CONFIGS, AclOperation.CREATE)
+
+
+def _acls_for(state: str, topic: str, group: str) -> list[AclBinding]:
+    """alice's ACLs in one state of the operation matrix, on names no other state uses."""
+    def allow(kind: ResourceType, name: str, op: AclOperation, pattern: ResourcePatternType) -> AclBinding:
+        return AclBinding(kind, name, pattern, "User:alice", "*", op, AclPermissionType.ALLOW)
+
+    literal, prefixed = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    if state == "none":
+        return []
+    pattern = prefixed if state == "prefixed" else literal
+    acls = [allow(ResourceType.TOPIC, topic, op, pattern) for op in TOPIC_OPS]
+    acls += [allow(ResourceType.TOPIC, topic + "-new", AclOperation.CREATE, literal),
+             allow(ResourceType.GROUP, group, AclOperation.READ, pattern)]
+    if state == "deny":  # a deny on the same resources wins over every allow
+        acls += [AclBinding(kind, name, literal, "User:alice", "*", AclOperation.ALL, AclPermissionType.DENY)
+                 for kind, name in ((ResourceType.TOPIC, topic), (ResourceType.TOPIC, topic + "-new"),
+                                    (ResourceType.GROUP, group))]
+    return acls
+
+
+def _operations(conf: dict[str, str], alice: AdminClient, topic: str, group: str, fetcher: str) -> dict[str, str]:
+    """Each operation once as alice: "" when it worked, else the error's name. The fetch goes
+    through `fetcher`, a group alice may always use (librdkafka's consumer needs one), so that it
+    answers for the topic alone; the commit through the state's own group."""
+    got = {"produce": _produce_error(conf, topic)}
+    described = alice.list_topics(topic=topic, timeout=TIMEOUT).topics.get(topic)
+    got["metadata"] = "missing" if described is None else described.error.name() if described.error else ""
+    if got["metadata"]:  # librdkafka never fetches a topic its metadata refuses (Kafka and Samsa alike)
+        got["fetch"] = "not attempted"
+    else:
+        consumer = Consumer({**conf, "group.id": fetcher, "enable.auto.commit": False})
+        try:
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            deadline, got["fetch"] = time.monotonic() + 10, "nothing"
+            while time.monotonic() < deadline and got["fetch"] == "nothing":
+                m = consumer.poll(0.3)
+                if m is not None:
+                    got["fetch"] = "" if m.error() is None else str(m.error().name())
+        finally:
+            consumer.close()
+    committer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
+    try:
+        got["commit"] = _error_name(lambda: committer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False))
+    finally:
+        committer.close()
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    got["describe-configs"] = _error_name(lambda: alice.describe_configs([resource])[resource].result(TIMEOUT))
+    change = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET)])
+    got["alter-configs"] = _error_name(lambda: alice.incremental_alter_configs([change])[change].result(TIMEOUT))
+    new = topic + "-new"
+    got["create-topic"] = _error_name(lambda: alice.create_topics([NewTopic(new, 1, 1)])[new].result(TIMEOUT))
+    got["delete-topic"] = _error_name(lambda: alice.delete_topics([topic])[topic].result(TIMEOUT))
+    return got
+
+
+def _described(admin: AdminClient, names: set[str]) -> int:
+    """How many of alice's ACL bindings on these resource names the broker describes."""
+    alice = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:alice", None,
+                             AclOperation.ANY, AclPermissionType.ANY)
+    return len([b for b in admin.describe_acls(alice).result(TIMEOUT) if b.name in names])
+
+
+def _acl_operations(target: Any, tls: Tls) -> list[dict]:
+    """The ACL matrix by operation: produce, fetch, group commit, describe and alter configs, create
+    and delete topic, each with no ACL, allow ACLs, allow and deny ACLs, and prefixed allow ACLs."""
+    _prepare(target)
+    s = secured(target)
+    conf = _client_conf(s, tls, "plain-alice")
+    admin = AdminClient({"bootstrap.servers": s.bootstrap()})  # ANONYMOUS: a super user
+    alice = AdminClient(conf)
+    base = f"{PREFIX}ops-{uuid.uuid4().hex[:6]}"
+    fetcher = f"{base}-fetcher"
+    grant = AclBinding(ResourceType.GROUP, fetcher, ResourcePatternType.LITERAL, "User:alice", "*",
+                       AclOperation.READ, AclPermissionType.ALLOW)
+    next(iter(admin.create_acls([grant]).values())).result(TIMEOUT)
+    obs: list[dict] = []
+    for state in ACL_STATES:
+        topic, group = f"{base}-{state}", f"{base}-{state}-group"
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT)
+        acls = _acls_for(state, topic, group)
+        for f in (admin.create_acls(acls).values() if acls else ()):
+            f.result(TIMEOUT)
+        # Kafka's authorizer follows its metadata log: wait until the broker describes them all
+        _eventually(lambda names={a.name for a in acls}: _described(admin, names), len(acls))
+        obs.append({"state": state, **_operations(conf, alice, topic, group, fetcher)})
+    return obs
+
+
+@pytest.mark.compat(client="confluent-kafka", scenario="ACL matrix by operation: produce, fetch, commit, configs, create and delete topic with no, allow, deny and prefixed ACLs")
+def test_acl_operation_matrix(kafka_target: Any, differential: Callable[..., Any], tls: Tls) -> None:
+    obs = differential("security-acl-operations", lambda t: _acl_operations(t, tls))
+    by_state = {o["state"]: o for o in obs}
+    assert by_state["allow"]["produce"] == by_state["prefixed"]["produce"] == ""
+    assert by_state["none"]["produce"] == by_state["deny"]["produce"] == "TOPIC_AUTHORIZATION_FAILED"
+    assert by_state["none"]["metadata"] == by_state["deny"]["metadata"] == "TOPIC_AUTHORIZATION_FAILED"
+    assert by_state["allow"]["fetch"] == by_state["prefixed"]["fetch"] == ""
+    assert by_state["allow"]["delete-topic"] == "" and by_state["deny"]["delete-topic"] != ""
 
 
 def _txn_acls(target: Any, tls: Tls) -> list[dict]:
