@@ -10,7 +10,8 @@ For each repeat and each broker (order alternates between repeats), one fresh br
 measured: start to first acknowledged produce, idle RSS, a warm-up pass (not measured: the JVM's
 JIT), produce throughput acks=1, acks=all and with zstd and lz4 batches (ProducerPerformance, 1 KiB
 records), consume throughput from the page cache (ConsumerPerformance over what the acks=1 run
-wrote), each with the broker's CPU seconds (user + system, from /proc) per GB of records moved, produce latency at a fixed rate (ProducerPerformance --throughput,
+wrote), produce and consume over TLS (an SSL listener on both brokers, certificates made for the
+run), each with the broker's CPU seconds (user + system, from /proc) per GB of records moved, produce latency at a fixed rate (ProducerPerformance --throughput,
 linger.ms=0), the same produce/consume with librdkafka, 50 librdkafka connections, and produce
 throughput and RSS at 100 and 1,000 partitions. Then a three-broker cluster (RF=3,
 min.insync.replicas=2, acks=all; CPU per GB summed over the three brokers; Samsa's ZooKeeper is
@@ -27,6 +28,7 @@ import os
 import platform
 import shlex
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -37,6 +39,7 @@ from typing import TypeVar
 
 from compat.bench import loads, report
 from compat.bench.targets import (
+    BenchTls,
     KafkaTarget,
     SamsaTarget,
     Target,
@@ -84,6 +87,9 @@ class Params:
 class Run:
     def __init__(self, params: Params) -> None:
         self.params = params
+        self._tls_dir = tempfile.TemporaryDirectory(prefix="samsa-bench-tls-")
+        self.tls = BenchTls.make(Path(self._tls_dir.name))
+        """One certificate authority and broker certificate for every broker's SSL listener."""
         self.samples: list[Sample] = []
         self.errors: list[str] = []
         self.started = time.monotonic()
@@ -120,7 +126,7 @@ class Run:
         p = self.params
         port = free_port()
         target: SamsaTarget | KafkaTarget = (
-            SamsaTarget(port=port) if name == "samsa" else KafkaTarget(1, port=port)
+            SamsaTarget(port=port, tls=self.tls) if name == "samsa" else KafkaTarget(1, port=port, tls=self.tls)
         )
         try:
             if isinstance(target, KafkaTarget):
@@ -193,6 +199,21 @@ class Run:
             self.step(
                 name, "consume from the page cache (ConsumerPerformance)", consume
             )
+
+            def tls() -> None:
+                create_topic(bs, "ptls")
+                props = self.tls.client_props()
+                res, cpu = cpu_per_gb([pid], nbytes, lambda: loads.producer_perf(
+                    target.ssl_bootstrap_servers, "ptls", p.records, p.size, "1", warmup=p.records // 5,
+                    client_props=props))  # fmt: skip
+                self.add(name, "tls_produce_mbs", res.mb_per_s, r)
+                self.add(name, "cpu_tls_produce", cpu, r)
+                res, cpu = cpu_per_gb([pid], nbytes, lambda: loads.consumer_perf(
+                    target.ssl_bootstrap_servers, "ptls", p.records, client_props=props))  # fmt: skip
+                self.add(name, "tls_consume_mbs", res.mb_per_s, r)
+                self.add(name, "cpu_tls_consume", cpu, r)
+
+            self.step(name, "produce acks=1 and consume over TLS (SSL listener, no client certificate)", tls)
 
             def latency() -> None:
                 create_topic(bs, "lat")
@@ -389,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     run.steps_total = (
         params.repeat
         * len(names)
-        * ((11 + len(params.partitions)) * single + 3 * cluster)
+        * ((12 + len(params.partitions)) * single + 3 * cluster)
     )
     run.progress(f"params: {asdict(params)}")
     compile_sources(ROOT)

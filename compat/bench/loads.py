@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,16 +91,18 @@ def producer_perf(
     linger_ms: int = 5,
     warmup: int = 0,
     compression: str = "none",
+    client_props: Mapping[str, str] | None = None,
 ) -> Result:
     """ProducerPerformance: `records` records of `size` bytes; --throughput caps records/s. With
     `warmup`, the figures are its steady-state summary (the first `warmup` records left out: the
     client's own start, metadata and JIT warm-up are not the broker's). `compression`: the
-    producer's compression.type."""
+    producer's compression.type; `client_props`: more producer settings (TLS)."""
     out = _tool(
         "org.apache.kafka.tools.ProducerPerformance",
         "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", str(throughput),
         "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", f"linger.ms={linger_ms}",
         "batch.size=65536", "buffer.memory=67108864", "enable.idempotence=false", f"compression.type={compression}",
+        *(f"{k}={v}" for k, v in (client_props or {}).items()),
         *(["--warmup-records", str(warmup)] if warmup else []),
     )  # fmt: skip
     found = list(_PRODUCER_FINAL.finditer(out))
@@ -114,14 +117,20 @@ def producer_perf(
     return Result(n, n * size, seconds, lat)
 
 
-def consumer_perf(bootstrap: str, topic: str, records: int) -> Result:
+def consumer_perf(
+    bootstrap: str, topic: str, records: int, client_props: Mapping[str, str] | None = None
+) -> Result:
     """ConsumerPerformance (subscribe, fresh group): fetch.MB.sec / fetch.nMsg.sec, which leave out
-    the group join (rebalance.time.ms)."""
-    out = _tool(
-        "org.apache.kafka.tools.ConsumerPerformance",
-        "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records), "--timeout", "60000",
-        "--consumer.config", _consumer_config(),
-    )  # fmt: skip
+    the group join (rebalance.time.ms). `client_props`: more consumer settings (TLS)."""
+    config = _consumer_config(client_props or {})
+    try:
+        out = _tool(
+            "org.apache.kafka.tools.ConsumerPerformance",
+            "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records), "--timeout", "60000",
+            "--consumer.config", config,
+        )  # fmt: skip
+    finally:
+        os.unlink(config)
     lines = [line for line in out.splitlines() if line.strip()]
     header_i = next(i for i, line in enumerate(lines) if line.startswith("start.time"))
     header = [h.strip() for h in lines[header_i].split(",")]
@@ -135,13 +144,12 @@ def consumer_perf(bootstrap: str, topic: str, records: int) -> Result:
     return Result(n, int(nbytes), fetch_ms / 1000.0)
 
 
-def _consumer_config() -> str:
-    p = Path(tempfile.gettempdir()) / "samsa-bench-consumer.properties"
-    if not p.exists():
-        p.write_text(
-            "auto.offset.reset=earliest\nfetch.max.bytes=52428800\nmax.partition.fetch.bytes=10485760\n"
-        )
-    return str(p)
+def _consumer_config(extra: Mapping[str, str]) -> str:
+    settings = {"auto.offset.reset": "earliest", "fetch.max.bytes": "52428800",
+                "max.partition.fetch.bytes": "10485760", **extra}  # fmt: skip
+    with tempfile.NamedTemporaryFile("w", prefix="samsa-bench-consumer-", suffix=".properties", delete=False) as f:
+        f.write("".join(f"{k}={v}\n" for k, v in settings.items()))
+    return f.name
 
 
 # -- librdkafka (confluent-kafka) ------------------------------------------------------------------

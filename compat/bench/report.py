@@ -100,6 +100,10 @@ METRICS: dict[str, Metric] = {
     "cpu_produce_lz4": M("broker CPU per GB produced, acks=1, lz4 batches", "s/GB", False, "cpu"),
     "cpu_consume": M("broker CPU per GB consumed (ConsumerPerformance)", "s/GB", False, "cpu", None, 0.5),
     "cpu_rf3_produce": M("RF=3 acks=all: CPU of all three brokers per GB produced", "s/GB", False, "cpu"),
+    "cpu_tls_produce": M("broker CPU per GB produced over TLS, acks=1", "s/GB", False, "cpu"),
+    "cpu_tls_consume": M("broker CPU per GB consumed over TLS", "s/GB", False, "cpu"),
+    "tls_produce_mbs": M("produce acks=1 over TLS (ProducerPerformance)", "MB/s", True, "throughput"),
+    "tls_consume_mbs": M("consume over TLS (ConsumerPerformance)", "MB/s", True, "throughput"),
     "produce_zstd_mbs": M("produce acks=1, zstd batches (ProducerPerformance)", "MB/s", True, "throughput"),
     "produce_lz4_mbs": M("produce acks=1, lz4 batches (ProducerPerformance)", "MB/s", True, "throughput"),
     "start_first_ack": M(

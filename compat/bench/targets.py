@@ -22,6 +22,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -112,6 +113,40 @@ def create_topic(
     )
 
 
+# -- TLS ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchTls:
+    """A test certificate authority's broker key store and trust store (PKCS12), made once per run."""
+
+    keystore: Path
+    truststore: Path
+    password: str
+
+    @classmethod
+    def make(cls, directory: Path) -> BenchTls:
+        from broker.testing.certs import PASSWORD, CertificateAuthority
+
+        ca = CertificateAuthority(directory)
+        return cls(ca.issue("broker").p12, ca.p12, PASSWORD)
+
+    def broker_settings(self) -> dict[str, str]:
+        """Kafka's ssl.* settings, the same on both brokers (no client authentication)."""
+        return {
+            "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(self.keystore),
+            "ssl.keystore.password": self.password,
+            "ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(self.truststore),
+            "ssl.truststore.password": self.password,
+        }  # fmt: skip
+
+    def client_props(self) -> dict[str, str]:
+        return {
+            "security.protocol": "SSL", "ssl.truststore.type": "PKCS12",
+            "ssl.truststore.location": str(self.truststore), "ssl.truststore.password": self.password,
+        }  # fmt: skip
+
+
 # -- Samsa ---------------------------------------------------------------------------------------
 
 METRICS_SCRAPE_S: float | None = None
@@ -154,9 +189,14 @@ class SamsaTarget:
     name = "samsa"
 
     def __init__(
-        self, overrides: Mapping[str, str] | None = None, port: int = 0
+        self, overrides: Mapping[str, str] | None = None, port: int = 0, tls: BenchTls | None = None
     ) -> None:
         self._tmp = tempfile.mkdtemp(prefix="samsa-bench-")
+        self.ssl_port = free_port() if tls is not None else 0
+        if tls is not None:  # an SSL listener besides PLAINTEXT (which the start-up line names first)
+            port = port or free_port()
+            overrides = {**(overrides or {}), **tls.broker_settings(),
+                         "listeners": f"PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{self.ssl_port}"}  # fmt: skip
         self.scraper: Scraper | None = None
         metrics: dict[str, str] = {}
         if METRICS_SCRAPE_S is not None:
@@ -183,6 +223,10 @@ class SamsaTarget:
     @property
     def bootstrap_servers(self) -> str:
         return self.process.bootstrap_servers
+
+    @property
+    def ssl_bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.ssl_port}"
 
     def pids(self) -> list[int]:
         assert self.process.proc is not None
@@ -249,8 +293,9 @@ class KafkaNode(KafkaJarProcess):
         voters: Mapping[int, int],
         port: int,
         overrides: Mapping[str, str] | None = None,
+        listeners: Mapping[str, int] | None = None,
     ) -> None:
-        super().__init__(overrides)
+        super().__init__(overrides, listeners=listeners)
         self.node_id = node_id
         self.voters = dict(voters)
         self.port = port
@@ -327,17 +372,20 @@ class KafkaTarget:
     name = "kafka"
 
     def __init__(
-        self, nodes: int = 1, overrides: Mapping[str, str] | None = None, port: int = 0
+        self, nodes: int = 1, overrides: Mapping[str, str] | None = None, port: int = 0,
+        tls: BenchTls | None = None,
     ) -> None:
         settings = {
             **BENCH_SETTINGS,
             **(CLUSTER_SETTINGS if nodes > 1 else {}),
+            **(tls.broker_settings() if tls is not None else {}),
             **(overrides or {}),
         }
         voters = {i: free_port() for i in range(1, nodes + 1)}
         self.nodes = [
             KafkaNode(
-                i, voters, port if (port and nodes == 1) else free_port(), settings
+                i, voters, port if (port and nodes == 1) else free_port(), settings,
+                listeners={"SSL": free_port()} if tls is not None else None,
             )
             for i in range(1, nodes + 1)
         ]
@@ -376,6 +424,10 @@ class KafkaTarget:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(n.bootstrap_servers for n in self.nodes)
+
+    @property
+    def ssl_bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{n.extra_listeners['SSL']}" for n in self.nodes)
 
     def pids(self) -> list[int]:
         return [n.proc.pid for n in self.nodes if n.proc is not None]
