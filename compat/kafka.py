@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from broker.testing.ports import free_port
 from broker.testing.process import terminate
 
 COMPAT = Path(__file__).resolve().parent
@@ -70,12 +71,6 @@ class Target(Protocol):
     def bootstrap_servers(self) -> str: ...
 
     def close(self) -> None: ...
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def java() -> str:

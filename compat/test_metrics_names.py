@@ -20,8 +20,9 @@ from confluent_kafka import Consumer, Producer
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.testing import SamsaProcess
+from broker.testing.ports import free_port
 from compat.conftest import SAMSA_SETTINGS
-from compat.kafka import COMPAT, TARGET, KafkaJarProcess, free_port
+from compat.kafka import COMPAT, TARGET, KafkaJarProcess
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -48,10 +48,11 @@ from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from broker.testing.certs import PASSWORD, CertificateAuthority, Issued
+from broker.testing.ports import free_port
 from broker.testing.process import SamsaProcess
 from compat.conftest import SAMSA_SETTINGS, TARGETS, Targets
 from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
-from compat.kafka import TARGET, KafkaJarProcess, free_port
+from compat.kafka import TARGET, KafkaJarProcess
 from compat.test_go_node_clients import CLIENT_NAMES as PROGRAMS
 from compat.test_go_node_clients import (
     node_script,  # noqa: F401 - the fixture, used by name

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from broker.testing.ports import free_port
 from broker.testing.process import SamsaProcess
 from broker.testing.proxy import ProxyLoop, TcpProxy, UdpProxy
 from broker.testing.slowdisk import SlowDisk
@@ -57,12 +58,6 @@ ZK_JARS = (
     "netty-buffer", "netty-transport", "netty-codec", "netty-resolver", "netty-transport-native-epoll",
     "netty-transport-native-unix-common", "metrics-core", "commons-cli", "snappy-java",
 )  # fmt: skip
-
-
-def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def zookeeper_classpath() -> str:

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from broker.testing.ports import free_port
 from compat.bench import loads, report
 from compat.bench.targets import (
     BenchTls,
@@ -49,7 +50,6 @@ from compat.bench.targets import (
     rss_bytes,
     start_target,
 )
-from compat.kafka import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "compat" / "target" / "bench-results.json"

@@ -32,7 +32,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -45,6 +44,7 @@ from confluent_kafka.admin import AdminClient
 
 from broker.coordinator.records import partition_for
 from broker.testing.cluster import SamsaCluster
+from broker.testing.ports import free_port
 from broker.testing.proxy import ProxyLoop, TcpProxy
 from broker.testing.slowdisk import SlowDisk
 from compat.bench.targets import KafkaNode
@@ -87,16 +87,6 @@ class FaultCluster(Protocol):
     def controller(self) -> int: ...
 
 
-def distinct_free_ports(n: int) -> list[int]:
-    """`n` free loopback ports, all different (each socket is held until all are chosen)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def leaders_and_isrs(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
@@ -227,7 +217,7 @@ class KafkaFaults:
     def __init__(self, base_dir: Path, overrides: Mapping[str, str] | None = None) -> None:
         self.base_dir = base_dir
         self.proxies = ProxyLoop()
-        ports = iter(distinct_free_ports(2 * len(BROKERS) + len(BROKERS) ** 2))
+        ports = iter([free_port() for _ in range(2 * len(BROKERS) + len(BROKERS) ** 2)])
         self.client_ports = {i: next(ports) for i in BROKERS}
         self.quorum_ports = {i: next(ports) for i in BROKERS}
         self.repl_ports = {(i, j): next(ports) for i in BROKERS for j in BROKERS}

@@ -26,9 +26,9 @@ import threading
 import time
 from pathlib import Path
 
+from broker.testing.ports import free_port
 from compat.bench import loads
 from compat.bench.targets import compile_sources, cpu_seconds, rss_bytes
-from compat.kafka import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -29,7 +29,8 @@ from typing import Protocol
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.testing import SamsaProcess
-from compat.kafka import KafkaJarProcess, api_versions_ok, free_port
+from broker.testing.ports import free_port
+from compat.kafka import KafkaJarProcess, api_versions_ok
 
 BENCH_SETTINGS: dict[str, str] = {
     "auto.create.topics.enable": "true",

@@ -25,7 +25,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CKTopicPartition
 
-from broker.testing.cluster import SamsaCluster, free_port
+from broker.testing.cluster import SamsaCluster
+from broker.testing.ports import free_port
 from broker.testing.process import terminate
 from tests.cluster.conftest import create_topic
 

@@ -38,7 +38,7 @@ from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from broker.testing.certs import PASSWORD, CertificateAuthority, Issued
-from broker.testing.cluster import free_port
+from broker.testing.ports import free_port
 from broker.testing.process import SamsaProcess
 from protocol.errors import ErrorCode
 from tests.support.raw_client import RawClient, encode_request, frame, request_header

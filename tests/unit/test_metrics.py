@@ -27,6 +27,7 @@ from broker.metrics.loop import IdleTrackingEventLoop
 from broker.metrics.stats import BrokerTopicStats, Family, camel_case, error_counts
 from broker.server import Broker
 from broker.testing.loop_thread import LoopThread
+from broker.testing.ports import free_port
 from protocol.errors import ErrorCode
 from protocol.types import NO_THROTTLE, BrokerId, TopicName
 
@@ -108,17 +109,11 @@ def test_request_names_are_kafkas() -> None:
         "Produce", "ApiVersions", "OffsetForLeaderEpoch"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[tuple[Broker, LoopThread, int]]:
     """A broker with its endpoint on, on the loop `samsa serve` runs it on (measuring idle time)."""
     loop = LoopThread(IdleTrackingEventLoop)
-    port = _free_port()
+    port = free_port()
     config, unknown = BrokerConfig.from_properties({
         "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
         "metrics.prometheus.port": str(port), "metrics.prometheus.host": "127.0.0.1",
