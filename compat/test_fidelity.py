@@ -118,7 +118,9 @@ def observe_delayed_fetch(target: Any) -> list[dict[str, Any]]:
                 "step": "compacted",
                 "offset": offset,
                 "atOnce": answer.seconds < 1.5,
-                "partitions": _partitions(answer),
+                # without the batches' offsets: which are left depends on when each broker's
+                # cleaner last ran (Kafka's had removed the first ones in one run, Samsa's not yet)
+                "partitions": [row[:4] for row in _partitions(answer)],
             })
     return obs
 
