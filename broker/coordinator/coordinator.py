@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from broker import clock
 from broker.coordinator.group import ClassicGroup, GroupState
-from broker.coordinator.loader import LoadState, LoadStatus, decode_chunk, replay_partition
+from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
 from broker.coordinator.membership import GroupMembership, MembershipConfig
+from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
 from broker.coordinator.records import (
     OffsetAndMetadata,
     group_metadata_key,
@@ -36,7 +37,6 @@ from broker.coordinator.records import (
     partition_for,
 )
 from broker.log.info import AppendOrigin
-from controller.model import NewTopic
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
 from protocol.topic_partition import TopicPartition
@@ -54,14 +54,10 @@ MAX_GROUP_ID_BYTES = 0x7FFF
 
 
 @dataclass(eq=False)
-class OffsetsPartition:
+class OffsetsPartition(CoordinatorPartition):
     """One `__consumer_offsets` partition this broker leads, and the groups it holds."""
 
-    index: int
-    status: LoadStatus = LoadStatus.LOADING
     groups: dict[str, ClassicGroup] = field(default_factory=dict)
-    task: asyncio.Task[None] | None = None
-    loaded: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,20 +107,16 @@ def _append_error_for_offsets(error: ErrorCode) -> ErrorCode:
     return _append_error_for_group(error)
 
 
-class GroupCoordinator:
+class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     def __init__(
         self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager
     ) -> None:
+        super().__init__(OFFSETS_TOPIC, controller, replica_manager, log)
         self.config = config
-        self._controller = controller
-        self._replica_manager = replica_manager
         self.membership = GroupMembership(
             MembershipConfig(config.group_initial_rebalance_delay_ms, config.group_max_size),
             self._persist_group,
         )
-        self._partitions: dict[int, OffsetsPartition] = {}
-        self._active = False
-        self._create_lock = asyncio.Lock()
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -136,8 +128,7 @@ class GroupCoordinator:
 
     async def shutdown(self) -> None:
         self._active = False
-        for part in list(self._partitions.values()):
-            self._unload(part)
+        self._unload_all()
         tasks = [t for t in (self._expiry_task, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
@@ -151,37 +142,26 @@ class GroupCoordinator:
 
     # == partitions ===============================================================================
 
-    def num_partitions(self) -> int:
-        topic = self._controller.image.topics.get(OFFSETS_TOPIC)
-        if topic is not None and topic.partitions:
-            return len(topic.partitions)
+    def _configured_partitions(self) -> int:
         return self.config.offsets_topic_num_partitions
 
-    def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions())
+    def _new_partition(self, tp: TopicPartition) -> OffsetsPartition:
+        return OffsetsPartition(tp.partition)
 
-    def on_leadership_change(self, tp: TopicPartition, is_leader: bool) -> None:
-        """Replica manager listener (no awaits): load on leadership, unload on losing it."""
-        if tp.topic != OFFSETS_TOPIC:
-            return
-        old = self._partitions.pop(tp.partition, None)
-        if old is not None:
-            self._unload(old)
-        if is_leader:
-            part = OffsetsPartition(tp.partition)
-            self._partitions[tp.partition] = part
-            part.task = asyncio.get_running_loop().create_task(self._load(part))
-
-    def _unload(self, part: OffsetsPartition) -> None:
-        if part.task is not None and not part.task.done():
-            part.task.cancel()
+    def _release(self, part: OffsetsPartition) -> None:
         for group in part.groups.values():
             self.membership.shut_down_group(group, ErrorCode.not_coordinator)
         if part.groups:
             log.info("groups unloaded partition=%d groups=%d", part.index, len(part.groups))
         part.groups.clear()
-        if self._partitions.get(part.index) is part:
-            del self._partitions[part.index]
+
+    def _topic_settings(self, live_brokers: int) -> tuple[int, dict[str, str]]:
+        replication = max(1, min(self.config.offsets_topic_replication_factor, live_brokers))
+        return replication, {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+            "compression.type": "producer",
+        }
 
     async def _load(self, part: OffsetsPartition) -> None:
         tp = TopicPartition(OFFSETS_TOPIC, part.index)
@@ -193,7 +173,7 @@ class GroupCoordinator:
             state = LoadState()
             end = await replay_partition(
                 partition, decode_chunk, state.apply,
-                lambda: self._partitions.get(part.index) is part, label=f"groups partition={part.index}",
+                lambda: self._is_current(part), label=f"groups partition={part.index}",
             )  # fmt: skip
             if end is None:
                 return  # unloaded meanwhile
@@ -236,23 +216,12 @@ class GroupCoordinator:
             for group in list(part.groups.values())
         ]
 
-    def _partition(self, group_id: str) -> tuple[ErrorCode, OffsetsPartition | None]:
-        """Kafka's coordinator checks, in its order."""
-        if not self._active:
-            return ErrorCode.coordinator_not_available, None
-        part = self._partitions.get(self.partition_for(group_id))
-        if part is None:
-            return ErrorCode.not_coordinator, None
-        if part.status is LoadStatus.LOADING:
-            return ErrorCode.coordinator_load_in_progress, None
-        return ErrorCode.none, part
-
     def group_status(self, group_id: str | None) -> tuple[ErrorCode, OffsetsPartition | None]:
         error = group_id_error(group_id)
         if error != ErrorCode.none:
             return error, None
         assert group_id is not None
-        return self._partition(group_id)
+        return self._checked_partition(group_id)
 
     def get_group(self, group_id: str | None) -> tuple[ErrorCode, ClassicGroup | None]:
         """(error, group): the group if this broker coordinates it and it exists (else None)."""
@@ -288,7 +257,7 @@ class GroupCoordinator:
     async def find_coordinator(self, key: str, listener: str) -> CoordinatorNode:
         image = self._controller.image
         if OFFSETS_TOPIC not in image.topics:
-            await self._create_offsets_topic()
+            await self._create_topic()
             image = self._controller.image
         topic = image.topics.get(OFFSETS_TOPIC)
         if topic is None:
@@ -301,41 +270,8 @@ class GroupCoordinator:
         endpoint = broker.endpoint(listener) if broker is not None else None
         if endpoint is None:
             return CoordinatorNode(ErrorCode.coordinator_not_available)
-        part = self._partitions.get(index)
-        if part is not None and part.status is LoadStatus.LOADING:
-            # usually a few milliseconds right after creation: spare the client a retry
-            try:
-                await asyncio.wait_for(part.loaded.wait(), 1.0)
-            except TimeoutError:
-                pass
+        await self._wait_loaded(index)
         return CoordinatorNode(ErrorCode.none, int(reg.leader), endpoint.host, endpoint.port)
-
-    async def _create_offsets_topic(self) -> None:
-        async with self._create_lock:
-            controller = self._controller
-            if OFFSETS_TOPIC in controller.image.topics:
-                return
-            live = len(controller.image.brokers)
-            replication = max(1, min(self.config.offsets_topic_replication_factor, live))
-            topic = NewTopic(
-                name=OFFSETS_TOPIC,
-                num_partitions=self.config.offsets_topic_num_partitions,
-                replication_factor=replication,
-                configs={
-                    "cleanup.policy": "compact",
-                    "segment.bytes": str(self.config.offsets_topic_segment_bytes),
-                    "compression.type": "producer",
-                },
-            )
-            results = await controller.create_topics([topic])
-            error = results.get(OFFSETS_TOPIC)
-            if error is None:
-                log.info(
-                    "topic created topic=%s partitions=%d replication_factor=%d",
-                    OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, replication,
-                )  # fmt: skip
-            elif error.code != ErrorCode.topic_already_exists:
-                log.warning("creating %s failed error=%s message=%s", OFFSETS_TOPIC, error.code.name, error.message)
 
     # == persistence ==============================================================================
 

@@ -15,7 +15,6 @@ GroupMetadataManager.doLoadGroupsAndOffsets).
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import Callable
@@ -46,14 +45,6 @@ log = logging.getLogger("samsa.coordinator")
 
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024
 LOAD_PROGRESS_INTERVAL_S = 5.0
-
-
-class LoadStatus(enum.Enum):
-    """A coordinator partition's (of __consumer_offsets or __transaction_state): LOADING while its
-    log is replayed after this broker became its leader, then ACTIVE."""
-
-    LOADING = "loading"
-    ACTIVE = "active"
 
 
 class Chunk(Protocol):

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker import clock
-from broker.coordinator.loader import LoadStatus, replay_partition
+from broker.coordinator.loader import replay_partition
+from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
 from broker.coordinator.records import partition_for
 from broker.txn.markers import MARKER_TIMEOUT_MS, MarkerSender, TxnMarker, write_markers_locally
 from broker.txn.metadata import (
@@ -47,7 +48,6 @@ from broker.txn.metadata import (
     TxnTransit,
 )
 from broker.txn.records import TransactionLogValue, key_bytes, read_key, read_value, value_bytes
-from controller.model import NewTopic
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import HEADER_SIZE, BatchHeader, NewRecord, build_batch, decode_records
 from protocol.topic_partition import TopicPartition
@@ -68,15 +68,11 @@ S = TransactionState
 
 
 @dataclass(eq=False)
-class TxnPartition:
+class TxnPartition(CoordinatorPartition):
     """One `__transaction_state` partition this broker leads and its transactional ids."""
 
-    index: int
-    coordinator_epoch: int
-    status: LoadStatus = LoadStatus.LOADING
+    coordinator_epoch: int = field(kw_only=True)
     txns: dict[str, TransactionMetadata] = field(default_factory=dict)
-    task: asyncio.Task[None] | None = None
-    loaded: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +147,7 @@ def _append_error(error: ErrorCode) -> ErrorCode:
     return error
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
     def __init__(
         self,
         config: BrokerConfig,
@@ -160,14 +156,10 @@ class TransactionCoordinator:
         producer_ids: ProducerIdManager,
         group_coordinator: GroupCoordinator,
     ) -> None:
+        super().__init__(TRANSACTION_STATE_TOPIC, controller, replica_manager, log)
         self.config = config
-        self._controller = controller
-        self._replica_manager = replica_manager
         self._producer_ids = producer_ids
         self._group_coordinator = group_coordinator
-        self._partitions: dict[int, TxnPartition] = {}
-        self._active = False
-        self._create_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers: list[asyncio.Task[None]] = []
         listener = config.inter_broker_listener_name or config.listeners[0].name
@@ -191,8 +183,7 @@ class TransactionCoordinator:
 
     async def shutdown(self) -> None:
         self._active = False
-        for part in list(self._partitions.values()):
-            self._unload(part)
+        self._unload_all()
         tasks = [*self._timers, *self._tasks]
         for task in tasks:
             task.cancel()
@@ -222,36 +213,29 @@ class TransactionCoordinator:
 
     # == partitions ===============================================================================
 
-    def num_partitions(self) -> int:
-        topic = self._controller.image.topics.get(TRANSACTION_STATE_TOPIC)
-        if topic is not None and topic.partitions:
-            return len(topic.partitions)
+    def _configured_partitions(self) -> int:
         return self.config.transaction_state_log_num_partitions
 
-    def partition_for(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.num_partitions())
-
-    def on_leadership_change(self, tp: TopicPartition, is_leader: bool) -> None:
-        """Replica manager listener (no awaits): load on leadership, unload on losing it."""
-        if tp.topic != TRANSACTION_STATE_TOPIC:
-            return
-        old = self._partitions.pop(tp.partition, None)
-        if old is not None:
-            self._unload(old)
+    def _new_partition(self, tp: TopicPartition) -> TxnPartition | None:
         partition = self._replica_manager.partitions.get(tp)
-        if is_leader and partition is not None:
-            part = TxnPartition(tp.partition, int(partition.leader_epoch))
-            self._partitions[tp.partition] = part
-            part.task = asyncio.get_running_loop().create_task(self._load(part))
+        if partition is None:
+            return None
+        return TxnPartition(tp.partition, coordinator_epoch=int(partition.leader_epoch))
 
-    def _unload(self, part: TxnPartition) -> None:
-        if part.task is not None and not part.task.done():
-            part.task.cancel()
+    def _release(self, part: TxnPartition) -> None:
         if part.txns:
             log.info("transactions unloaded partition=%d transactional_ids=%d", part.index, len(part.txns))
         part.txns.clear()
-        if self._partitions.get(part.index) is part:
-            del self._partitions[part.index]
+
+    def _topic_settings(self, live_brokers: int) -> tuple[int, dict[str, str]]:
+        replication = max(1, min(self.config.transaction_state_log_replication_factor, live_brokers))
+        return replication, {
+            "cleanup.policy": "compact",
+            "compression.type": "uncompressed",
+            "min.insync.replicas": str(min(self.config.transaction_state_log_min_isr, replication)),
+            "segment.bytes": str(self.config.transaction_state_log_segment_bytes),
+            "unclean.leader.election.enable": "false",
+        }
 
     async def _load(self, part: TxnPartition) -> None:
         tp = TopicPartition(TRANSACTION_STATE_TOPIC, part.index)
@@ -270,7 +254,7 @@ class TransactionCoordinator:
                         loaded[txn_id] = value
 
             end = await replay_partition(
-                partition, _decode, apply, lambda: self._partitions.get(part.index) is part,
+                partition, _decode, apply, lambda: self._is_current(part),
                 label=f"transactions partition={part.index}",
             )  # fmt: skip
             if end is None:
@@ -295,23 +279,9 @@ class TransactionCoordinator:
         except Exception:
             log.exception("loading transactions failed partition=%d", part.index)
 
-    def _partition_of(self, transactional_id: str) -> tuple[ErrorCode, TxnPartition | None]:
-        """Kafka's getTransactionState checks, in its order."""
-        if not self._active:
-            return ErrorCode.coordinator_not_available, None
-        part = self._partitions.get(self.partition_for(transactional_id))
-        if part is None:
-            return ErrorCode.not_coordinator, None
-        if part.status is LoadStatus.LOADING:
-            return ErrorCode.coordinator_load_in_progress, None
-        return ErrorCode.none, part
-
     def is_local(self, transactional_id: str) -> bool:
         """Whether this broker coordinates `transactional_id` (loaded or loading)."""
         return self._active and self.partition_for(transactional_id) in self._partitions
-
-    def _is_current(self, part: TxnPartition) -> bool:
-        return self._partitions.get(part.index) is part
 
     # == FindCoordinator ==========================================================================
 
@@ -323,42 +293,8 @@ class TransactionCoordinator:
         if topic is None:
             return ErrorCode.coordinator_not_available, -1
         index = partition_for(transactional_id, len(topic.partitions))
-        part = self._partitions.get(index)
-        if part is not None and part.status is LoadStatus.LOADING:
-            try:  # usually milliseconds after creation: spare the client a retry
-                await asyncio.wait_for(part.loaded.wait(), 1.0)
-            except TimeoutError:
-                pass
+        await self._wait_loaded(index)
         return ErrorCode.none, index
-
-    async def _create_topic(self) -> None:
-        async with self._create_lock:
-            controller = self._controller
-            if TRANSACTION_STATE_TOPIC in controller.image.topics:
-                return
-            live = len(controller.image.brokers)
-            replication = max(1, min(self.config.transaction_state_log_replication_factor, live))
-            topic = NewTopic(
-                name=TRANSACTION_STATE_TOPIC,
-                num_partitions=self.config.transaction_state_log_num_partitions,
-                replication_factor=replication,
-                configs={
-                    "cleanup.policy": "compact",
-                    "compression.type": "uncompressed",
-                    "min.insync.replicas": str(min(self.config.transaction_state_log_min_isr, replication)),
-                    "segment.bytes": str(self.config.transaction_state_log_segment_bytes),
-                    "unclean.leader.election.enable": "false",
-                },
-            )
-            results = await controller.create_topics([topic])
-            error = results.get(TRANSACTION_STATE_TOPIC)
-            if error is None:
-                log.info(
-                    "topic created topic=%s partitions=%d replication_factor=%d",
-                    TRANSACTION_STATE_TOPIC, self.config.transaction_state_log_num_partitions, replication,
-                )  # fmt: skip
-            elif error.code != ErrorCode.topic_already_exists:
-                log.warning("creating %s failed error=%s", TRANSACTION_STATE_TOPIC, error.code.name)
 
     # == persistence ==============================================================================
 
@@ -411,7 +347,7 @@ class TransactionCoordinator:
             return InitProducerIdResult(ErrorCode.invalid_request)
         if timeout_ms <= 0 or timeout_ms > self.config.transaction_max_timeout_ms:
             return InitProducerIdResult(ErrorCode.invalid_transaction_timeout)
-        error, part = self._partition_of(transactional_id)
+        error, part = self._checked_partition(transactional_id)
         if part is None:
             return InitProducerIdResult(error)
         metadata = part.txns.get(transactional_id)
@@ -482,7 +418,7 @@ class TransactionCoordinator:
         """Kafka's handleAddPartitionsToTransaction: one error for all the partitions."""
         if not transactional_id:
             return ErrorCode.invalid_request
-        error, part = self._partition_of(transactional_id)
+        error, part = self._checked_partition(transactional_id)
         if part is None:
             return error
         metadata = part.txns.get(transactional_id)
@@ -507,7 +443,7 @@ class TransactionCoordinator:
         partitions = list(partitions)
         if not transactional_id:
             return dict.fromkeys(partitions, ErrorCode.invalid_request)
-        error, part = self._partition_of(transactional_id)
+        error, part = self._checked_partition(transactional_id)
         if part is None:
             return dict.fromkeys(partitions, error)
         metadata = part.txns.get(transactional_id)
@@ -534,7 +470,7 @@ class TransactionCoordinator:
         """Kafka's handleEndTransaction from a client."""
         if not transactional_id:
             return ErrorCode.invalid_request
-        error, part = self._partition_of(transactional_id)
+        error, part = self._checked_partition(transactional_id)
         if part is None:
             return error
         metadata = part.txns.get(transactional_id)
@@ -666,7 +602,7 @@ class TransactionCoordinator:
     # == admin ====================================================================================
 
     def describe(self, transactional_id: str) -> TxnDescription:
-        error, part = self._partition_of(transactional_id)
+        error, part = self._checked_partition(transactional_id)
         if part is None:
             return TxnDescription(transactional_id, error)
         metadata = part.txns.get(transactional_id)
