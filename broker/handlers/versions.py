@@ -58,3 +58,8 @@ SERVED: dict[int, tuple[str, int, int]] = {
     66: ('api_66_list_transactions', 0, 2),
     75: ('api_75_describe_topic_partitions', 0, 0),
 }
+
+# Feature flags (KIP-584) in ApiVersions v3+: `name: (min supported, max supported)`; each is also
+# answered as finalized at its max level, as a single-version cluster finalizes it. Add a feature
+# here only once every behaviour its level promises is served (clients switch protocols on it).
+FEATURES: dict[str, tuple[int, int]] = {}
