@@ -104,6 +104,36 @@ def test_fetch_by_topic_id(differential: Any) -> None:
         ]
 
 
+SENTINELS = [-1, -2, -3, -4, -5, -6, -7, 0]
+"""LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD, no
+sentinel at all, and a timestamp (before every record)."""
+
+
+def observe_list_offsets(target: Any) -> list[dict[str, Any]]:
+    """ListOffsets of each sentinel in each version from 1 to 11: which versions may ask which."""
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-list-offsets"
+        fidelity.create_topic(client, topic)
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(3)).error == 0
+        for version in range(1, 12):
+            for timestamp in SENTINELS:
+                error, ts, offset, epoch = fidelity.list_offsets(client, topic, timestamp, version)
+                # the record timestamps come from each broker's clock: whether one came back
+                obs.append({"v": version, "timestamp": timestamp, "error": error, "timestampSet": ts >= 0,
+                            "offset": offset, "epoch": epoch})  # fmt: skip
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="ListOffsets sentinels per version (v1-11, KIP-734/405/1005/1023)")
+def test_list_offsets_sentinels(differential: Any) -> None:
+    obs = {(o["v"], o["timestamp"]): o for o in differential("raw-list-offsets-sentinels", observe_list_offsets)}
+    assert obs[(6, -3)]["error"] == 35 and obs[(7, -3)]["error"] == 0  # UNSUPPORTED_VERSION before v7
+    assert obs[(10, -6)]["error"] == 35 and (obs[(11, -6)]["error"], obs[(11, -6)]["offset"]) == (0, -1)
+    assert all(obs[(v, -7)]["error"] == 35 for v in range(1, 12))
+    assert obs[(11, 0)]["offset"] == 0 and obs[(11, -1)]["offset"] == 3
+
+
 def _rolled_topic(client: RawClient, topic: str, segments: int, records: int, configs: dict[str, str] | None = None) -> None:
     """`segments` segments of one batch each: segment.ms rolls the segment at the next append."""
     fidelity.create_topic(client, topic, {"segment.ms": "100", **(configs or {})})

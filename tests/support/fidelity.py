@@ -29,7 +29,8 @@ from tests.support.raw_client import RawClient
 from tests.support.wire import produce
 
 __all__ = [
-    "FetchAnswer", "batch_of", "create_topic", "create_topics", "fetch", "fetch_by_id", "metadata", "produce",
+    "FetchAnswer", "batch_of", "create_topic", "create_topics", "fetch", "fetch_by_id", "list_offsets", "metadata",
+    "produce",
     "topic_id", "wait_for_leader",
 ]
 
@@ -183,6 +184,24 @@ def fetch_by_id(
          _batch_bases(bytes(p.records or b"")))
         for t in response.responses for p in t.partitions
     ]  # fmt: skip
+
+
+def list_offsets(client: RawClient, topic: str, timestamp: int, version: int) -> tuple[int, int, int, int]:
+    """ListOffsets of `version` for partition 0 of `topic` at `timestamp`: (error, timestamp,
+    offset, leader epoch); v1 has no leader epoch (-1)."""
+    schema = importlib.import_module(f"kio.schema.list_offsets.v{version}.request")
+    partition: dict[str, Any] = {"partition_index": i32(0), "timestamp": i64(timestamp)}
+    if version >= 4:
+        partition["current_leader_epoch"] = i32(-1)
+    fields: dict[str, Any] = {"replica_id": BrokerId(-1)}
+    if version >= 2:
+        fields["isolation_level"] = i8(0)
+    if version >= 10:
+        fields["timeout"] = i32Timedelta.parse(datetime.timedelta(seconds=5))
+    response = client.request(schema.ListOffsetsRequest(topics=(schema.ListOffsetsTopic(
+        name=TopicName(topic), partitions=(schema.ListOffsetsPartition(**partition),)),), **fields))  # fmt: skip
+    (p,) = response.topics[0].partitions
+    return int(p.error_code), int(p.timestamp), int(p.offset), int(getattr(p, "leader_epoch", -1))
 
 
 def topic_id(client: RawClient, topic: str) -> uuid.UUID:
