@@ -433,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a config of every broker (repeatable): a secured inter-broker listener, ...")
     args = parser.parse_args(argv)
     overrides = dict(o.split("=", 1) for o in args.override)
-    with SamsaCluster(args.dir, brokers=args.brokers, metrics=True, overrides=overrides) as cluster:
+    # no proxies: a cluster to use, not to cut links in
+    with SamsaCluster(args.dir, brokers=args.brokers, metrics=True, overrides=overrides, proxied=False) as cluster:
         print(f"zookeeper 127.0.0.1:{cluster.zookeeper.port}", flush=True)
         for i, slot in cluster.brokers.items():
             print(f"broker {i} PLAINTEXT://127.0.0.1:{slot.client_port} metrics http://127.0.0.1:{slot.metrics_port}/metrics "
