@@ -116,7 +116,7 @@ def revert(
     and cancelPartitionReassignment); raises NO_REASSIGNMENT_IN_PROGRESS or, for a revert that
     needs an unclean election the topic does not allow, INVALID_REPLICA_ASSIGNMENT."""
     if not reg.reassigning:
-        raise KafkaError(ErrorCode.no_reassignment_in_progress, "No partition reassignment is in progress.")
+        raise KafkaError(ErrorCode.no_reassignment_in_progress)  # Kafka's default message: none on the wire
     adding = set(reg.adding_replicas)
     replicas = tuple(b for b in reg.replicas if b not in adding)
     isr = tuple(b for b in reg.isr if b not in adding)

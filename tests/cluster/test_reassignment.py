@@ -1,7 +1,8 @@
 """Partition reassignment on a 3-broker cluster with Kafka's own kafka-reassign-partitions tool
 (its Admin client: AlterPartitionReassignments v1, ListPartitionReassignments v0): a partition with
 records moves from brokers {1,2} to {2,3} while an idempotent acks=all producer writes (nothing
-acknowledged is lost, a consumer reads every record after, broker 1 deletes its log); a
+acknowledged is lost, a consumer reads every record after, broker 1 deletes its log; a broker
+that is not the controller answers NOT_CONTROLLER); a
 reassignment held back by a network cut is listed as in progress, survives the controller's death
 and completes under the next one; another is cancelled and its added replica drops its log."""
 
@@ -14,7 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from kio.schema.alter_partition_reassignments.v1.request import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32
 
 from broker.testing.cluster import SamsaCluster
 from compat.jvm import run_tool
@@ -136,6 +144,12 @@ def test_move_under_acks_all_writes(cluster_factory: Callable[..., SamsaCluster]
     finally:
         producer.stop()
     assert producer.failed == [], producer.failed[:5]
+    other = next(i for i in cluster.live() if i != cluster.controller())
+    with RawClient(cluster.brokers[other].client_port) as c:  # only the controller alters
+        r = c.request(AlterPartitionReassignmentsRequest(topics=(ReassignableTopic(name=TopicName("move"), partitions=(
+            ReassignablePartition(partition_index=i32(0), replicas=(BrokerId(1), BrokerId(2))),)),)))  # fmt: skip
+    assert (r.error_code.name, [(p.partition_index, p.error_code.name) for t in r.responses for p in t.partitions]) == (
+        "not_controller", [(0, "not_controller")])  # fmt: skip
     acked = set(producer.acked)
     got = read_all(cluster.bootstrap_servers, "move", len(acked))
     assert acked <= set(got), (len(acked - set(got)), sorted(acked - set(got))[:5])

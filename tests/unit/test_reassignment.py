@@ -115,7 +115,7 @@ def test_plan_answers_kafka_errors() -> None:
         (0, (ErrorCode.invalid_replica_assignment, "The manual partition assignment includes the broker 1 more than once.")),
         (0, (ErrorCode.invalid_replica_assignment,
              "The manual partition assignment includes broker 9, but no such broker is registered.")),
-        (0, (ErrorCode.no_reassignment_in_progress, "No partition reassignment is in progress.")),
+        (0, (ErrorCode.no_reassignment_in_progress, "no_reassignment_in_progress")),
         (0, None),
     ]
     assert answers["nope"] == [(0, (ErrorCode.unknown_topic_or_partition, "Unable to find a topic named nope."))]
