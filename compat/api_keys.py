@@ -47,8 +47,6 @@ NOT_SERVED: dict[str, str] = {
     "delete_share_group_offsets": NEW_GROUPS,
     "streams_group_heartbeat": NEW_GROUPS + "; streams groups are KIP-1071",
     "streams_group_describe": NEW_GROUPS + "; streams groups are KIP-1071",
-    "alter_partition_reassignments": OPERATOR,
-    "list_partition_reassignments": OPERATOR,
     "alter_replica_log_dirs": OPERATOR,
     "list_config_resources": OPERATOR + " (KIP-1142, not in the issue's list yet)",
     "update_features": (
@@ -64,6 +62,14 @@ NOT_SERVED: dict[str, str] = {
     "remove_raft_voter": KRAFT,
 }
 """Samsa's status for each API key Kafka serves on its broker listener and Samsa does not."""
+
+SERVED_NOTES: dict[str, str] = {
+    "alter_partition_reassignments": (
+        "replication throttles (leader/follower.replication.throttled.rate and .replicas, "
+        "kafka-reassign-partitions --throttle) are not applied: reassignments move data at full speed"
+    ),
+}
+"""What a served key does not do yet, shown after its versions."""
 
 CONTROLLER_ONLY = (
     "out: KRaft's own (controller listener only: the Raft quorum, broker registration and "
