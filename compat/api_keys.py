@@ -63,14 +63,6 @@ NOT_SERVED: dict[str, str] = {
 }
 """Samsa's status for each API key Kafka serves on its broker listener and Samsa does not."""
 
-SERVED_NOTES: dict[str, str] = {
-    "alter_partition_reassignments": (
-        "replication throttles (leader/follower.replication.throttled.rate and .replicas, "
-        "kafka-reassign-partitions --throttle) are not applied: reassignments move data at full speed"
-    ),
-}
-"""What a served key does not do yet, shown after its versions."""
-
 CONTROLLER_ONLY = (
     "out: KRaft's own (controller listener only: the Raft quorum, broker registration and "
     "heartbeats, forwarding); Samsa's brokers and controller talk through ZooKeeper"

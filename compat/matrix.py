@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.handlers.versions import SERVED
-from compat.api_keys import CONTROLLER_ONLY, NOT_SERVED, SERVED_NOTES
+from compat.api_keys import CONTROLLER_ONLY, NOT_SERVED
 from compat.differences import DIFFERENCES
 from compat.kafka import TARGET
 
@@ -53,8 +53,6 @@ def _api_keys(kafka_version: str) -> list[str]:
     for a in answer["broker"]:
         served = SERVED.get(a["key"])
         status = f"served: {served[1]}-{served[2]}" if served else NOT_SERVED.get(a["name"], "**no status**")
-        if served and a["name"] in SERVED_NOTES:
-            status += f"; {SERVED_NOTES[a['name']]}"
         lines.append(f"| {a['key']} | {a['name']} | {a['min_version']}-{a['max_version']} | {status} |")
     if answer["controller_only"]:
         names = ", ".join(f"{a['name']} ({a['key']})" for a in answer["controller_only"])

@@ -11,9 +11,9 @@
 # cluster is required (CLUSTER_AUTHORIZATION_FAILED), and a broker that is not the active
 # controller answers NOT_CONTROLLER; both as Kafka's getErrorResponse: at the top and on every
 # partition. The answer comes once this broker's metadata shows the changes, or after the
-# request's timeout; the data movement goes on after it.
-# Not supported: replication throttles (leader/follower.replication.throttled.*): reassignment
-# traffic is not throttled; throttle_time is always 0.
+# request's timeout; the data movement goes on after it, under the replication throttles
+# (broker/replication/throttle.py) when kafka-reassign-partitions --throttle set them.
+# Not supported: throttle_time is always 0.
 from __future__ import annotations
 
 from collections import Counter
