@@ -418,8 +418,8 @@ class Broker:
             self.log_manager.default_config = default
             self.replica_manager.update_log_configs()
 
-
     def _configure_replication_throttles(self, config: BrokerConfig) -> None:
+        """leader/follower.replication.throttled.rate and their windows to the replica manager."""
         self.replica_manager.update_replication_throttles(
             config.leader_replication_throttled_rate,
             config.follower_replication_throttled_rate,
