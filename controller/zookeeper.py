@@ -628,7 +628,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHea
         return self.settings.unclean_default if v is None else v
 
     async def _reconcile(self) -> None:
-        """CONTROLLER only: write every partition state `plan_partition` asks for."""
+        """CONTROLLER only: write every state `plan_partition` asks for; complete reassignments."""
         while self._dirty and self.state is ControllerState.CONTROLLER and self._connected:
             self._dirty = False
             image = self._image

@@ -145,3 +145,20 @@ def test_ongoing_lists_only_reassigning_partitions_of_known_topics() -> None:
 def test_leader_none_is_replaced_on_completion() -> None:
     offline = reg([2, 3, 1], [2, 3], NO_BROKER, adding=[3], removing=[1])
     assert complete(offline, ALL) == reg([2, 3], [2, 3], 2, epoch=6)
+
+
+def test_the_topic_znode_keeps_reassignments_as_kafka_writes_them() -> None:
+    import json
+
+    from controller import zk_layout as L
+
+    topic_id = uuid.uuid4()
+    data = L.encode_topic(topic_id, {0: (B(2), B(3), B(1)), 1: (B(1), B(2))}, {0: ((B(3),), (B(1),)), 1: ((), ())})
+    doc = json.loads(data)
+    assert (doc["partitions"], doc["adding_replicas"], doc["removing_replicas"]) == (
+        {"0": [2, 3, 1], "1": [1, 2]}, {"0": [3]}, {"0": [1]})
+    assert L.decode_topic(data) == (topic_id, {0: (2, 3, 1), 1: (1, 2)})
+    assert L.decode_reassigning(data) == {0: ((3,), (1,))}
+    assert L.decode_reassigning(L.encode_topic(topic_id, {0: (B(1),)})) == {}
+    state = L.decode_state(L.encode_state(reg([1, 2], [1, 2], 1), 3), 7)
+    assert state.registration((B(2), B(3), B(1)), ((B(3),), (B(1),))) == reg([2, 3, 1], [1, 2], 1, adding=[3], removing=[1])
