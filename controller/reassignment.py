@@ -145,10 +145,11 @@ def plan_alterations(
     allow_replication_factor_change: bool = True,
 ) -> tuple[ReassignmentResults, list[Change]]:
     """Every alteration of one AlterPartitionReassignments request: the answer (None where a
-    change is to be written, or nothing needed changing) and the changes to write."""
+    change is to be written, or nothing needed changing) and the changes to write. Each is planned
+    from the image; a partition named twice gets the last one, as Kafka's records replay in order."""
     registered = set(image.brokers)
     results: ReassignmentResults = []
-    changes: list[Change] = []
+    changes: dict[tuple[str, int], Change] = {}
     for name, partitions in requested:
         answers: list[tuple[int, KafkaError | None]] = []
         results.append((name, answers))
@@ -174,9 +175,10 @@ def plan_alterations(
                 answers.append((p, e))
                 continue
             answers.append((p, None))
+            changes.pop((name, p), None)
             if new is not None:
-                changes.append((name, p, reg, new))
-    return results, changes
+                changes[(name, p)] = (name, p, reg, new)
+    return results, list(changes.values())
 
 
 def ongoing(

@@ -162,3 +162,16 @@ def test_the_topic_znode_keeps_reassignments_as_kafka_writes_them() -> None:
     assert L.decode_reassigning(L.encode_topic(topic_id, {0: (B(1),)})) == {}
     state = L.decode_state(L.encode_state(reg([1, 2], [1, 2], 1), 3), 7)
     assert state.registration((B(2), B(3), B(1)), ((B(3),), (B(1),))) == reg([2, 3, 1], [1, 2], 1, adding=[3], removing=[1])
+
+
+def test_a_partition_named_twice_gets_the_last_target() -> None:
+    im = image({0: reg([1, 2], [1, 2], 1)})
+    results, changes = plan_alterations(
+        im, [("t", [(0, [2, 3]), (0, [3, 4]), (0, [1, 2])])], may_lead=lambda _r: ALL, unclean_allowed=lambda _n: False
+    )
+    assert [e for _, ps in results for _, e in ps] == [None, None, None]
+    assert changes == []  # the last names the current replicas: nothing to write
+    _, changes = plan_alterations(
+        im, [("t", [(0, [2, 3]), (0, [3, 4])])], may_lead=lambda _r: ALL, unclean_allowed=lambda _n: False
+    )
+    assert [new for _, _, _, new in changes] == [reg([3, 4, 1, 2], [1, 2], 1, adding=[3, 4], removing=[1, 2])]
