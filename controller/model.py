@@ -48,7 +48,9 @@ class PartitionRegistration:
     """Leader, leader epoch and ISR of one partition, as the controller last wrote them.
 
     `partition_epoch` is bumped on every change (the znode version in ZooKeeper mode); changes are
-    compare-and-set on it, so a stale writer cannot win.
+    compare-and-set on it, so a stale writer cannot win. While a reassignment is in progress
+    (controller/reassignment.py) `replicas` is the union of the old and the target replicas and
+    `adding_replicas`/`removing_replicas` say which of them come and go (Kafka's fields).
     """
 
     replicas: tuple[BrokerId, ...]
@@ -56,19 +58,29 @@ class PartitionRegistration:
     leader: BrokerId
     leader_epoch: LeaderEpoch
     partition_epoch: int = 0
+    adding_replicas: tuple[BrokerId, ...] = ()
+    removing_replicas: tuple[BrokerId, ...] = ()
 
     @property
     def online(self) -> bool:
         return self.leader != NO_BROKER
 
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "replicas": list(self.replicas),
             "isr": list(self.isr),
             "leader": self.leader,
             "leader_epoch": self.leader_epoch,
             "partition_epoch": self.partition_epoch,
         }
+        if self.reassigning:
+            doc["adding_replicas"] = list(self.adding_replicas)
+            doc["removing_replicas"] = list(self.removing_replicas)
+        return doc
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> PartitionRegistration:
@@ -78,6 +90,8 @@ class PartitionRegistration:
             leader=BrokerId(d["leader"]),
             leader_epoch=LeaderEpoch(d["leader_epoch"]),
             partition_epoch=int(d.get("partition_epoch", 0)),
+            adding_replicas=tuple(BrokerId(b) for b in d.get("adding_replicas", ())),
+            removing_replicas=tuple(BrokerId(b) for b in d.get("removing_replicas", ())),
         )
 
 

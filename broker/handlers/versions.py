@@ -47,6 +47,8 @@ SERVED: dict[int, tuple[str, int, int]] = {
     42: ('api_42_delete_groups', 0, 2),
     43: ('api_43_elect_leaders', 0, 2),
     44: ('api_44_incremental_alter_configs', 0, 1),
+    45: ('api_45_alter_partition_reassignments', 0, 1),
+    46: ('api_46_list_partition_reassignments', 0, 0),
     47: ('api_47_offset_delete', 0, 0),
     48: ('api_48_describe_client_quotas', 0, 1),
     49: ('api_49_alter_client_quotas', 0, 1),
