@@ -13,6 +13,10 @@ A hanging transaction: with transaction.partition.verification.enable turned off
 (kafka-configs, a dynamic broker default), a transactional batch goes to a partition its
 transaction never added; the commit's marker never reaches it, so it holds that partition's LSO
 until kafka-transactions.sh find-hanging finds it and abort writes its ABORT marker.
+
+AddPartitionsToTxn v4-5, as a partition leader sends them to the coordinator (KIP-890 part 1):
+batches of transactions, verify-only checks (TRANSACTION_ABORTABLE for a partition not added,
+PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING), an add, an unknown partition.
 """
 
 from __future__ import annotations
@@ -25,6 +29,12 @@ from typing import Any
 
 import pytest
 from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest as BrokerAddV4
+from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnTopic as BrokerTopicV4
+from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnTransaction as BrokerTxnV4
+from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnRequest as BrokerAddV5
+from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnTopic as BrokerTopicV5
+from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnTransaction as BrokerTxnV5
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
@@ -226,3 +236,76 @@ def test_hanging_transaction_found_and_aborted(differential: Any) -> None:
     assert obs["read_committed-1"] == {"step": "read_committed-1", "values": [], "position": -1001, "lso": 0}
     assert obs["find-hanging"]["rows"] == [[HANG_TOPIC, "1", "0"]]
     assert obs["read_committed-after-abort"] == {"step": "read_committed-after-abort", "values": [], "position": 2, "lso": 2}
+
+
+# ------------------------------------------------------------------ AddPartitionsToTxn v4-5 (brokers)
+
+BROKER_TOPIC, BROKER_IDS = "raw-txn-verify", ("raw-txn-verify-a", "raw-txn-verify-b")
+
+
+def _first_retriable(answer: Any) -> int:
+    """A retriable code of a v4-5 answer (the top-level one first), else its top-level code."""
+    codes = [p.partition_error_code for t in answer.results_by_transaction for tr in t.topic_results
+             for p in tr.results_by_partition]  # fmt: skip
+    return next((c for c in [answer.error_code, *codes] if c in RETRIABLE), answer.error_code)
+
+
+def _broker_add(
+    client: RawClient, version: int, txns: list[tuple[str, int, int, bool, str, tuple[int, ...]]]
+) -> dict[str, Any]:
+    """AddPartitionsToTxn v4/v5 of (transactional id, producer id, epoch, verify only, topic,
+    partitions) transactions: the top-level error and {transactional id: {partition: error}}."""
+    request, txn_cls, topic_cls = (BrokerAddV4, BrokerTxnV4, BrokerTopicV4) if version == 4 else (
+        BrokerAddV5, BrokerTxnV5, BrokerTopicV5)  # fmt: skip
+    answer = _retry(lambda: client.request(request(transactions=tuple(
+        txn_cls(transactional_id=TransactionalId(tid), producer_id=ProducerId(pid), producer_epoch=i16(epoch),
+                verify_only=verify, topics=(topic_cls(name=TopicName(topic), partitions=tuple(i32(p) for p in ps)),))
+        for tid, pid, epoch, verify, topic, ps in txns
+    ))), _first_retriable)  # fmt: skip
+    return {
+        "error": _name(answer.error_code),
+        "results": {str(t.transactional_id): {f"{tr.name}-{p.partition_index}": _name(p.partition_error_code)
+                                              for tr in t.topic_results for p in tr.results_by_partition}
+                    for t in answer.results_by_transaction},
+    }  # fmt: skip
+
+
+def observe_broker_requests(target: Any) -> list[dict[str, Any]]:
+    port = int(target.bootstrap_servers.rsplit(":", 1)[1])
+    a, b = BROKER_IDS
+    obs: list[dict[str, Any]] = []
+    with RawClient(port, timeout=30) as client:
+        fidelity.create_topic(client, BROKER_TOPIC, partitions=2)
+        for tid in BROKER_IDS:
+            _find_coordinator(client, tid)
+        ia, ib = _init(client, txn_id=a), _init(client, txn_id=b)
+        pa, ea, pb, eb = int(ia.producer_id), int(ia.producer_epoch), int(ib.producer_id), int(ib.producer_epoch)
+        t = BROKER_TOPIC
+        obs.append({"step": "v4-verify-not-added", **_broker_add(client, 4, [(a, pa, ea, True, t, (0,))])})
+        obs.append({"step": "v5-batch-verify", **_broker_add(client, 5, [
+            (a, pa, ea, True, t, (0, 1)), (b, pb, eb + 1, True, t, (0,))])})  # fmt: skip
+        obs.append({"step": "v4-add", **_broker_add(client, 4, [(a, pa, ea, False, t, (0,))])})
+        obs.append({"step": "v5-verify-added", **_broker_add(client, 5, [(a, pa, ea, True, t, (0, 1))])})
+        obs.append({"step": "v5-verify-unknown-producer", **_broker_add(client, 5, [(b, pb + 1000, eb, True, t, (0,))])})
+        obs.append({"step": "v4-unknown-partition", **_broker_add(client, 4, [(b, pb, eb, False, t, (0, 7))])})
+        obs.append({"step": "produce-added", "error": _produce(client, pa, ea, 0, b"added", a, t, 0)})
+        obs.append({"step": "produce-not-added", "error": _produce(client, pa, ea, 0, b"not-added", a, t, 1)})
+        obs.append({"step": "abort", "error": _end(client, pa, ea, commit=False, txn_id=a)})
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="AddPartitionsToTxn v4-5 between brokers: batched, verify-only")
+def test_broker_add_partitions_to_txn(differential: Any) -> None:
+    obs = {o["step"]: o for o in differential("raw-txn-verify", observe_broker_requests)}
+    a, b = BROKER_IDS
+    p0, p1, p7 = (f"{BROKER_TOPIC}-{p}" for p in (0, 1, 7))
+    assert obs["v4-verify-not-added"]["results"] == {a: {p0: "transaction_abortable"}}
+    assert obs["v5-batch-verify"]["results"] == {
+        a: {p0: "transaction_abortable", p1: "transaction_abortable"}, b: {p0: "producer_fenced"}}
+    assert obs["v4-add"]["results"] == {a: {p0: "none"}}
+    assert obs["v5-verify-added"]["results"] == {a: {p0: "none", p1: "transaction_abortable"}}
+    assert obs["v5-verify-unknown-producer"]["results"] == {b: {p0: "invalid_producer_id_mapping"}}
+    assert obs["v4-unknown-partition"]["results"] == {b: {p0: "operation_not_attempted", p7: "unknown_topic_or_partition"}}
+    assert obs["produce-added"]["error"] == obs["abort"]["error"] == "none"
+    assert obs["produce-not-added"]["error"] == "invalid_txn_state"  # Produce v8
+    assert {o["error"] for o in obs.values() if "results" in o} == {"none"}

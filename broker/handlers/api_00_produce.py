@@ -19,9 +19,10 @@
 # id: a partition its transaction has not added is TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE,
 # a fenced epoch INVALID_PRODUCER_EPOCH, a coordinator that is loading, moving or completing the
 # previous transaction NOT_ENOUGH_REPLICAS (retriable), as Kafka's AddPartitionsToTxnManager maps
-# them; the check runs where this broker is the transaction coordinator (a coordinator on another
-# broker is not asked yet). The log then checks the producer's epoch and that a producer inside a
-# transaction writes only transactional batches (INVALID_TXN_STATE).
+# them; where another broker is the transaction coordinator it is asked with AddPartitionsToTxn v4
+# verify-only (broker/txn/verification.py; unreachable: NOT_ENOUGH_REPLICAS). The log then checks
+# the producer's epoch and that a producer inside a transaction writes only transactional batches
+# (INVALID_TXN_STATE).
 # Authorization (Kafka's KafkaApis): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, checked before
 # the topic's existence), WRITE on the transactional id of a transactional produce
 # (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).
@@ -194,28 +195,24 @@ _PRODUCER = struct.Struct(">qh")
 _PRODUCER_OFFSET = 43
 _RETRIABLE = frozenset({
     ErrorCode.not_coordinator, ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
-    ErrorCode.concurrent_transactions,
+    ErrorCode.concurrent_transactions, ErrorCode.network_exception,
 })  # fmt: skip
 
 
-def _verify_transactional(
+async def _verify_transactional(
     ctx: RequestContext, transactional_id: str, entries: dict[TopicPartition, bytes]
 ) -> dict[TopicPartition, ErrorCode]:
     """KIP-890 part 1: the partitions whose transactional batch its transaction has not added,
-    with the code the producer gets (Kafka's AddPartitionsToTxnManager mapping)."""
-    coordinator = ctx.services.txn_coordinator
+    with the code the producer gets (Kafka's AddPartitionsToTxnManager and ReplicaManager mapping)."""
     wanted = [tp for tp, data in entries.items() if len(data) > _PRODUCER_OFFSET + 10
               and data[ATTRIBUTES_OFFSET + 1] & ATTR_TRANSACTIONAL]  # fmt: skip
-    if not wanted or not coordinator.is_local(transactional_id):
+    if not wanted:
         return {}
     producer_id, epoch = _PRODUCER.unpack_from(entries[wanted[0]], _PRODUCER_OFFSET)
+    failed = await ctx.services.txn_coordinator.verify_append(transactional_id, producer_id, epoch, wanted)
     out = {}
-    for tp, code in coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted).items():
-        if code == ErrorCode.none:
-            continue
-        if code == ErrorCode.producer_fenced:
-            code = ErrorCode.invalid_producer_epoch
-        elif code == ErrorCode.transaction_abortable and ctx.api_version < 11:
+    for tp, code in failed.items():
+        if code == ErrorCode.transaction_abortable and ctx.api_version < 11:
             code = ErrorCode.invalid_txn_state
         elif code in _RETRIABLE:
             code = ErrorCode.not_enough_replicas
@@ -264,7 +261,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                 errors[tp] = _Rejected.of(e)
 
     if request.transactional_id and services.config.transaction_partition_verification_enable:
-        for tp, code in _verify_transactional(ctx, request.transactional_id, entries).items():
+        for tp, code in (await _verify_transactional(ctx, request.transactional_id, entries)).items():
             errors[tp] = _Rejected(code, "The partition is not part of the producer's transaction")
             del entries[tp]
     results = await services.replica_manager.append_records(

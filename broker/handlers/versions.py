@@ -31,7 +31,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
     21: ('api_21_delete_records', 0, 2),
     22: ('api_22_init_producer_id', 0, 5),
     23: ('api_23_offset_for_leader_epoch', 2, 4),
-    24: ('api_24_add_partitions_to_txn', 0, 3),
+    24: ('api_24_add_partitions_to_txn', 0, 5),
     25: ('api_25_add_offsets_to_txn', 0, 4),
     26: ('api_26_end_txn', 0, 4),
     27: ('api_27_write_txn_markers', 1, 1),

@@ -48,6 +48,7 @@ from broker.txn.metadata import (
     TxnTransit,
 )
 from broker.txn.records import TransactionLogValue, key_bytes, read_key, read_value, value_bytes
+from broker.txn.verification import RemoteVerifier
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import HEADER_SIZE, BatchHeader, NewRecord, build_batch, decode_records
 from protocol.topic_partition import TopicPartition
@@ -166,6 +167,9 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
         self.markers = MarkerSender(
             config.broker_id, controller, self.write_markers_locally, listener=listener, timeout_ms=MARKER_TIMEOUT_MS
         )
+        self._verifier = RemoteVerifier(
+            config.broker_id, controller, listener=listener, timeout_ms=MARKER_TIMEOUT_MS
+        )
 
     # == lifecycle ================================================================================
 
@@ -189,6 +193,7 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.markers.close()
+        self._verifier.close()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -457,6 +462,28 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
         return {
             tp: ErrorCode.none if tp in metadata.partitions else ErrorCode.transaction_abortable for tp in partitions
         }
+
+    async def verify_append(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """A partition leader's check before a transactional append (KIP-890 part 1): the
+        partitions that fail it, with the error; asks the coordinator's broker when it is another
+        (broker/txn/verification.py)."""
+        if self.is_local(transactional_id):
+            codes = self.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+            return {
+                tp: ErrorCode.invalid_producer_epoch if code == ErrorCode.producer_fenced else code
+                for tp, code in codes.items() if code != ErrorCode.none
+            }  # fmt: skip
+        topic = self._controller.image.topics.get(TRANSACTION_STATE_TOPIC)
+        reg = None if topic is None else self._controller.image.partition(
+            TRANSACTION_STATE_TOPIC, partition_for(transactional_id, len(topic.partitions))
+        )
+        if reg is None or reg.leader < 0:
+            return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
+        if int(reg.leader) == self.config.broker_id:  # becoming coordinator: not loaded yet
+            return dict.fromkeys(partitions, ErrorCode.coordinator_load_in_progress)
+        return await self._verifier.verify(int(reg.leader), transactional_id, producer_id, producer_epoch, partitions)
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
         """The __consumer_offsets partition AddOffsetsToTxn adds for a group."""
