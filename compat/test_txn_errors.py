@@ -17,6 +17,11 @@ until kafka-transactions.sh find-hanging finds it and abort writes its ABORT mar
 AddPartitionsToTxn v4-5, as a partition leader sends them to the coordinator (KIP-890 part 1):
 batches of transactions, verify-only checks (TRANSACTION_ABORTABLE for a partition not added,
 PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING), an add, an unknown partition.
+
+EndTxn v5 (transactions v2, KIP-890 part 2): every end bumps the epoch and answers the new one;
+an abort with no transaction, a retried commit (the epoch just bumped from), the other result
+after it, a commit with no transaction, and the old epoch after the bump on the coordinator
+(AddPartitionsToTxn, EndTxn) and on the partition (its leader's verification).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnReques
 from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnTopic as BrokerTopicV5
 from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnTransaction as BrokerTxnV5
 from kio.schema.end_txn.v3.request import EndTxnRequest
+from kio.schema.end_txn.v5.request import EndTxnRequest as EndTxnRequestV5
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -309,3 +315,58 @@ def test_broker_add_partitions_to_txn(differential: Any) -> None:
     assert obs["produce-added"]["error"] == obs["abort"]["error"] == "none"
     assert obs["produce-not-added"]["error"] == "invalid_txn_state"  # Produce v8
     assert {o["error"] for o in obs.values() if "results" in o} == {"none"}
+
+
+# ------------------------------------------------------------------------- EndTxn v5 (transactions v2)
+
+V2_TOPIC, V2_ID = "raw-txn-v2", "raw-txn-v2-tid"
+
+
+def _end_v5(client: RawClient, pid: int, epoch: int, commit: bool) -> tuple[str, int, int]:
+    answer = _retry(lambda: client.request(EndTxnRequestV5(
+        transactional_id=TransactionalId(V2_ID), producer_id=ProducerId(pid), producer_epoch=i16(epoch), committed=commit,
+    )))  # fmt: skip
+    return _name(answer.error_code), int(answer.producer_id), int(answer.producer_epoch)
+
+
+def observe_end_txn_v5(target: Any) -> list[dict[str, Any]]:
+    port = int(target.bootstrap_servers.rsplit(":", 1)[1])
+    obs: list[dict[str, Any]] = []
+    with RawClient(port, timeout=30) as client:
+        fidelity.create_topic(client, V2_TOPIC)
+        _find_coordinator(client, V2_ID)
+        init = _init(client, txn_id=V2_ID)
+        pid, e = int(init.producer_id), int(init.producer_epoch)
+
+        def end(step: str, epoch: int, commit: bool) -> None:
+            error, got_pid, got_epoch = _end_v5(client, pid, epoch, commit)
+            obs.append({"step": step, "error": error, "sameProducer": got_pid == pid,
+                        "epoch": got_epoch - e if got_epoch >= 0 else got_epoch})  # fmt: skip
+
+        end("abort-empty", e, commit=False)  # allowed in v2: the epoch moves on
+        obs.append({"step": "add", "error": _add(client, pid, e + 1, V2_ID, V2_TOPIC)})
+        obs.append({"step": "produce", "error": _produce(client, pid, e + 1, 0, b"committed", V2_ID, V2_TOPIC)})
+        end("commit", e + 1, commit=True)
+        end("commit-retried", e + 1, commit=True)
+        end("abort-retried-after-commit", e + 1, commit=False)
+        end("commit-without-transaction", e + 2, commit=True)
+        end("end-two-epochs-old", e, commit=True)
+        obs.append({"step": "stale-add", "error": _add(client, pid, e + 1, V2_ID, V2_TOPIC)})
+        obs.append({"step": "stale-produce", "error": _produce(client, pid, e + 1, 1, b"stale", V2_ID, V2_TOPIC)})
+        answer = fidelity.fetch(client, [(V2_TOPIC, 0, 0)], isolation_level=1)
+        (t, p, error, hw, bases, _) = answer.partitions[0]
+        obs.append({"step": "read_committed", "error": error, "hw": hw, "batches": list(bases)})
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="EndTxn v5: epoch bump per transaction, retries, stale epochs")
+def test_end_txn_v5(differential: Any) -> None:
+    obs = {o["step"]: {k: v for k, v in o.items() if k != "step"} for o in differential("raw-txn-v2", observe_end_txn_v5)}
+    assert obs["abort-empty"] == {"error": "none", "sameProducer": True, "epoch": 1}
+    assert obs["add"]["error"] == obs["produce"]["error"] == "none"
+    assert obs["commit"] == obs["commit-retried"] == {"error": "none", "sameProducer": True, "epoch": 2}
+    assert obs["abort-retried-after-commit"]["error"] == "invalid_txn_state"
+    assert obs["commit-without-transaction"]["error"] == "invalid_txn_state"
+    assert obs["end-two-epochs-old"]["error"] == obs["stale-add"]["error"] == "producer_fenced"
+    assert obs["stale-produce"]["error"] == "invalid_producer_epoch"
+    assert (obs["read_committed"]["hw"], obs["read_committed"]["batches"]) == (2, [0, 1])  # the record, its marker

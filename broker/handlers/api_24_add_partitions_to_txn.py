@@ -105,7 +105,8 @@ async def _transaction(
     pid, epoch = int(txn.producer_id), int(txn.producer_epoch)
     if txn.verify_only:
         return coordinator.verify_partitions(txn.transactional_id, pid, epoch, partitions)
-    error = await coordinator.add_partitions(txn.transactional_id, pid, epoch, set(partitions))
+    tv = 2 if not client else 0  # Kafka's transactionVersionForAddPartitionsToTxn
+    error = await coordinator.add_partitions(txn.transactional_id, pid, epoch, set(partitions), tv)
     return dict.fromkeys(partitions, fenced_for(ctx.api_version, error, 2))
 
 

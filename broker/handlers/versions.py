@@ -33,7 +33,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
     23: ('api_23_offset_for_leader_epoch', 2, 4),
     24: ('api_24_add_partitions_to_txn', 0, 5),
     25: ('api_25_add_offsets_to_txn', 0, 4),
-    26: ('api_26_end_txn', 0, 4),
+    26: ('api_26_end_txn', 0, 5),
     27: ('api_27_write_txn_markers', 1, 1),
     28: ('api_28_txn_offset_commit', 0, 4),
     29: ('api_29_describe_acls', 1, 3),
