@@ -1,4 +1,4 @@
-# Produce (key 0), versions 0-11.
+# Produce (key 0), versions 0-12.
 # Each partition's records are checked in full before the append (broker/log/validation.py, as
 # Kafka's ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and LogValidator):
 # v3+ must carry exactly one magic v2 batch per partition (INVALID_RECORD otherwise, a trailing
@@ -23,10 +23,14 @@
 # verify-only (broker/txn/verification.py; unreachable: NOT_ENOUGH_REPLICAS). The log then checks
 # the producer's epoch and that a producer inside a transaction writes only transactional batches
 # (INVALID_TXN_STATE).
+# v12 (transactions v2, KIP-890 part 2): the client sends no AddPartitionsToTxn; the leader adds the
+# partitions of a transactional batch to its transaction itself (AddPartitionsToTxn v5 without
+# verify_only to a coordinator on another broker), whatever transaction.partition.verification.enable
+# says, with the same error mapping.
 # Authorization (Kafka's KafkaApis): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, checked before
 # the topic's existence), WRITE on the transactional id of a transactional produce
 # (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).
-# Not supported: v12-13 (KIP-890 transactions v2, topic ids).
+# Not supported: v13 (topics named by id, KIP-516: this handler resolves names only).
 from __future__ import annotations
 
 import datetime
@@ -35,8 +39,8 @@ import struct
 from dataclasses import dataclass
 from typing import cast
 
-from kio.schema.produce.v11.request import ProduceRequest
-from kio.schema.produce.v11.response import (
+from kio.schema.produce.v12.request import ProduceRequest
+from kio.schema.produce.v12.response import (
     BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     ProduceResponse,
@@ -63,6 +67,8 @@ from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, TopicName
 
 API_KEY = 0
+FIRST_V2_VERSION = 12
+"""Produce v12+ come from transactions v2 clients: the leader adds the partition to the transaction."""
 log = logging.getLogger("samsa.produce")
 
 _BATCH_SIZE = struct.Struct(">i")
@@ -209,7 +215,8 @@ async def _verify_transactional(
     if not wanted:
         return {}
     producer_id, epoch = _PRODUCER.unpack_from(entries[wanted[0]], _PRODUCER_OFFSET)
-    failed = await ctx.services.txn_coordinator.verify_append(transactional_id, producer_id, epoch, wanted)
+    add = ctx.api_version >= FIRST_V2_VERSION
+    failed = await ctx.services.txn_coordinator.verify_append(transactional_id, producer_id, epoch, wanted, add=add)
     out = {}
     for tp, code in failed.items():
         if code == ErrorCode.transaction_abortable and ctx.api_version < 11:
@@ -260,7 +267,9 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             except KafkaError as e:
                 errors[tp] = _Rejected.of(e)
 
-    if request.transactional_id and services.config.transaction_partition_verification_enable:
+    if request.transactional_id and (
+        ctx.api_version >= FIRST_V2_VERSION or services.config.transaction_partition_verification_enable
+    ):
         for tp, code in (await _verify_transactional(ctx, request.transactional_id, entries)).items():
             errors[tp] = _Rejected(code, "The partition is not part of the producer's transaction")
             del entries[tp]

@@ -42,6 +42,7 @@ from broker import clock
 from broker.coordinator.loader import replay_partition
 from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
 from broker.coordinator.records import partition_for
+from broker.handlers.versions import FEATURES
 from broker.txn.markers import MARKER_TIMEOUT_MS, MarkerSender, TxnMarker, write_markers_locally
 from broker.txn.metadata import (
     NO_PRODUCER_EPOCH,
@@ -67,8 +68,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("samsa.txn")
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-LOG_VALUE_VERSION = 0
-"""TransactionLogValue version written (Kafka writes v1 only with transaction.version 2)."""
+LOG_VALUE_VERSION = 1 if FEATURES.get("transaction.version", (0, 0))[1] >= 2 else 0
+"""TransactionLogValue version written: Kafka writes v1 once transaction.version 2 is finalized."""
 S = TransactionState
 
 
@@ -482,13 +483,25 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
         }
 
     async def verify_append(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        *,
+        add: bool = False,
     ) -> dict[TopicPartition, ErrorCode]:
-        """A partition leader's check before a transactional append (KIP-890 part 1): the
-        partitions that fail it, with the error; asks the coordinator's broker when it is another
+        """A partition leader's check before a transactional append: the partitions that fail
+        it, with the error. KIP-890 part 1 verifies that the transaction has them; with `add`
+        (transactions v2: Produce v12+, TxnOffsetCommit v5+) they are added to it (as
+        AddPartitionsToTxn v4+ would). Asks the coordinator's broker when it is another
         (broker/txn/verification.py)."""
         if self.is_local(transactional_id):
-            codes = self.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+            if add:
+                error = await self.add_partitions(transactional_id, producer_id, producer_epoch, set(partitions), 2)
+                codes = dict.fromkeys(partitions, error)
+            else:
+                codes = self.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
             return {
                 tp: ErrorCode.invalid_producer_epoch if code == ErrorCode.producer_fenced else code
                 for tp, code in codes.items() if code != ErrorCode.none
@@ -501,7 +514,9 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
             return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
         if int(reg.leader) == self.config.broker_id:  # becoming coordinator: not loaded yet
             return dict.fromkeys(partitions, ErrorCode.coordinator_load_in_progress)
-        return await self._verifier.verify(int(reg.leader), transactional_id, producer_id, producer_epoch, partitions)
+        return await self._verifier.verify(
+            int(reg.leader), transactional_id, producer_id, producer_epoch, partitions, verify_only=not add
+        )
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
         """The __consumer_offsets partition AddOffsetsToTxn adds for a group."""

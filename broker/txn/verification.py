@@ -1,12 +1,12 @@
 """A partition leader asks a transaction coordinator on another broker whether partitions are in
-a transaction (KIP-890 part 1; Kafka's AddPartitionsToTxnManager).
+a transaction (KIP-890 part 1), or has it add them (transactions v2); Kafka's AddPartitionsToTxnManager.
 
 Before a transactional batch is appended, the leader checks with the coordinator of the
 batch's transactional id that its transaction has added the partition, so that a late write
 (a produce retried or delayed past the transaction's end) cannot open a transaction no marker
 will ever close. Where this broker is the coordinator the check is a call
 (`TransactionCoordinator.verify_append`); otherwise `RemoteVerifier.verify` sends an
-AddPartitionsToTxn v4 request with `verify_only` to the leader of the transactional id's
+AddPartitionsToTxn v5 request, `verify_only` or (transactions v2) not, to the leader of the transactional id's
 `__transaction_state` partition, on the inter-broker listener, one request in flight per broker.
 
 The answer is mapped as Kafka's AddPartitionsToTxnManager maps it: a top-level
@@ -22,7 +22,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from kio.schema.add_partitions_to_txn.v4.request import (
+from kio.schema.add_partitions_to_txn.v5.request import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnTopic,
     AddPartitionsToTxnTransaction,
@@ -78,8 +78,11 @@ class RemoteVerifier:
         producer_id: int,
         producer_epoch: int,
         partitions: list[TopicPartition],
+        *,
+        verify_only: bool = True,
     ) -> dict[TopicPartition, ErrorCode]:
-        """The partitions that failed verification with the producer's error (absent = verified)."""
+        """The partitions that failed verification (or, not `verify_only`, could not be added)
+        with the producer's error (absent = verified or added)."""
         client = self._client(coordinator_id)
         if client is None:
             return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
@@ -92,7 +95,7 @@ class RemoteVerifier:
                     transactional_id=TransactionalId(transactional_id),
                     producer_id=ProducerId(producer_id),
                     producer_epoch=i16(producer_epoch),
-                    verify_only=True,
+                    verify_only=verify_only,
                     topics=tuple(
                         AddPartitionsToTxnTopic(name=TopicName(t), partitions=tuple(i32(p) for p in ps))
                         for t, ps in by_topic.items()
