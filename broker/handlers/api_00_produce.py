@@ -20,7 +20,9 @@
 # a fenced epoch INVALID_PRODUCER_EPOCH, a coordinator that is loading, moving or completing the
 # previous transaction NOT_ENOUGH_REPLICAS (retriable), as Kafka's AddPartitionsToTxnManager maps
 # them; where another broker is the transaction coordinator it is asked with AddPartitionsToTxn v4
-# verify-only (broker/txn/verification.py; unreachable: NOT_ENOUGH_REPLICAS). The log then checks
+# verify-only (broker/txn/verification.py; unreachable: NOT_ENOUGH_REPLICAS). A partition where the
+# producer already has a transaction open at that epoch is not checked again (Kafka's
+# maybeStartTransactionVerification). The log then checks
 # the producer's epoch and that a producer inside a transaction writes only transactional batches
 # (INVALID_TXN_STATE).
 # v12 (transactions v2, KIP-890 part 2): the client sends no AddPartitionsToTxn; the leader adds the
@@ -205,6 +207,11 @@ _RETRIABLE = frozenset({
 })  # fmt: skip
 
 
+def _has_ongoing_transaction(ctx: RequestContext, tp: TopicPartition, producer_id: int, epoch: int) -> bool:
+    partition = ctx.services.replica_manager.partitions.get(tp)
+    return partition is not None and partition.is_leader and partition.has_ongoing_transaction(producer_id, epoch)
+
+
 async def _verify_transactional(
     ctx: RequestContext, transactional_id: str, entries: dict[TopicPartition, bytes]
 ) -> dict[TopicPartition, ErrorCode]:
@@ -215,6 +222,11 @@ async def _verify_transactional(
     if not wanted:
         return {}
     producer_id, epoch = _PRODUCER.unpack_from(entries[wanted[0]], _PRODUCER_OFFSET)
+    # as Kafka's maybeStartTransactionVerification: a transaction already open in the partition
+    # at this epoch was checked (or added) when it began
+    wanted = [tp for tp in wanted if not _has_ongoing_transaction(ctx, tp, producer_id, epoch)]
+    if not wanted:
+        return {}
     add = ctx.api_version >= FIRST_V2_VERSION
     failed = await ctx.services.txn_coordinator.verify_append(transactional_id, producer_id, epoch, wanted, add=add)
     out = {}
