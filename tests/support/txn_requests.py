@@ -29,8 +29,10 @@ RETRIABLE = {ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_
              ErrorCode.not_coordinator, ErrorCode.concurrent_transactions}  # fmt: skip
 
 
-def retry(call: Callable[[], Any], error_of: Callable[[Any], int] = lambda r: r.error_code) -> Any:
-    deadline = time.monotonic() + 30
+def retry(
+    call: Callable[[], Any], error_of: Callable[[Any], int] = lambda r: r.error_code, timeout: float = 30
+) -> Any:
+    deadline = time.monotonic() + timeout
     while True:
         answer = call()
         if error_of(answer) not in RETRIABLE or time.monotonic() > deadline:
@@ -79,10 +81,12 @@ def produce(
     return ErrorCode(answer.responses[0].partition_responses[0].error_code)
 
 
-def end(client: RawClient, txn_id: str, pid: int, epoch: int, commit: bool, version: int = 3) -> tuple[ErrorCode, int, int]:
+def end(
+    client: RawClient, txn_id: str, pid: int, epoch: int, commit: bool, version: int = 3, timeout: float = 30
+) -> tuple[ErrorCode, int, int]:
     """EndTxn: (error, producer id, producer epoch); v3 answers no producer (-1, -1)."""
     cls = EndTxnRequestV5 if version == 5 else EndTxnRequestV3
     answer = retry(lambda: client.request(cls(
         transactional_id=TransactionalId(txn_id), producer_id=ProducerId(pid), producer_epoch=i16(epoch), committed=commit,
-    )))  # fmt: skip
+    )), timeout=timeout)  # fmt: skip
     return ErrorCode(answer.error_code), int(getattr(answer, "producer_id", -1)), int(getattr(answer, "producer_epoch", -1))
