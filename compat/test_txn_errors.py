@@ -21,7 +21,9 @@ PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING), an add, an unknown partition.
 EndTxn v5 (transactions v2, KIP-890 part 2): every end bumps the epoch and answers the new one;
 an abort with no transaction, a retried commit (the epoch just bumped from), the other result
 after it, a commit with no transaction, and the old epoch after the bump on the coordinator
-(AddPartitionsToTxn, EndTxn) and on the partition (its leader's verification).
+(AddPartitionsToTxn, EndTxn) and on the partition (its leader's verification). Then transactions
+v2 as a 4.x client runs them: Produce v12 and TxnOffsetCommit v5 add their partitions themselves
+(at the old epoch they are refused), and the commit makes the record and the offset visible.
 """
 
 from __future__ import annotations
@@ -45,8 +47,14 @@ from kio.schema.end_txn.v5.request import EndTxnRequest as EndTxnRequestV5
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.schema.types import ProducerId, TopicName, TransactionalId
-from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.schema.produce.v12 import request as produce_v12
+from kio.schema.txn_offset_commit.v5.request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from compat.jvm import run_tool
 from protocol.errors import ErrorCode
@@ -329,6 +337,31 @@ def _end_v5(client: RawClient, pid: int, epoch: int, commit: bool) -> tuple[str,
     return _name(answer.error_code), int(answer.producer_id), int(answer.producer_epoch)
 
 
+V2_GROUP = "raw-txn-v2-group"
+
+
+def _produce_v12(client: RawClient, pid: int, epoch: int, sequence: int, value: bytes) -> str:
+    """Produce v12 (transactions v2): no AddPartitionsToTxn before it, the leader adds the partition."""
+    batch = build_batch([NewRecord(None, value, (), None)], producer_id=pid, producer_epoch=epoch,
+                        base_sequence=sequence, is_transactional=True)  # fmt: skip
+    answer = client.request(produce_v12.ProduceRequest(
+        transactional_id=TransactionalId(V2_ID), acks=i16(-1), timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+        topic_data=(produce_v12.TopicProduceData(name=TopicName(V2_TOPIC), partition_data=(
+            produce_v12.PartitionProduceData(index=i32(0), records=batch),)),),
+    ))  # fmt: skip
+    return _name(answer.responses[0].partition_responses[0].error_code)
+
+
+def _txn_offsets_v5(client: RawClient, pid: int, epoch: int) -> str:
+    """TxnOffsetCommit v5 (transactions v2): no AddOffsetsToTxn before it."""
+    answer = _retry(lambda: client.request(TxnOffsetCommitRequest(
+        transactional_id=TransactionalId(V2_ID), group_id=GroupId(V2_GROUP), producer_id=ProducerId(pid),
+        producer_epoch=i16(epoch), topics=(TxnOffsetCommitRequestTopic(name=TopicName(V2_TOPIC), partitions=(
+            TxnOffsetCommitRequestPartition(partition_index=i32(0), committed_offset=i64(1), committed_metadata=""),)),),
+    )), lambda r: r.topics[0].partitions[0].error_code)  # fmt: skip
+    return _name(answer.topics[0].partitions[0].error_code)
+
+
 def observe_end_txn_v5(target: Any) -> list[dict[str, Any]]:
     port = int(target.bootstrap_servers.rsplit(":", 1)[1])
     obs: list[dict[str, Any]] = []
@@ -353,8 +386,20 @@ def observe_end_txn_v5(target: Any) -> list[dict[str, Any]]:
         end("end-two-epochs-old", e, commit=True)
         obs.append({"step": "stale-add", "error": _add(client, pid, e + 1, V2_ID, V2_TOPIC)})
         obs.append({"step": "stale-produce", "error": _produce(client, pid, e + 1, 1, b"stale", V2_ID, V2_TOPIC)})
-        answer = fidelity.fetch(client, [(V2_TOPIC, 0, 0)], isolation_level=1)
-        (t, p, error, hw, bases, _) = answer.partitions[0]
+        _retry(lambda: client.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(V2_GROUP,))),
+               lambda r: r.coordinators[0].error_code)  # fmt: skip
+        obs.append({"step": "v12-stale-produce", "error": _produce_v12(client, pid, e + 1, 0, b"stale")})
+        obs.append({"step": "v5-stale-offsets", "error": _txn_offsets_v5(client, pid, e + 1)})
+        obs.append({"step": "v12-produce", "error": _produce_v12(client, pid, e + 2, 0, b"implicit")})
+        obs.append({"step": "v5-offsets", "error": _txn_offsets_v5(client, pid, e + 2)})
+        end("v2-commit", e + 2, commit=True)
+        deadline = time.monotonic() + 10  # the commit's marker is written after EndTxn answers
+        while True:
+            answer = fidelity.fetch(client, [(V2_TOPIC, 0, 0)], isolation_level=1)
+            (t, p, error, hw, bases, _) = answer.partitions[0]
+            if len(bases) >= 4 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         obs.append({"step": "read_committed", "error": error, "hw": hw, "batches": list(bases)})
     return obs
 
@@ -368,5 +413,9 @@ def test_end_txn_v5(differential: Any) -> None:
     assert obs["abort-retried-after-commit"]["error"] == "invalid_txn_state"
     assert obs["commit-without-transaction"]["error"] == "invalid_txn_state"
     assert obs["end-two-epochs-old"]["error"] == obs["stale-add"]["error"] == "producer_fenced"
-    assert obs["stale-produce"]["error"] == "invalid_producer_epoch"
-    assert (obs["read_committed"]["hw"], obs["read_committed"]["batches"]) == (2, [0, 1])  # the record, its marker
+    assert obs["stale-produce"]["error"] == obs["v12-stale-produce"]["error"] == "invalid_producer_epoch"
+    assert obs["v5-stale-offsets"]["error"] == "invalid_producer_epoch"
+    assert obs["v12-produce"]["error"] == obs["v5-offsets"]["error"] == "none"
+    assert obs["v2-commit"] == {"error": "none", "sameProducer": True, "epoch": 3}
+    # the record and its marker, the implicitly added record and its marker
+    assert (obs["read_committed"]["hw"], obs["read_committed"]["batches"]) == (4, [0, 1, 2, 3])
