@@ -35,19 +35,14 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
 from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest as BrokerAddV4
 from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnTopic as BrokerTopicV4
 from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnTransaction as BrokerTxnV4
 from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnRequest as BrokerAddV5
 from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnTopic as BrokerTopicV5
 from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnTransaction as BrokerTxnV5
-from kio.schema.end_txn.v3.request import EndTxnRequest
-from kio.schema.end_txn.v5.request import EndTxnRequest as EndTxnRequestV5
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
-from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.schema.produce.v12 import request as produce_v12
 from kio.schema.txn_offset_commit.v5.request import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
@@ -58,28 +53,18 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from compat.jvm import run_tool
 from protocol.errors import ErrorCode
-from protocol.records import NewRecord, build_batch
 from tests.support import fidelity
+from tests.support import txn_requests as txn
 from tests.support.raw_client import RawClient
 
 TOPIC = "raw-txn-errors"
 TXN_ID = "raw-txn-errors-tid"
-RETRIABLE = {ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
-             ErrorCode.not_coordinator, ErrorCode.concurrent_transactions}  # fmt: skip
+RETRIABLE = txn.RETRIABLE
+_retry = txn.retry
 
 
 def _name(code: int) -> str:
     return ErrorCode(code).name
-
-
-def _retry(call: Any, error_of: Any = lambda r: r.error_code) -> Any:
-    """`call()` until its answer is not a retriable coordinator error (as clients retry)."""
-    deadline = time.monotonic() + 60
-    while True:
-        answer = call()
-        if error_of(answer) not in RETRIABLE or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.1)
 
 
 def _init(client: RawClient, timeout_ms: int = 60_000, txn_id: str = TXN_ID) -> Any:
@@ -90,43 +75,22 @@ def _init(client: RawClient, timeout_ms: int = 60_000, txn_id: str = TXN_ID) -> 
 
 
 def _add(client: RawClient, pid: int, epoch: int, txn_id: str = TXN_ID, topic: str = TOPIC) -> str:
-    answer = _retry(
-        lambda: client.request(AddPartitionsToTxnRequest(
-            v3_and_below_transactional_id=TransactionalId(txn_id), v3_and_below_producer_id=ProducerId(pid),
-            v3_and_below_producer_epoch=i16(epoch),
-            v3_and_below_topics=(AddPartitionsToTxnTopic(name=TopicName(topic), partitions=(i32(0),)),),
-        )),  # fmt: skip
-        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
-    )
-    return _name(answer.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
+    return _name(txn.add(client, txn_id, pid, epoch, topic, 0))
 
 
 def _end(client: RawClient, pid: int, epoch: int, commit: bool, txn_id: str = TXN_ID) -> str:
-    return _name(_retry(lambda: client.request(EndTxnRequest(
-        transactional_id=TransactionalId(txn_id), producer_id=ProducerId(pid), producer_epoch=i16(epoch), committed=commit,
-    ))).error_code)  # fmt: skip
+    return _name(txn.end(client, txn_id, pid, epoch, commit)[0])
 
 
 def _produce(
     client: RawClient, pid: int, epoch: int, sequence: int, value: bytes,
-    txn_id: str = TXN_ID, topic: str = TOPIC, partition: int = 0,
+    txn_id: str = TXN_ID, topic: str = TOPIC, partition: int = 0, version: int = 8,
 ) -> str:  # fmt: skip
-    batch = build_batch([NewRecord(None, value, (), None)], producer_id=pid, producer_epoch=epoch,
-                        base_sequence=sequence, is_transactional=True)  # fmt: skip
-    answer = client.request(ProduceRequest(
-        transactional_id=TransactionalId(txn_id), acks=i16(-1),
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
-        topic_data=(TopicProduceData(name=TopicName(topic),
-                                     partition_data=(PartitionProduceData(index=i32(partition), records=batch),)),),
-    ))  # fmt: skip
-    return _name(answer.responses[0].partition_responses[0].error_code)
+    return _name(txn.produce(client, txn_id, topic, partition, pid, epoch, sequence, value, version))
 
 
 def _find_coordinator(client: RawClient, txn_id: str) -> Any:
-    return _retry(
-        lambda: client.request(FindCoordinatorRequest(key_type=i8(1), coordinator_keys=(txn_id,))),
-        lambda r: r.coordinators[0].error_code,
-    )
+    return txn.find_coordinator(client, txn_id)
 
 
 def observe(target: Any) -> list[dict[str, Any]]:
@@ -135,7 +99,7 @@ def observe(target: Any) -> list[dict[str, Any]]:
     with RawClient(port, timeout=30) as client:
         fidelity.create_topic(client, TOPIC)
         found = _find_coordinator(client, TXN_ID)
-        obs.append({"step": "find-coordinator", "error": _name(found.coordinators[0].error_code)})
+        obs.append({"step": "find-coordinator", "error": _name(found.error_code)})
         obs.append({"step": "init-timeout-too-long", "error": _name(_init(client, 900_001).error_code)})
         init = _init(client)
         pid, epoch = int(init.producer_id), int(init.producer_epoch)
@@ -331,10 +295,8 @@ V2_TOPIC, V2_ID = "raw-txn-v2", "raw-txn-v2-tid"
 
 
 def _end_v5(client: RawClient, pid: int, epoch: int, commit: bool) -> tuple[str, int, int]:
-    answer = _retry(lambda: client.request(EndTxnRequestV5(
-        transactional_id=TransactionalId(V2_ID), producer_id=ProducerId(pid), producer_epoch=i16(epoch), committed=commit,
-    )))  # fmt: skip
-    return _name(answer.error_code), int(answer.producer_id), int(answer.producer_epoch)
+    error, got_pid, got_epoch = txn.end(client, V2_ID, pid, epoch, commit, version=5)
+    return _name(error), got_pid, got_epoch
 
 
 V2_GROUP = "raw-txn-v2-group"
@@ -342,14 +304,7 @@ V2_GROUP = "raw-txn-v2-group"
 
 def _produce_v12(client: RawClient, pid: int, epoch: int, sequence: int, value: bytes) -> str:
     """Produce v12 (transactions v2): no AddPartitionsToTxn before it, the leader adds the partition."""
-    batch = build_batch([NewRecord(None, value, (), None)], producer_id=pid, producer_epoch=epoch,
-                        base_sequence=sequence, is_transactional=True)  # fmt: skip
-    answer = client.request(produce_v12.ProduceRequest(
-        transactional_id=TransactionalId(V2_ID), acks=i16(-1), timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
-        topic_data=(produce_v12.TopicProduceData(name=TopicName(V2_TOPIC), partition_data=(
-            produce_v12.PartitionProduceData(index=i32(0), records=batch),)),),
-    ))  # fmt: skip
-    return _name(answer.responses[0].partition_responses[0].error_code)
+    return _produce(client, pid, epoch, sequence, value, V2_ID, V2_TOPIC, version=12)
 
 
 def _txn_offsets_v5(client: RawClient, pid: int, epoch: int) -> str:
