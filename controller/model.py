@@ -128,17 +128,18 @@ class ClusterImage:
     paused or cut off as far as the cluster can tell, like a broker KRaft fenced. Metadata leaves
     them out (clients then give up requests waiting on them) and names no leader they lead."""
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_frozen_map)
-    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_frozen_map)
-    """User and client-id quotas (controller/quotas.py), empty entities left out."""
     """Dynamic broker configs by entity: "" is the cluster-wide default
     (DYNAMIC_DEFAULT_BROKER_CONFIG), a broker id's string that broker's own
     (DYNAMIC_BROKER_CONFIG)."""
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_frozen_map)
+    """User and client-id quotas (controller/quotas.py), empty entities left out."""
+    _topic_ids: Mapping[uuid.UUID, TopicRegistration] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_topic_ids", {t.topic_id: t for t in self.topics.values()})
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicRegistration | None:
-        for topic in self.topics.values():
-            if topic.topic_id == topic_id:
-                return topic
-        return None
+        return self._topic_ids.get(topic_id)
 
     def partition(self, topic: str, partition: int) -> PartitionRegistration | None:
         t = self.topics.get(topic)

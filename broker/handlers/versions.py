@@ -12,9 +12,9 @@ from __future__ import annotations
 
 SERVED: dict[int, tuple[str, int, int]] = {
     0: ('api_00_produce', 0, 12),
-    1: ('api_01_fetch', 4, 12),
-    2: ('api_02_list_offsets', 1, 9),
-    3: ('api_03_metadata', 0, 12),
+    1: ('api_01_fetch', 4, 17),
+    2: ('api_02_list_offsets', 1, 11),
+    3: ('api_03_metadata', 0, 13),
     8: ('api_08_offset_commit', 2, 9),
     9: ('api_09_offset_fetch', 1, 9),
     10: ('api_10_find_coordinator', 0, 4),

@@ -296,6 +296,10 @@ class ReplicaManager:
                 raise KafkaError(
                     ErrorCode.kafka_storage_error, f"The log of {tp} could not be created."
                 )
+            if self._image is not None and self._image.partition(tp.topic, tp.partition) is not None:
+                # the partition exists but has no replica here (Kafka's getPartitionOrError): the
+                # client is to refresh its metadata and go to the leader
+                raise KafkaError(ErrorCode.not_leader_or_follower, f"This broker is not a replica of {tp}")
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition,
                 "This server does not host this topic-partition.",
