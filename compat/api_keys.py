@@ -50,8 +50,8 @@ NOT_SERVED: dict[str, str] = {
     "alter_replica_log_dirs": OPERATOR,
     "list_config_resources": OPERATOR + " (KIP-1142, not in the issue's list yet)",
     "update_features": (
-        "out for now: Samsa finalizes no feature levels (its ApiVersions lists none, as a ZooKeeper-mode "
-        "Kafka without features did), so kafka-features.sh has nothing to upgrade"
+        "out for now: Samsa's feature levels are fixed (transaction.version 2 finalized, as on a new Kafka 4.x "
+        "cluster; its ApiVersions lists them), so kafka-features.sh has nothing to upgrade"
     ),
     "unregister_broker": (
         "out: KRaft only. It removes a broker's registration from the KRaft controller; in Samsa's "

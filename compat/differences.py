@@ -174,19 +174,3 @@ DIFFERENCES += [
     ),
 ]
 
-DIFFERENCES += [
-    Difference(
-        name="transactions v1 only (KIP-890 part 2 not served)",
-        kind="defect",
-        where="Java kafka-clients 4.x transactions: describeProducers of an open transaction",
-        text=(
-            "Kafka 4.x finalizes transaction.version 2, with which a Kafka 4.x producer bumps its epoch at "
-            "every transaction end (EndTxn v5), so the sequence numbers of each transaction restart at 0; "
-            "Samsa does not finalize that feature, so the same client stays on transactions v1 (one epoch, "
-            "sequences run on across transactions), as it does with Kafka 3.x. The last sequence a "
-            "partition reports for the producer is therefore not compared; what consumers read is."
-        ),
-        applies=lambda k, o: k == "java-clients-4-transactions" and o.get("step") == "describeProducers",
-        normalise=lambda o: {**o, "producers": [p.split(" ", 1)[1] for p in o["producers"]]},
-    ),
-]

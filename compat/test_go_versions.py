@@ -1,4 +1,5 @@
-"""Every version of every API key Samsa advertises, sent by a real client and compared with Kafka.
+"""Every version of every API key Samsa advertises, sent by a real client and compared with Kafka
+(but for the versions only brokers send, `BROKER_ONLY`, which raw differential tests send).
 
 compat/go/versions.go pins franz-go (kgo.MinVersions and kgo.MaxVersions: that version or nothing)
 to one version of one API key at a time and drives the client's ordinary API for that key: the
@@ -40,7 +41,13 @@ from compat.test_go_node_clients import CLIENT_NAMES, run_program
 Obs = dict[str, Any]
 
 HANDLERS = registry.load_handlers()
-ADVERTISED: dict[int, list[int]] = {k: list(range(h.min_version, h.max_version + 1)) for k, h in HANDLERS.items()}
+BROKER_ONLY: dict[int, set[int]] = {24: {4, 5}}
+"""Versions only brokers send (AddPartitionsToTxn v4-5, KIP-890: a partition leader to the
+transaction coordinator), which franz-go cannot: compat/test_txn_errors.py sends them raw."""
+ADVERTISED: dict[int, list[int]] = {
+    k: [v for v in range(h.min_version, h.max_version + 1) if v not in BROKER_ONLY.get(k, set())]
+    for k, h in HANDLERS.items()
+}
 CLIENT = CLIENT_NAMES["go"]
 KAFKA_VERSION = _versions(COMPAT / "pom.xml").get("kafka", "4.x")
 SWEEP_SAMSA = "samsa-sweep"  # the dedicated Samsa the sweeps run against (its own API stats)

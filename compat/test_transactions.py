@@ -1,7 +1,8 @@
 """Transactions against Samsa and Apache Kafka (KIP-98, KIP-447): what each client observes must be
 the same on both.
 
-- Java kafka-clients 3.9 and 4.x (compat/jvm/harness/TxnHarness.java): commit across two
+- Java kafka-clients 3.9 and 4.x (compat/jvm/harness/TxnHarness.java): transactions v1 for 3.9,
+  v2 for 4.x (KIP-890: the producer epoch bumped by every commit and abort); commit across two
   partitions, abort, an open transaction seen by read_committed and read_uncommitted consumers
   and endOffsets (the LSO), the Admin's describeTransactions, listTransactions and
   describeProducers, consume-transform-produce with sendOffsetsToTransaction, and a zombie fenced
@@ -48,6 +49,11 @@ def test_java_transactions(cp: str, differential: Any) -> None:
     assert committed[-1] == f"endOffsets {{{p}-txn-0=11, {p}-txn-1=4}}"  # the LSO
     assert len(one(obs, "read_uncommitted-open")["records"]) == 16
     assert one(obs, "describeTransactions-open")["state"].lower() == "ongoing"
+    # transactions v2 for 4.x clients (the epoch bumped by the commit and the abort), v1 for 3.9
+    epoch = 0 if cp == "clients-3.9" else 2
+    assert one(obs, "describeTransactions-open")["epoch"] == epoch
+    (producer,) = one(obs, "describeProducers")["producers"]
+    assert producer.startswith(f"epoch={epoch} ") and producer.endswith(" txnStart=OptionalLong[11]")
     assert one(obs, "ctp")["moved"] == 10
     assert one(obs, "ctp-committed")["offsets"] == {f"{p}-in-0": "10 '' epoch=Optional.empty"}
     assert one(obs, "fenced")["error"] is not None

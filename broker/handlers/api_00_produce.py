@@ -1,4 +1,4 @@
-# Produce (key 0), versions 0-11.
+# Produce (key 0), versions 0-12.
 # Each partition's records are checked in full before the append (broker/log/validation.py, as
 # Kafka's ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and LogValidator):
 # v3+ must carry exactly one magic v2 batch per partition (INVALID_RECORD otherwise, a trailing
@@ -19,15 +19,21 @@
 # id: a partition its transaction has not added is TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE,
 # a fenced epoch INVALID_PRODUCER_EPOCH, a coordinator that is loading, moving or completing the
 # previous transaction NOT_ENOUGH_REPLICAS (retriable), as Kafka's AddPartitionsToTxnManager maps
-# them; the check runs where this broker is the transaction coordinator (a coordinator on another
-# broker is not asked yet). The log then checks the producer's epoch and that a producer inside a
-# transaction writes only transactional batches (INVALID_TXN_STATE).
+# them; where another broker is the transaction coordinator it is asked with AddPartitionsToTxn v5
+# verify-only (broker/txn/verification.py; unreachable: NOT_ENOUGH_REPLICAS). A partition where the
+# producer already has a transaction open at that epoch is not checked again (Kafka's
+# maybeStartTransactionVerification). The log then checks the producer's epoch and that a producer
+# inside a transaction writes only transactional batches (INVALID_TXN_STATE).
+# v12 (transactions v2, KIP-890 part 2): the client sends no AddPartitionsToTxn; the leader adds the
+# partitions of a transactional batch to its transaction itself (AddPartitionsToTxn v5 without
+# verify_only to a coordinator on another broker), whatever transaction.partition.verification.enable
+# says, with the same error mapping.
 # Authorization (Kafka's KafkaApis): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, checked before
 # the topic's existence), WRITE on the transactional id of a transactional produce
 # (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).
 # Leader discovery (KIP-951, v10+): a partition answered NOT_LEADER_OR_FOLLOWER carries its current
 # leader and epoch, and the response the leaders' endpoints (broker/handlers/_leaders.py).
-# Not supported: v12-13 (KIP-890 transactions v2, topic ids).
+# Not supported: v13 (topics named by id, KIP-516: this handler resolves names only).
 from __future__ import annotations
 
 import datetime
@@ -36,8 +42,8 @@ import struct
 from dataclasses import dataclass
 from typing import cast
 
-from kio.schema.produce.v11.request import ProduceRequest
-from kio.schema.produce.v11.response import (
+from kio.schema.produce.v12.request import ProduceRequest
+from kio.schema.produce.v12.response import (
     BatchIndexAndErrorMessage,
     LeaderIdAndEpoch,
     NodeEndpoint,
@@ -68,6 +74,8 @@ from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, BrokerId, TopicName
 
 API_KEY = 0
+FIRST_V2_VERSION = 12
+"""Produce v12+ come from transactions v2 clients: the leader adds the partition to the transaction."""
 log = logging.getLogger("samsa.produce")
 
 _BATCH_SIZE = struct.Struct(">i")
@@ -200,28 +208,35 @@ _PRODUCER = struct.Struct(">qh")
 _PRODUCER_OFFSET = 43
 _RETRIABLE = frozenset({
     ErrorCode.not_coordinator, ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
-    ErrorCode.concurrent_transactions,
+    ErrorCode.concurrent_transactions, ErrorCode.network_exception,
 })  # fmt: skip
 
 
-def _verify_transactional(
+def _has_ongoing_transaction(ctx: RequestContext, tp: TopicPartition, producer_id: int, epoch: int) -> bool:
+    partition = ctx.services.replica_manager.partitions.get(tp)
+    return partition is not None and partition.is_leader and partition.has_ongoing_transaction(producer_id, epoch)
+
+
+async def _verify_transactional(
     ctx: RequestContext, transactional_id: str, entries: dict[TopicPartition, bytes]
 ) -> dict[TopicPartition, ErrorCode]:
     """KIP-890 part 1: the partitions whose transactional batch its transaction has not added,
-    with the code the producer gets (Kafka's AddPartitionsToTxnManager mapping)."""
-    coordinator = ctx.services.txn_coordinator
+    with the code the producer gets (Kafka's AddPartitionsToTxnManager and ReplicaManager mapping)."""
     wanted = [tp for tp, data in entries.items() if len(data) > _PRODUCER_OFFSET + 10
               and data[ATTRIBUTES_OFFSET + 1] & ATTR_TRANSACTIONAL]  # fmt: skip
-    if not wanted or not coordinator.is_local(transactional_id):
+    if not wanted:
         return {}
     producer_id, epoch = _PRODUCER.unpack_from(entries[wanted[0]], _PRODUCER_OFFSET)
+    # as Kafka's maybeStartTransactionVerification: a transaction already open in the partition
+    # at this epoch was checked (or added) when it began
+    wanted = [tp for tp in wanted if not _has_ongoing_transaction(ctx, tp, producer_id, epoch)]
+    if not wanted:
+        return {}
+    add = ctx.api_version >= FIRST_V2_VERSION
+    failed = await ctx.services.txn_coordinator.verify_append(transactional_id, producer_id, epoch, wanted, add=add)
     out = {}
-    for tp, code in coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted).items():
-        if code == ErrorCode.none:
-            continue
-        if code == ErrorCode.producer_fenced:
-            code = ErrorCode.invalid_producer_epoch
-        elif code == ErrorCode.transaction_abortable and ctx.api_version < 11:
+    for tp, code in failed.items():
+        if code == ErrorCode.transaction_abortable and ctx.api_version < 11:
             code = ErrorCode.invalid_txn_state
         elif code in _RETRIABLE:
             code = ErrorCode.not_enough_replicas
@@ -269,8 +284,10 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             except KafkaError as e:
                 errors[tp] = _Rejected.of(e)
 
-    if request.transactional_id and services.config.transaction_partition_verification_enable:
-        for tp, code in _verify_transactional(ctx, request.transactional_id, entries).items():
+    if request.transactional_id and (
+        ctx.api_version >= FIRST_V2_VERSION or services.config.transaction_partition_verification_enable
+    ):
+        for tp, code in (await _verify_transactional(ctx, request.transactional_id, entries)).items():
             errors[tp] = _Rejected(code, "The partition is not part of the producer's transaction")
             del entries[tp]
     results = await services.replica_manager.append_records(

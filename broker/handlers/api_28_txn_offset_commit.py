@@ -1,4 +1,4 @@
-# TxnOffsetCommit (key 28), versions 0-4.
+# TxnOffsetCommit (key 28), versions 0-5.
 # Offsets a transactional producer commits for a consumer group (sendOffsetsToTransaction,
 # KIP-98/447): written by the group coordinator into the group's __consumer_offsets partition as
 # a transactional batch of the producer id and epoch, held as the group's pending transactional
@@ -10,11 +10,15 @@
 # Authorization (Kafka's KafkaApis): WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
 # READ on the group (GROUP_AUTHORIZATION_FAILED), each for every partition; READ on each topic
 # (TOPIC_AUTHORIZATION_FAILED for its partitions, the others are committed).
-# Not supported: v5 (KIP-890 transactions v2: the offsets partition added implicitly).
+# v5 (transactions v2, KIP-890 part 2): the client sends no AddOffsetsToTxn; the group's
+# __consumer_offsets partition is first added to the transaction by this broker (the transaction
+# coordinator's add, asked of another broker with AddPartitionsToTxn v5), its error for every
+# partition as Kafka's group coordinator answers it (PRODUCER_FENCED as INVALID_PRODUCER_EPOCH,
+# NOT_ENOUGH_REPLICAS as COORDINATOR_NOT_AVAILABLE).
 from __future__ import annotations
 
-from kio.schema.txn_offset_commit.v4.request import TxnOffsetCommitRequest
-from kio.schema.txn_offset_commit.v4.response import (
+from kio.schema.txn_offset_commit.v5.request import TxnOffsetCommitRequest
+from kio.schema.txn_offset_commit.v5.response import (
     TxnOffsetCommitResponse,
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
@@ -30,6 +34,20 @@ from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, TopicName
 
 API_KEY = 28
+FIRST_V2_VERSION = 5
+
+
+async def _add_offsets_partition(ctx: RequestContext, request: TxnOffsetCommitRequest) -> ErrorCode:
+    """Transactions v2: the group's offsets partition joins the transaction (Kafka's
+    maybeStartTransactionVerification with the addPartition operation)."""
+    offsets = ctx.services.txn_coordinator.offsets_partition(str(request.group_id))
+    failed = await ctx.services.txn_coordinator.verify_append(
+        request.transactional_id, int(request.producer_id), int(request.producer_epoch), [offsets], add=True
+    )
+    error = failed.get(offsets, ErrorCode.none)
+    if error in (ErrorCode.not_enough_replicas, ErrorCode.unknown_topic_or_partition, ErrorCode.request_timed_out):
+        return ErrorCode.coordinator_not_available
+    return error
 
 
 @registry.api(API_KEY)
@@ -51,6 +69,8 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
         error = ErrorCode.group_authorization_failed
     else:
         error, _ = coordinator.group_status(str(request.group_id))
+    if error == ErrorCode.none and ctx.api_version >= FIRST_V2_VERSION:
+        error = await _add_offsets_partition(ctx, request)
     results: dict[TopicPartition, ErrorCode]
     if error != ErrorCode.none:
         results = {e.tp: error for e in entries}

@@ -11,7 +11,7 @@ the whole of advertising it: do it only once the handler serves that version com
 from __future__ import annotations
 
 SERVED: dict[int, tuple[str, int, int]] = {
-    0: ('api_00_produce', 0, 11),
+    0: ('api_00_produce', 0, 12),
     1: ('api_01_fetch', 4, 17),
     2: ('api_02_list_offsets', 1, 11),
     3: ('api_03_metadata', 0, 13),
@@ -31,11 +31,11 @@ SERVED: dict[int, tuple[str, int, int]] = {
     21: ('api_21_delete_records', 0, 2),
     22: ('api_22_init_producer_id', 0, 5),
     23: ('api_23_offset_for_leader_epoch', 2, 4),
-    24: ('api_24_add_partitions_to_txn', 0, 3),
+    24: ('api_24_add_partitions_to_txn', 0, 5),
     25: ('api_25_add_offsets_to_txn', 0, 4),
-    26: ('api_26_end_txn', 0, 4),
+    26: ('api_26_end_txn', 0, 5),
     27: ('api_27_write_txn_markers', 1, 1),
-    28: ('api_28_txn_offset_commit', 0, 4),
+    28: ('api_28_txn_offset_commit', 0, 5),
     29: ('api_29_describe_acls', 1, 3),
     30: ('api_30_create_acls', 1, 3),
     31: ('api_31_delete_acls', 1, 3),
@@ -64,4 +64,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
 # Feature flags (KIP-584) in ApiVersions v3+: `name: (min supported, max supported)`; each is also
 # answered as finalized at its max level, as a single-version cluster finalizes it. Add a feature
 # here only once every behaviour its level promises is served (clients switch protocols on it).
-FEATURES: dict[str, tuple[int, int]] = {}
+FEATURES: dict[str, tuple[int, int]] = {
+    # KIP-890 transactions v2: Produce v12, EndTxn v5, TxnOffsetCommit v5, AddPartitionsToTxn v4-5
+    "transaction.version": (0, 2),
+}

@@ -240,6 +240,12 @@ class Partition:
         """DescribeProducers: the producers this replica's log tracks (copies)."""
         return [e.copy() for e in self._log.producer_state.producers.values()]
 
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Kafka's UnifiedLog.hasOngoingTransaction: this producer, at this epoch, has a
+        transaction open in this log (its partition was verified or added when it began)."""
+        entry = self._log.producer_state.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset is not None and entry.producer_epoch == producer_epoch
+
     def ongoing_transaction_first_offsets(self) -> dict[int, int]:
         """Producer id -> first offset of its open transaction in this log."""
         return {t.producer_id: first for first, t in self._log.producer_state.ongoing_txns.items()}

@@ -21,8 +21,11 @@ producer (`transaction.abort.timed.out.transaction.cleanup.interval.ms`), and tr
 idle in Empty/CompleteCommit/CompleteAbort for `transactional.id.expiration.ms` are removed with a
 tombstone (`transaction.remove.expired.transaction.cleanup.interval.ms`).
 
-Not supported yet: transactions v2 (KIP-890 part 2: Produce v12 adding partitions implicitly,
-EndTxn v5 bumping the epoch), two-phase commit (KIP-939).
+Transactions v2 (KIP-890 part 2) follow the request's version, as Kafka's do: AddPartitionsToTxn
+v4+ marks the transaction v2, EndTxn v5+ ends it with the epoch bumped (`_end_v2`), and a fencing
+abort of a v2 transaction bumps the epoch the v2 way.
+
+Not supported yet: two-phase commit (KIP-939).
 """
 
 from __future__ import annotations
@@ -39,15 +42,18 @@ from broker import clock
 from broker.coordinator.loader import replay_partition
 from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
 from broker.coordinator.records import partition_for
+from broker.handlers.versions import FEATURES
 from broker.txn.markers import MARKER_TIMEOUT_MS, MarkerSender, TxnMarker, write_markers_locally
 from broker.txn.metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    SHORT_MAX,
     TransactionMetadata,
     TransactionState,
     TxnTransit,
 )
 from broker.txn.records import TransactionLogValue, key_bytes, read_key, read_value, value_bytes
+from broker.txn.verification import RemoteVerifier
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import HEADER_SIZE, BatchHeader, NewRecord, build_batch, decode_records
 from protocol.topic_partition import TopicPartition
@@ -62,8 +68,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("samsa.txn")
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-LOG_VALUE_VERSION = 0
-"""TransactionLogValue version written (Kafka writes v1 only with transaction.version 2)."""
+LOG_VALUE_VERSION = 1 if FEATURES.get("transaction.version", (0, 0))[1] >= 2 else 0
+"""TransactionLogValue version written: Kafka writes v1 once transaction.version 2 is finalized."""
 S = TransactionState
 
 
@@ -77,6 +83,13 @@ class TxnPartition(CoordinatorPartition):
 
 @dataclass(frozen=True, slots=True)
 class InitProducerIdResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnResult:
     error: ErrorCode
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
@@ -166,6 +179,9 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
         self.markers = MarkerSender(
             config.broker_id, controller, self.write_markers_locally, listener=listener, timeout_ms=MARKER_TIMEOUT_MS
         )
+        self._verifier = RemoteVerifier(
+            config.broker_id, controller, listener=listener, timeout_ms=MARKER_TIMEOUT_MS
+        )
 
     # == lifecycle ================================================================================
 
@@ -189,6 +205,7 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.markers.close()
+        self._verifier.close()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -364,7 +381,7 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
             return InitProducerIdResult(exc.code)
         if transit.state is S.PREPARE_EPOCH_FENCE:
             # abort the ongoing transaction with the bumped epoch; the client retries
-            error = await self._end(part, metadata, transit.producer_id, transit.producer_epoch, commit=False, from_client=False)
+            error = await self._fence(part, metadata, transit)
             return InitProducerIdResult(error if error != ErrorCode.none else ErrorCode.concurrent_transactions)
         error = await self._write(part, metadata, transit)
         if error != ErrorCode.none:
@@ -413,9 +430,16 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
         return ErrorCode.none
 
     async def add_partitions(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: set[TopicPartition]
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: set[TopicPartition],
+        client_transaction_version: int = 0,
     ) -> ErrorCode:
-        """Kafka's handleAddPartitionsToTransaction: one error for all the partitions."""
+        """Kafka's handleAddPartitionsToTransaction: one error for all the partitions;
+        `client_transaction_version` 2 for AddPartitionsToTxn v4+ (a transactions v2 client's
+        partitions, added by their leader or by the group coordinator), else 0."""
         if not transactional_id:
             return ErrorCode.invalid_request
         error, part = self._checked_partition(transactional_id)
@@ -431,7 +455,7 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
             return ErrorCode.concurrent_transactions
         if metadata.state is S.ONGOING and partitions <= metadata.partitions:
             return ErrorCode.none
-        transit = metadata.prepare_add_partitions(partitions, clock.now_ms(), metadata.client_transaction_version)
+        transit = metadata.prepare_add_partitions(partitions, clock.now_ms(), client_transaction_version)
         return await self._write(part, metadata, transit)
 
     def verify_partitions(
@@ -458,6 +482,42 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
             tp: ErrorCode.none if tp in metadata.partitions else ErrorCode.transaction_abortable for tp in partitions
         }
 
+    async def verify_append(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        *,
+        add: bool = False,
+    ) -> dict[TopicPartition, ErrorCode]:
+        """A partition leader's check before a transactional append: the partitions that fail
+        it, with the error. KIP-890 part 1 verifies that the transaction has them; with `add`
+        (transactions v2: Produce v12+, TxnOffsetCommit v5+) they are added to it (as
+        AddPartitionsToTxn v4+ would). Asks the coordinator's broker when it is another
+        (broker/txn/verification.py)."""
+        if self.is_local(transactional_id):
+            if add:
+                error = await self.add_partitions(transactional_id, producer_id, producer_epoch, set(partitions), 2)
+                codes = dict.fromkeys(partitions, error)
+            else:
+                codes = self.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+            return {
+                tp: ErrorCode.invalid_producer_epoch if code == ErrorCode.producer_fenced else code
+                for tp, code in codes.items() if code != ErrorCode.none
+            }  # fmt: skip
+        topic = self._controller.image.topics.get(TRANSACTION_STATE_TOPIC)
+        reg = None if topic is None else self._controller.image.partition(
+            TRANSACTION_STATE_TOPIC, partition_for(transactional_id, len(topic.partitions))
+        )
+        if reg is None or reg.leader < 0:
+            return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
+        if int(reg.leader) == self.config.broker_id:  # becoming coordinator: not loaded yet
+            return dict.fromkeys(partitions, ErrorCode.coordinator_load_in_progress)
+        return await self._verifier.verify(
+            int(reg.leader), transactional_id, producer_id, producer_epoch, partitions, verify_only=not add
+        )
+
     def offsets_partition(self, group_id: str) -> TopicPartition:
         """The __consumer_offsets partition AddOffsetsToTxn adds for a group."""
         return TopicPartition("__consumer_offsets", self._group_coordinator.partition_for(group_id))
@@ -465,18 +525,100 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
     # == EndTxn ===================================================================================
 
     async def end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
-    ) -> ErrorCode:
-        """Kafka's handleEndTransaction from a client."""
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, client_transaction_version: int = 0
+    ) -> EndTxnResult:
+        """Kafka's handleEndTransaction from a client; `client_transaction_version` 2 for EndTxn
+        v5+ (the epoch bumped by every end), else 0. The result carries the producer id and epoch
+        the client goes on with (EndTxn v5)."""
         if not transactional_id:
-            return ErrorCode.invalid_request
+            return EndTxnResult(ErrorCode.invalid_request)
         error, part = self._checked_partition(transactional_id)
         if part is None:
-            return error
+            return EndTxnResult(error)
         metadata = part.txns.get(transactional_id)
         if metadata is None:
-            return ErrorCode.invalid_producer_id_mapping
-        return await self._end(part, metadata, producer_id, producer_epoch, commit=commit, from_client=True)
+            return EndTxnResult(ErrorCode.invalid_producer_id_mapping)
+        if client_transaction_version >= 2:
+            return await self._end_v2(part, metadata, producer_id, producer_epoch, commit=commit, from_client=True)
+        error = await self._end(part, metadata, producer_id, producer_epoch, commit=commit, from_client=True)
+        return EndTxnResult(error, metadata.producer_id, metadata.producer_epoch) if error == ErrorCode.none else EndTxnResult(error)
+
+    async def _end_v2(
+        self,
+        part: TxnPartition,
+        metadata: TransactionMetadata,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        from_client: bool,
+    ) -> EndTxnResult:
+        """Kafka's endTransaction for transactions v2: PrepareCommit/PrepareAbort bump the epoch;
+        a retry is recognised by the epoch the client sent being the one just bumped from
+        (or, after an overflow, the previous producer id's last epoch); an abort with nothing
+        added (Empty, CompleteCommit, CompleteAbort) is allowed."""
+        is_epoch_fence = metadata.pending_state is S.PREPARE_EPOCH_FENCE
+        retry_on_overflow = (
+            not is_epoch_fence and metadata.previous_producer_id == producer_id
+            and producer_epoch == SHORT_MAX - 1 and metadata.producer_epoch == 0
+        )  # fmt: skip
+        retry_on_bump = not is_epoch_fence and metadata.producer_epoch == producer_epoch + 1
+        state = metadata.state
+        if is_epoch_fence:
+            valid_epoch = (not from_client or producer_epoch == metadata.producer_epoch) and (
+                producer_epoch >= metadata.producer_epoch
+            )
+        elif state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_bump
+        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == metadata.producer_epoch
+        else:
+            valid_epoch = producer_epoch == metadata.producer_epoch
+        is_retry = retry_on_bump or retry_on_overflow
+        if metadata.producer_id != producer_id and not retry_on_overflow:
+            return EndTxnResult(ErrorCode.invalid_producer_id_mapping)
+        if not valid_epoch:
+            return EndTxnResult(ErrorCode.producer_fenced)
+        if metadata.pending_transition_in_progress and not is_epoch_fence:
+            return EndTxnResult(ErrorCode.concurrent_transactions)
+        wanted = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+        done = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
+        if state is S.ONGOING:
+            no_partition_added = False
+        elif state is done and is_retry:
+            return EndTxnResult(ErrorCode.none, metadata.producer_id, metadata.producer_epoch)
+        elif not commit and not is_retry and state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            no_partition_added = True
+        elif state is wanted:
+            return EndTxnResult(ErrorCode.concurrent_transactions)
+        else:
+            log.info(
+                "invalid transaction state transition transactional_id=%s state=%s commit=%s",
+                metadata.transactional_id, state.kafka_name, commit,
+            )  # fmt: skip
+            return EndTxnResult(ErrorCode.invalid_txn_state)
+        next_producer_id = NO_PRODUCER_ID
+        if not is_epoch_fence and metadata.is_producer_epoch_exhausted:
+            next_producer_id = int(await self._producer_ids.generate())
+        if is_epoch_fence:
+            metadata.pending_state = None  # the fence becomes this abort, at the fenced epoch
+            metadata.producer_epoch = producer_epoch
+            metadata.last_producer_epoch = NO_PRODUCER_EPOCH
+        transit = metadata.prepare_abort_or_commit(wanted, clock.now_ms(), 2, next_producer_id, no_partition_added)
+        error = await self._write(part, metadata, transit)
+        if error != ErrorCode.none:
+            if is_epoch_fence:
+                metadata.has_failed_epoch_fence = True
+            return EndTxnResult(error)
+        log.info(
+            "transaction ending transactional_id=%s producer_id=%d producer_epoch=%d result=%s partitions=%d",
+            metadata.transactional_id, metadata.producer_id, metadata.producer_epoch,
+            "commit" if commit else "abort", len(metadata.partitions),
+        )  # fmt: skip
+        self._spawn(self._complete(part, metadata, commit))
+        if next_producer_id != NO_PRODUCER_ID:
+            return EndTxnResult(ErrorCode.none, next_producer_id, 0)
+        return EndTxnResult(ErrorCode.none, metadata.producer_id, metadata.producer_epoch)
 
     async def _end(
         self,
@@ -527,6 +669,16 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
         self._spawn(self._complete(part, metadata, commit))
         return ErrorCode.none
 
+    async def _fence(self, part: TxnPartition, metadata: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
+        """Abort the ongoing transaction at the fencing epoch (an InitProducerId or a timeout),
+        the way of the transaction's own version."""
+        if metadata.client_transaction_version >= 2:
+            result = await self._end_v2(
+                part, metadata, transit.producer_id, transit.producer_epoch, commit=False, from_client=False
+            )
+            return result.error
+        return await self._end(part, metadata, transit.producer_id, transit.producer_epoch, commit=False, from_client=False)
+
     async def _complete(self, part: TxnPartition, metadata: TransactionMetadata, commit: bool) -> None:
         """Write every marker, then CompleteCommit/CompleteAbort (retried while this broker is
         still the coordinator with the same epoch)."""
@@ -575,7 +727,7 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
                     "aborting timed out transaction transactional_id=%s producer_id=%d timeout_ms=%d",
                     metadata.transactional_id, metadata.producer_id, metadata.timeout_ms,
                 )  # fmt: skip
-                await self._end(part, metadata, transit.producer_id, transit.producer_epoch, commit=False, from_client=False)
+                await self._fence(part, metadata, transit)
                 aborted += 1
         return aborted
 

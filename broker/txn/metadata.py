@@ -12,6 +12,12 @@ States (the int8 ids are Kafka's, written in `__transaction_state`):
     PREPARE_EPOCH_FENCE (7) in memory only: an InitProducerId found the transaction ONGOING; the
                             bumped epoch aborts it (never returned to a client)
 
+Transactions v2 (KIP-890 part 2; `client_transaction_version` 2, set by the request that began
+the transaction: AddPartitionsToTxn v4+, EndTxn v5+): PREPARE_COMMIT/PREPARE_ABORT bump the
+producer epoch (`last_producer_epoch` keeps the one the client used, so a retried EndTxn is
+recognised); when the epoch would reach Short.MAX_VALUE a new producer id is taken
+(`next_producer_id`), which COMPLETE_* then adopts with epoch 0.
+
 Transitions (`VALID_PREVIOUS`), each first prepared (`pending_state` set, a `TxnTransit` value
 describing the new state), written to the log, then completed (`complete_transition`), so a
 failed write leaves the state as it was:
@@ -20,6 +26,7 @@ failed write leaves the state as it was:
     EMPTY | COMPLETE_* | ONGOING --AddPartitionsToTxn / AddOffsetsToTxn--> ONGOING
     ONGOING --EndTxn(commit)--> PREPARE_COMMIT --all markers written--> COMPLETE_COMMIT
     ONGOING --EndTxn(abort), timeout--> PREPARE_ABORT --all markers written--> COMPLETE_ABORT
+    EMPTY | COMPLETE_* --EndTxn(abort) of transactions v2--> PREPARE_ABORT (nothing to abort)
     ONGOING --InitProducerId--> PREPARE_EPOCH_FENCE --> PREPARE_ABORT (epoch bumped)
     EMPTY | COMPLETE_* --idle transactional.id.expiration.ms--> DEAD
 """
@@ -69,7 +76,7 @@ VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
@@ -192,12 +199,37 @@ class TransactionMetadata:
             last_update_timestamp_ms=now_ms, client_transaction_version=client_transaction_version,
         )  # fmt: skip
 
-    def prepare_abort_or_commit(self, state: TransactionState, now_ms: int) -> TxnTransit:
-        return self._transit(state, last_update_timestamp_ms=now_ms)
+    def prepare_abort_or_commit(
+        self,
+        state: TransactionState,
+        now_ms: int,
+        client_transaction_version: int = 0,
+        next_producer_id: int = NO_PRODUCER_ID,
+        no_partition_added: bool = False,
+    ) -> TxnTransit:
+        """Kafka's prepareAbortOrCommit: transactions v2 bump the epoch; an abort with nothing
+        added starts (and ends) the transaction now."""
+        if client_transaction_version >= 2:
+            epoch, last = self.producer_epoch + 1, self.producer_epoch
+        else:
+            epoch, last = self.producer_epoch, self.last_producer_epoch
+        return self._transit(
+            state, producer_epoch=epoch, last_producer_epoch=last, next_producer_id=next_producer_id,
+            start_timestamp_ms=now_ms if no_partition_added else self.start_timestamp_ms,
+            last_update_timestamp_ms=now_ms, client_transaction_version=client_transaction_version,
+        )  # fmt: skip
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
+        """Kafka's prepareComplete: a transactions v2 epoch overflow moves to the next producer id."""
         state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
-        return self._transit(state, partitions=frozenset(), last_update_timestamp_ms=now_ms)
+        if self.client_transaction_version >= 2 and self.next_producer_id != NO_PRODUCER_ID:
+            return self._transit(
+                state, producer_id=self.next_producer_id, previous_producer_id=self.producer_id, producer_epoch=0,
+                next_producer_id=NO_PRODUCER_ID, partitions=frozenset(), last_update_timestamp_ms=now_ms,
+            )  # fmt: skip
+        return self._transit(
+            state, next_producer_id=NO_PRODUCER_ID, partitions=frozenset(), last_update_timestamp_ms=now_ms
+        )
 
     def prepare_dead(self) -> TxnTransit:
         return self._transit(TransactionState.DEAD, partitions=frozenset())

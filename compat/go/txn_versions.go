@@ -3,8 +3,10 @@
 // (consume-transform-produce), and DescribeProducers, DescribeTransactions, ListTransactions and
 // WriteTxnMarkers around a transaction left open (the marker is what kafka-transactions.sh abort
 // sends). Transactional clients here keep EndTxn at v4 or below: that keeps franz-go on
-// transactions v1 (KIP-890 part 1, explicit AddPartitionsToTxn/AddOffsetsToTxn) against a Kafka
-// whose transaction.version is 2, as against Samsa, which does not finalize that feature.
+// transactions v1 (KIP-890 part 1, explicit AddPartitionsToTxn/AddOffsetsToTxn, which v2 never
+// sends) although both brokers finalize transaction.version 2; a sweep of EndTxn v5+ or
+// TxnOffsetCommit v5+ lets it run transactions v2 instead (franz-go sends TxnOffsetCommit v5 only
+// then).
 package main
 
 import (
@@ -31,10 +33,13 @@ func init() {
 	sweeps[66] = sweepTxnAdmin
 }
 
-// txnVersions caps EndTxn at v4 (transactions v1) and pins the run's key when `pin` is set.
+// txnVersions caps EndTxn at v4 (transactions v1) unless the run pins TxnOffsetCommit v5+, and
+// pins the run's key when `pin` is set.
 func (r *run) txnVersions(pin bool) []kgo.Opt {
 	maxs := kversion.Stable()
-	maxs.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+	if !(pin && r.key == int16(kmsg.TxnOffsetCommit) && r.v >= 5) {
+		maxs.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+	}
 	if !pin {
 		return []kgo.Opt{kgo.MaxVersions(maxs)}
 	}

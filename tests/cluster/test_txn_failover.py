@@ -5,6 +5,11 @@
   PrepareCommit after the producer's commit returned; the coordinator is killed; the broker that
   takes over __transaction_state's partition loads PrepareCommit and finishes the commit, and a
   read_committed consumer reads the transaction whole.
+- The same with transactions v2 (raw requests): the record goes to its leader with Produce v12
+  (which adds the partition through the coordinator on another broker), EndTxn v5 bumps the
+  epoch and is answered once PrepareCommit is written; the new coordinator finishes the commit at
+  the bumped epoch, answers the retried EndTxn v5 as a retry, and the producer goes on at the
+  bumped epoch while its old one is fenced on the partition.
 - A transactional producer that goes on committing while, in the middle of a transaction, its
   coordinator is killed, later restarted, and then a data partition's leader is killed: every
   transaction whose commit returned is read whole and exactly once, in order, by a read_committed
@@ -22,7 +27,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from broker.coordinator.records import partition_for
 from broker.testing.cluster import SamsaCluster
+from protocol.errors import ErrorCode
 from tests.cluster.conftest import broker_logs, create_topic
+from tests.support import txn_requests as txn
+from tests.support.raw_client import RawClient
 
 TXN_STATE = "__transaction_state"
 OVERRIDES = {
@@ -95,6 +103,41 @@ def test_coordinator_killed_in_prepare_commit_is_completed_by_the_next(cluster_f
     p.produce(topic, b"after", partition=0)
     p.commit_transaction(60)
     assert _read_committed(cluster, topic, 1, lambda got: len(got) >= 11)[-1] == b"after"
+
+
+def test_coordinator_killed_in_prepare_commit_of_transactions_v2(cluster_factory: Callable[..., SamsaCluster]) -> None:
+    cluster = cluster_factory(3, overrides=OVERRIDES)
+    txn_id, topic = "prepared-v2-tid", "prepared-v2"
+    with RawClient(cluster.process(cluster.live()[0]).port, timeout=30) as client:
+        coordinator = int(txn.find_coordinator(client, txn_id).node_id)
+    leader = next(i for i in cluster.live() if i != coordinator)
+    other = next(i for i in cluster.live() if i not in (coordinator, leader))
+    create_topic(cluster, topic, assignments=[[leader, other, coordinator]])
+    cluster.wait_for(lambda: cluster.metadata(topics=[topic]).topics[topic][0].leader == leader, 20, "data leader")
+    with RawClient(cluster.process(coordinator).port, timeout=30) as coord, \
+            RawClient(cluster.process(leader).port, timeout=30) as data:  # fmt: skip
+        pid, e = txn.init(coord, txn_id)
+        assert txn.produce(data, txn_id, topic, 0, pid, e, 0, b"v2-0", version=12) == ErrorCode.none
+        cluster.pause(leader)  # the COMMIT marker cannot be written
+        try:
+            assert txn.end(coord, txn_id, pid, e, commit=True, version=5) == (ErrorCode.none, pid, e + 1)
+            cluster.kill(coordinator)
+        finally:
+            cluster.resume(leader)
+        assert _read_committed(cluster, topic, 1, lambda got: len(got) >= 1) == [b"v2-0"], broker_logs(cluster)
+        assert "completing transaction left by the previous coordinator transactional_id=prepared-v2-tid " \
+            "state=PrepareCommit" in broker_logs(cluster, tail=200_000)  # fmt: skip
+        with RawClient(cluster.process(other).port, timeout=30) as client:
+            found = txn.find_coordinator(client, txn_id)
+        now_leader = cluster.metadata(topics=[topic]).topics[topic][0].leader  # it may have moved meanwhile
+        with RawClient(int(found.port), timeout=30) as coord, RawClient(cluster.process(now_leader).port, timeout=30) as data:
+            # a retry, answered once CompleteCommit is written: that waits for __transaction_state's ISR
+            # to be back at min.insync.replicas (2) after one replica was paused and another killed
+            assert txn.end(coord, txn_id, pid, e, commit=True, version=5, timeout=90) == (ErrorCode.none, pid, e + 1)
+            assert txn.produce(data, txn_id, topic, 0, pid, e + 1, 0, b"v2-1", version=12) == ErrorCode.none
+            assert txn.produce(data, txn_id, topic, 0, pid, e, 1, b"zombie", version=12) == ErrorCode.invalid_producer_epoch
+            assert txn.end(coord, txn_id, pid, e + 1, commit=True, version=5) == (ErrorCode.none, pid, e + 2)
+    assert _read_committed(cluster, topic, 1, lambda got: len(got) >= 2) == [b"v2-0", b"v2-1"]
 
 
 def test_transactions_survive_their_coordinator_being_killed(cluster_factory: Callable[..., SamsaCluster]) -> None:

@@ -7,8 +7,9 @@
 // committed. A consume-transform-produce loop sends its consumer's offsets to each transaction
 // (sendOffsetsToTransaction), and the group's committed offsets and the output are read back. A
 // second producer with the same transactional id fences the first. The AdminClient lists and
-// describes the transactions and describes the producers of a partition. Producer epochs are not
-// printed: Kafka 4.x clients on Kafka use transactions v2 (an epoch bump per transaction).
+// describes the transactions and describes the producers of a partition, with the producer epoch
+// of the open (third) transaction: 0 for transactions v1 (3.x clients), 2 for transactions v2
+// (4.x clients on a broker finalizing transaction.version 2: every commit and abort bumps it).
 
 import java.time.Duration;
 import java.util.*;
@@ -91,7 +92,8 @@ public class TxnHarness {
                 List<String> parts = new ArrayList<>();
                 for (TopicPartition tp : d.topicPartitions()) parts.add(tp.toString());
                 Collections.sort(parts);
-                Harness.out("describeTransactions-open", "state", d.state().toString(), "timeoutMs", d.transactionTimeoutMs(),
+                Harness.out("describeTransactions-open", "state", d.state().toString(), "epoch", d.producerEpoch(),
+                        "timeoutMs", d.transactionTimeoutMs(),
                         "started", d.transactionStartTimeMs().isPresent(), "partitions", parts);
                 List<String> listed = new ArrayList<>();
                 for (TransactionListing l : admin.listTransactions().all().get(30, TimeUnit.SECONDS)) {
@@ -101,7 +103,8 @@ public class TxnHarness {
                 Harness.out("listTransactions", "transactions", listed);
                 List<String> producers = new ArrayList<>();
                 for (ProducerState s : admin.describeProducers(List.of(p0)).partitionResult(p0).get(30, TimeUnit.SECONDS).activeProducers()) {
-                    producers.add("lastSequence=" + s.lastSequence() + " txnStart=" + s.currentTransactionStartOffset());
+                    producers.add("epoch=" + s.producerEpoch() + " lastSequence=" + s.lastSequence()
+                            + " txnStart=" + s.currentTransactionStartOffset());
                 }
                 Harness.out("describeProducers", "producers", producers);
             }
