@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker import clock
+from broker.coordinator.consumer_groups import ConsumerGroups
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
 from broker.coordinator.membership import GroupMembership, MembershipConfig
@@ -117,6 +118,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             MembershipConfig(config.group_initial_rebalance_delay_ms, config.group_max_size),
             self._persist_group,
         )
+        self.consumer_groups = ConsumerGroups(config, lambda: controller.image, self.group_status)
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -134,6 +136,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.membership.close()
+        self.consumer_groups.close()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -151,6 +154,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     def _release(self, part: OffsetsPartition) -> None:
         for group in part.groups.values():
             self.membership.shut_down_group(group, ErrorCode.not_coordinator)
+            if group.consumer is not None:
+                self.consumer_groups.unload(group.consumer)
         if part.groups:
             log.info("groups unloaded partition=%d groups=%d", part.index, len(part.groups))
         part.groups.clear()
@@ -344,10 +349,15 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 return {e.tp: code for e in entries}
             group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
-        error = self._validate_offset_commit(group, member_id, instance_id, generation)
+        if group.consumer is not None:
+            error = self.consumer_groups.validate_offset_commit(
+                group.consumer, member_id, generation, api_version, transactional=False
+            )
+        else:
+            error = self._validate_offset_commit(group, member_id, instance_id, generation)
         if error != ErrorCode.none:
             return {e.tp: error for e in entries}
-        if member_id:
+        if member_id and group.consumer is None:
             self.membership.touch(group, member_id)
 
         image = self._controller.image
@@ -388,12 +398,21 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         return results
 
     def fetch_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
-        """Committed offsets (None where there is none); all of them when partitions is None."""
+        """Committed offsets (None where there is none); all of them when partitions is None.
+        The member id and epoch (OffsetFetch v9) are checked for consumer-protocol groups."""
         error, group = self.get_group(group_id)
         if error != ErrorCode.none:
             return error, {}
+        if group is not None and group.consumer is not None:
+            error = self.consumer_groups.validate_offset_fetch(group.consumer, member_id, member_epoch)
+            if error != ErrorCode.none:
+                return error, {}
         offsets = group.offsets if group is not None and not group.is_in(GroupState.DEAD) else {}
         if partitions is None:
             return ErrorCode.none, dict(sorted(offsets.items()))
@@ -433,7 +452,12 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 return {e.tp: ErrorCode.illegal_generation for e in entries}
             group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
-        error = self._validate_offset_commit(group, member_id, instance_id, generation, transactional=True)
+        if group.consumer is not None:
+            error = self.consumer_groups.validate_offset_commit(
+                group.consumer, member_id, generation, 9, transactional=True
+            )
+        else:
+            error = self._validate_offset_commit(group, member_id, instance_id, generation, transactional=True)
         if error != ErrorCode.none:
             return {e.tp: error for e in entries}
         image = self._controller.image
@@ -529,7 +553,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             group = part.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
                 results[group_id] = ErrorCode.group_id_not_found
-            elif not group.is_in(GroupState.EMPTY):
+            elif not group.is_in(GroupState.EMPTY) or (group.consumer is not None and not group.consumer.is_empty()):
                 results[group_id] = ErrorCode.non_empty_group
             else:
                 self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
@@ -577,8 +601,10 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 continue
             records: list[NewRecord] = []
             for group in list(part.groups.values()):
-                if group.is_in(GroupState.EMPTY):
-                    kept_topics: set[str] = set()
+                if group.consumer is not None and not group.consumer.is_empty():
+                    kept_topics: set[str] = set(group.consumer.subscription_metadata)
+                elif group.is_in(GroupState.EMPTY):
+                    kept_topics = set()
                 elif group.is_in(GroupState.STABLE) and (subscribed := group.subscribed_topics()) is not None:
                     kept_topics = subscribed
                 else:
@@ -601,6 +627,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                     )  # fmt: skip
                 if (
                     group.is_in(GroupState.EMPTY)
+                    and (group.consumer is None or group.consumer.is_empty())
                     and not group.offsets
                     and not group.pending_offset_commits
                     and not group.pending_members

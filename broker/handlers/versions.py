@@ -56,10 +56,14 @@ SERVED: dict[int, tuple[str, int, int]] = {
     61: ('api_61_describe_producers', 0, 0),
     65: ('api_65_describe_transactions', 0, 0),
     66: ('api_66_list_transactions', 0, 2),
+    68: ('api_68_consumer_group_heartbeat', 0, 1),
+    69: ('api_69_consumer_group_describe', 0, 1),
     75: ('api_75_describe_topic_partitions', 0, 0),
 }
 
 # Feature flags (KIP-584) in ApiVersions v3+: `name: (min supported, max supported)`; each is also
 # answered as finalized at its max level, as a single-version cluster finalizes it. Add a feature
 # here only once every behaviour its level promises is served (clients switch protocols on it).
-FEATURES: dict[str, tuple[int, int]] = {}
+FEATURES: dict[str, tuple[int, int]] = {
+    "group.version": (0, 1),  # level 1: the KIP-848 consumer group protocol (ConsumerGroupHeartbeat)
+}
