@@ -316,6 +316,9 @@ class BrokerConfig(SecurityConfig):
         "for this long.", at_least(1))
     group_consumer_heartbeat_interval_ms: int = setting(INT, 5_000,
         "How often a member of a consumer-protocol (KIP-848) group is told to heartbeat.", at_least(1))
+    group_consumer_assignment_interval_ms: int = setting(INT, 1_000,
+        "A consumer-protocol (KIP-848) group's target assignment is computed again at most this "
+        "often (KIP-1263); heartbeats in between get the last one.", at_least(0))
     group_consumer_max_size: int = setting(INT, INT_MAX,
         "Most members a consumer-protocol (KIP-848) group may have.", at_least(1))
     group_consumer_assignors: tuple[str, ...] = setting(LIST, (

@@ -196,6 +196,8 @@ class ConsumerGroup:
     """Each member's regular expression -> the topics it matched at the last group epoch bump."""
     assignor: str = ""
     """The server assignor the target assignment was last computed with."""
+    assignment_timestamp_ms: int = 0
+    """When the target assignment was last computed (0: never)."""
 
     @property
     def state(self) -> ConsumerGroupState:

@@ -297,21 +297,25 @@ class ConsumerGroups:
             client_id=client_id,
             client_host=client_host,
         )
-        bump = (
-            set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
-            or (updated.subscribed_topic_regex or "") != (member.subscribed_topic_regex or "")
-        )
+        # A new group first moves away from epoch 0; then a changed subscription (topic names;
+        # a regular expression counts once what it matches changes) bumps it, as Kafka 4.3 does.
+        bump = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
         group.update_member(updated)
         if is_new:
             holder.state_timestamp_ms = clock.now_ms()
-        image = self._image()
-        bump = self._refresh_subscriptions(group, image) or bump
+        if group.group_epoch == 0:
+            group.group_epoch = 1
+        bump = self._refresh_subscriptions(group, self._image()) or bump
         if bump:
             group.group_epoch += 1
             log.info("consumer group epoch bumped group=%s epoch=%d members=%d",
                      group.group_id, group.group_epoch, len(group.members))  # fmt: skip
-        if group.group_epoch > group.assignment_epoch:
-            self._update_target_assignment(group)
+        now = clock.now_ms()
+        interval = self._config.group_consumer_assignment_interval_ms
+        if group.group_epoch > group.assignment_epoch and (
+            group.assignment_timestamp_ms == 0 or interval == 0 or now >= group.assignment_timestamp_ms + interval
+        ):
+            self._update_target_assignment(group, now)
         before = group.members[member_id]
         after = before
         if not before.is_reconciled_to(group.assignment_epoch):
@@ -372,7 +376,7 @@ class ConsumerGroups:
             names |= group.resolved_regexes.get(member.subscribed_topic_regex, frozenset())
         return frozenset(group.subscription_metadata[n][0] for n in names if n in group.subscription_metadata)
 
-    def _update_target_assignment(self, group: ConsumerGroup) -> None:
+    def _update_target_assignment(self, group: ConsumerGroup, now_ms: int) -> None:
         name = group.preferred_assignor(self._assignors[0])
         specs = [
             MemberSpec(m.member_id, m.instance_id, self._subscribed_ids(group, m), group.target.get(m.member_id, {}))
@@ -382,6 +386,7 @@ class ConsumerGroups:
         group.target = dict(ASSIGNORS[name](specs, partitions))
         group.assignment_epoch = group.group_epoch
         group.assignor = name
+        group.assignment_timestamp_ms = now_ms
         log.info("consumer group target assignment computed group=%s epoch=%d assignor=%s members=%d",
                  group.group_id, group.group_epoch, name, len(specs))  # fmt: skip
 
