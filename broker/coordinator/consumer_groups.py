@@ -5,12 +5,13 @@ A heartbeat with member epoch 0 joins (creating the group if needed), > 0 keeps 
 and reconciles it, -1 leaves, -2 leaves temporarily (a static member, who keeps its assignment
 until its session expires or it rejoins with the same instance id). Each heartbeat:
 
-1. applies the member's changed fields; a new member or a changed subscription (topic names or
-   regular expression), or a change of the subscribed topics' partitions in the cluster, bumps
-   the group epoch;
-2. if the group epoch is ahead of the target assignment epoch, computes the target assignment of
+1. applies the member's changed fields; a new group first moves to epoch 1, then a changed
+   subscription (topic names), or a change of what the members' regular expressions match or of
+   the subscribed topics' partitions in the cluster, bumps the group epoch (Kafka 4.3's counts);
+2. if the group epoch is ahead of the target assignment epoch and the last target is at least
+   `group.consumer.assignment.interval.ms` old (KIP-1263), computes the target assignment of
    every member with the group's server assignor (the one most members ask for, else the first
-   of `group.consumer.assignors`);
+   of `group.consumer.assignors`); otherwise the member is reconciled to the last target;
 3. moves the member towards its target (`consumer_group.reconcile`): partitions to revoke are
    withheld from everyone until the member stops reporting them.
 
