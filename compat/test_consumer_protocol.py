@@ -10,11 +10,14 @@
   static members (UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, the -2 temporary leave),
   UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, OffsetCommit/OffsetFetch v9 member epochs
   (STALE_MEMBER_EPOCH) and ConsumerGroupDescribe of a classic group.
+- kafka-consumer-groups.sh on a group a console consumer with group.protocol=consumer left: list by
+  type, describe (offsets, state, members), reset-offsets, delete.
 """
 
 from __future__ import annotations
 
 import datetime
+import re
 import time
 import uuid
 from typing import Any
@@ -39,7 +42,8 @@ from kio.schema.offset_fetch.v9.request import (
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from compat.jvm import CLIENT_CLASSPATHS, run_main
+from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
+from compat.test_cli_tools import _norm
 from protocol.errors import ErrorCode
 from tests.support import fidelity
 from tests.support.raw_client import RawClient
@@ -303,3 +307,50 @@ def test_consumer_protocol_bad_input(differential: Any) -> None:
     assert obs["commit-stale-epoch"]["error"] == "stale_member_epoch"
     assert obs["static-join-unreleased"]["error"] == "unreleased_instance_id"
     assert obs["static-fenced"]["error"] == "fenced_instance_id"
+
+
+# -- kafka-consumer-groups.sh -----------------------------------------------------------------------
+
+
+def _cli_norm(text: str) -> list[str]:
+    out = []
+    for line in _norm(text):
+        line = re.sub(r"\b[A-Za-z0-9_-]{22}\b", "<member>", line)  # member ids (a Uuid's base64)
+        line = re.sub(r"/?127\.0\.0\.1(:\d+)?( \(\d+\))?", "<host>", line)
+        line = re.sub(r"console-consumer-\d+|consumer-cli-kip848-\d+", "<client>", line)
+        out.append(line)
+    return out
+
+
+def _cli(target: Any) -> list[dict]:
+    bs = ["--bootstrap-server", target.bootstrap_servers]
+    topic, group = "cli-kip848", "cli-kip848"
+    run_tool("kafka-topics", *bs, "--create", "--topic", topic, "--partitions", "2")
+    run_tool("kafka-console-producer", *bs, "--topic", topic, "--reader-property", "parse.key=true",
+             input="".join(f"k{i}\tv{i}\n" for i in range(10)))  # fmt: skip
+    run_tool("kafka-console-consumer", *bs, "--topic", topic, "--from-beginning", "--max-messages", "10",
+             "--group", group, "--consumer-property", "group.protocol=consumer", "--timeout-ms", "30000")  # fmt: skip
+    obs: list[dict] = []
+    r = run_tool("kafka-consumer-groups", *bs, "--list", "--type", "consumer")
+    obs.append({"step": "list-consumer-type", "out": sorted(line for line in _norm(r.stdout) if line.startswith("cli-kip848"))})
+    r = run_tool("kafka-consumer-groups", *bs, "--describe", "--group", group)
+    obs.append({"step": "describe", "out": _cli_norm(r.stdout), "err": _norm(r.stderr)})
+    r = run_tool("kafka-consumer-groups", *bs, "--describe", "--group", group, "--state")
+    obs.append({"step": "describe-state", "out": _cli_norm(r.stdout)})
+    r = run_tool("kafka-consumer-groups", *bs, "--describe", "--group", group, "--members")
+    obs.append({"step": "describe-members", "out": _cli_norm(r.stdout), "err": _norm(r.stderr)})
+    r = run_tool("kafka-consumer-groups", *bs, "--reset-offsets", "--group", group, "--topic", topic,
+                 "--to-earliest", "--execute")  # fmt: skip
+    obs.append({"step": "reset-execute", "out": _norm(r.stdout)})
+    r = run_tool("kafka-consumer-groups", *bs, "--describe", "--group", group, "--offsets")
+    obs.append({"step": "describe-after-reset", "out": _cli_norm(r.stdout)})
+    r = run_tool("kafka-consumer-groups", *bs, "--delete", "--group", group)
+    obs.append({"step": "delete", "out": _norm(r.stdout)})
+    return obs
+
+
+@pytest.mark.compat(client="kafka-consumer-groups", scenario="KIP-848 group: list by type, describe, reset-offsets, delete")
+def test_consumer_groups_tool(differential: Any) -> None:
+    obs = {o["step"]: o for o in differential("cli-consumer-protocol", _cli)}
+    assert obs["list-consumer-type"]["out"] == ["cli-kip848 Consumer"]
+    assert any("successful" in line for line in obs["delete"]["out"])
