@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 import re2
 
 from broker import clock
+from broker.config.broker import ASSIGNOR_CLASSES
 from broker.coordinator.assignors import ASSIGNORS, MemberSpec
 from broker.coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -84,8 +85,7 @@ def new_member_id() -> str:
 
 
 def assignor_name(configured: str) -> str:
-    from broker.config.broker import ASSIGNOR_CLASSES
-
+    """`group.consumer.assignors` may name Kafka's classes: the name clients ask for."""
     return ASSIGNOR_CLASSES.get(configured, configured)
 
 
