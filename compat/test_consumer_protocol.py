@@ -16,15 +16,13 @@
 
 from __future__ import annotations
 
-import datetime
 import re
 import time
 import uuid
 from typing import Any
 
 import pytest
-from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
-from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest, TopicPartitions
+from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.offset_commit.v8.request import OffsetCommitRequest as OffsetCommitRequestV8
 from kio.schema.offset_commit.v8.request import OffsetCommitRequestPartition as PartitionV8
@@ -40,12 +38,13 @@ from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequestTopics,
 )
 from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
+from kio.static.primitive import i8, i32, i64
 
 from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
 from compat.test_cli_tools import _norm
 from protocol.errors import ErrorCode
 from tests.support import fidelity
+from tests.support.consumer_protocol import GROUP, describe, heartbeat, join
 from tests.support.raw_client import RawClient
 
 VERSIONS = {"clients-3.9": "java 3.9", "clients-4": "java 4.x"}
@@ -174,32 +173,6 @@ def test_confluent_consumer_protocol(differential: Any) -> None:
 # -- bad input, raw ---------------------------------------------------------------------------------
 
 TOPIC = "raw-kip848"
-GROUP = "raw-kip848-group"
-RETRIABLE = {ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator}
-
-
-def _hb(client: RawClient, member_id: str, epoch: int, *, version: int = 1, group: str = GROUP,
-        instance_id: str | None = None, topics: tuple[str, ...] | None = None, regex: str | None = None,
-        owned: tuple[TopicPartitions, ...] | None = None, rebalance_ms: int = -1,
-        assignor: str | None = None) -> Any:  # fmt: skip
-    request = ConsumerGroupHeartbeatRequest(
-        group_id=GroupId(group), member_id=member_id, member_epoch=i32(epoch), instance_id=instance_id,
-        rebalance_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=rebalance_ms)),
-        subscribed_topic_names=None if topics is None else tuple(TopicName(t) for t in topics),
-        subscribed_topic_regex=regex, server_assignor=assignor, topic_partitions=owned,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while True:
-        answer = client.request(request, api_version=version)
-        if answer.error_code not in RETRIABLE or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.1)
-
-
-def _join(client: RawClient, member_id: str, **kw: Any) -> Any:
-    return _hb(client, member_id, 0, rebalance_ms=30_000, owned=(), **kw)
-
-
 def _obs(step: str, answer: Any, *, message: bool = False) -> dict[str, Any]:
     o: dict[str, Any] = {"step": step, "error": ErrorCode(answer.error_code).name}
     if answer.error_code == 0:
@@ -241,13 +214,6 @@ def _fetch(client: RawClient, member_id: str | None, epoch: int) -> str:
     return ErrorCode(answer.groups[0].error_code).name
 
 
-def _describe(client: RawClient, group: str) -> dict[str, Any]:
-    g = client.request(ConsumerGroupDescribeRequest(group_ids=(GroupId(group),), include_authorized_operations=False)).groups[0]
-    return {"error": ErrorCode(g.error_code).name, "message": g.error_message, "state": g.group_state,
-            "epoch": int(g.group_epoch), "assignmentEpoch": int(g.assignment_epoch), "assignor": g.assignor_name,
-            "members": sorted((m.member_id, int(m.member_epoch)) for m in g.members)}  # fmt: skip
-
-
 def _bad_input(target: Any) -> list[dict[str, Any]]:
     port = int(target.bootstrap_servers.rsplit(":", 1)[1])
     obs: list[dict[str, Any]] = []
@@ -260,20 +226,20 @@ def _bad_input(target: Any) -> list[dict[str, Any]]:
                 break
             time.sleep(0.1)
         m1, m2, m3 = (uuid.uuid4().hex[:22] for _ in range(3))
-        obs.append(_obs("v1-empty-member-id", _join(client, "", topics=(TOPIC,)), message=True))
-        obs.append(_obs("no-rebalance-timeout", _hb(client, m1, 0, topics=(TOPIC,), owned=()), message=True))
-        obs.append(_obs("join-owning", _hb(client, m1, 0, topics=(TOPIC,), rebalance_ms=30_000,
+        obs.append(_obs("v1-empty-member-id", join(client, "", topics=(TOPIC,)), message=True))
+        obs.append(_obs("no-rebalance-timeout", heartbeat(client, m1, 0, topics=(TOPIC,), owned=()), message=True))
+        obs.append(_obs("join-owning", heartbeat(client, m1, 0, topics=(TOPIC,), rebalance_ms=30_000,
                                            owned=(TopicPartitions(topic_id=uuid.uuid4(), partitions=(i32(0),)),)),
                         message=True))  # fmt: skip
-        obs.append(_obs("no-subscription", _join(client, m1), message=True))
-        obs.append(_obs("epoch-below-minus-2", _hb(client, m1, -3), message=True))
-        obs.append(_obs("static-leave-without-instance", _hb(client, m1, -2), message=True))
-        obs.append(_obs("unknown-assignor", _join(client, m1, topics=(TOPIC,), assignor="sticky"), message=True))
-        obs.append(_obs("invalid-regex", _join(client, m1, regex="(")))
-        obs.append(_obs("join", _join(client, m1, topics=(TOPIC,))))
-        obs.append(_obs("greater-epoch", _hb(client, m1, 5)))
-        obs.append(_obs("unknown-member", _hb(client, m2, 1)))
-        obs.append(_obs("heartbeat", _hb(client, m1, 1)))
+        obs.append(_obs("no-subscription", join(client, m1), message=True))
+        obs.append(_obs("epoch-below-minus-2", heartbeat(client, m1, -3), message=True))
+        obs.append(_obs("static-leave-without-instance", heartbeat(client, m1, -2), message=True))
+        obs.append(_obs("unknown-assignor", join(client, m1, topics=(TOPIC,), assignor="sticky"), message=True))
+        obs.append(_obs("invalid-regex", join(client, m1, regex="(")))
+        obs.append(_obs("join", join(client, m1, topics=(TOPIC,))))
+        obs.append(_obs("greater-epoch", heartbeat(client, m1, 5)))
+        obs.append(_obs("unknown-member", heartbeat(client, m2, 1)))
+        obs.append(_obs("heartbeat", heartbeat(client, m1, 1)))
         obs.append({"step": "commit-stale-epoch", "error": _commit(client, m1, 0)})
         obs.append({"step": "commit-unknown-member", "error": _commit(client, m2, 1)})
         obs.append({"step": "commit-admin-non-empty", "error": _commit(client, "", -1)})
@@ -283,19 +249,19 @@ def _bad_input(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "fetch-unknown-member", "error": _fetch(client, m2, 1)})
         obs.append({"step": "fetch", "error": _fetch(client, m1, 1)})
         obs.append({"step": "fetch-admin", "error": _fetch(client, None, -1)})
-        described = _describe(client, GROUP)
+        described = describe(client, GROUP)
         obs.append({"step": "describe", **described, "members": [e for _, e in described["members"]]})
-        obs.append(_obs("static-join", _join(client, m2, instance_id="i1", topics=(TOPIC,))))
-        obs.append(_obs("static-join-unreleased", _join(client, m3, instance_id="i1", topics=(TOPIC,))))
-        obs.append(_obs("static-temporary-leave", _hb(client, m2, -2, instance_id="i1")))
-        obs.append(_obs("static-rejoin", _join(client, m3, instance_id="i1", topics=(TOPIC,))))
-        obs.append(_obs("static-fenced", _hb(client, m2, 1, instance_id="i1")))
-        obs.append(_obs("leave", _hb(client, m1, -1)))
-        obs.append(_obs("after-leave", _hb(client, m1, 1)))
-        obs.append(_obs("static-leave", _hb(client, m3, -1, instance_id="i1")))
-        described = _describe(client, GROUP)
+        obs.append(_obs("static-join", join(client, m2, instance_id="i1", topics=(TOPIC,))))
+        obs.append(_obs("static-join-unreleased", join(client, m3, instance_id="i1", topics=(TOPIC,))))
+        obs.append(_obs("static-temporary-leave", heartbeat(client, m2, -2, instance_id="i1")))
+        obs.append(_obs("static-rejoin", join(client, m3, instance_id="i1", topics=(TOPIC,))))
+        obs.append(_obs("static-fenced", heartbeat(client, m2, 1, instance_id="i1")))
+        obs.append(_obs("leave", heartbeat(client, m1, -1)))
+        obs.append(_obs("after-leave", heartbeat(client, m1, 1)))
+        obs.append(_obs("static-leave", heartbeat(client, m3, -1, instance_id="i1")))
+        described = describe(client, GROUP)
         obs.append({"step": "describe-empty", **described})
-        obs.append({"step": "describe-unknown", **_describe(client, "raw-kip848-nobody")})
+        obs.append({"step": "describe-unknown", **describe(client, "raw-kip848-nobody")})
     return obs
 
 
@@ -354,3 +320,43 @@ def test_consumer_groups_tool(differential: Any) -> None:
     obs = {o["step"]: o for o in differential("cli-consumer-protocol", _cli)}
     assert obs["list-consumer-type"]["out"] == ["cli-kip848 Consumer"]
     assert any("successful" in line for line in obs["delete"]["out"])
+
+
+# -- the group's records, read by Kafka's own classes ----------------------------------------------------
+
+
+def test_records_read_by_kafka() -> None:
+    """consumer_records.py's bytes, parsed by the generated record classes of Kafka 4.3.1's
+    group-coordinator jar: every field read back, no byte left over."""
+    from broker.coordinator import consumer_records as rec
+    from broker.coordinator.consumer_group import MemberState
+
+    t = uuid.UUID(int=5)
+    records = {
+        "ConsumerGroupMetadataKey": rec.key_bytes(rec.ConsumerGroupKey(rec.GROUP_METADATA, "g")),
+        "ConsumerGroupMemberMetadataKey": rec.key_bytes(rec.ConsumerGroupKey(rec.MEMBER_METADATA, "g", "m")),
+        "ConsumerGroupMetadataValue": rec.group_epoch_value(7),
+        "ConsumerGroupMemberMetadataValue": rec.member_metadata_value(
+            rec.MemberMetadataValue("i1", None, "cid", "/h", ("a", "b"), "re.*", 30000, "range")),
+        "ConsumerGroupTargetAssignmentMetadataValue": rec.target_metadata_value(rec.TargetMetadataValue(3, 1_700_000_000_000)),
+        "ConsumerGroupTargetAssignmentMemberValue": rec.target_member_value({t: frozenset({0, 2})}),
+        "ConsumerGroupCurrentMemberAssignmentValue": rec.current_assignment_value(rec.CurrentAssignmentValue(
+            4, 3, MemberState.UNREVOKED_PARTITIONS, {t: frozenset({1})}, {t: frozenset({2})})),
+    }  # fmt: skip
+    lines = run_main("kafka", "ConsumerGroupRecords", *(f"{k}={v.hex()}" for k, v in records.items()))
+    got = {line["step"]: line for line in lines if line["step"] != "end"}
+    assert all(line["left"] == 0 for line in got.values()), got
+    tid = "AAAAAAAAAAAAAAAAAAAABQ"
+    assert got["ConsumerGroupMetadataKey"]["version"] == 3
+    assert got["ConsumerGroupMemberMetadataKey"]["read"] == "ConsumerGroupMemberMetadataKey(groupId='g', memberId='m')"
+    assert got["ConsumerGroupMetadataValue"]["read"] == "ConsumerGroupMetadataValue(epoch=7, metadataHash=0)"
+    assert got["ConsumerGroupMemberMetadataValue"]["read"].startswith(
+        "ConsumerGroupMemberMetadataValue(instanceId='i1', rackId=null, clientId='cid', clientHost='/h', "
+        "subscribedTopicNames=[a, b], subscribedTopicRegex='re.*', rebalanceTimeoutMs=30000, serverAssignor='range'")
+    assert got["ConsumerGroupTargetAssignmentMetadataValue"]["read"] == (
+        "ConsumerGroupTargetAssignmentMetadataValue(assignmentEpoch=3, assignmentTimestamp=1700000000000)")
+    assert got["ConsumerGroupTargetAssignmentMemberValue"]["read"] == (
+        f"ConsumerGroupTargetAssignmentMemberValue(topicPartitions=[TopicPartition(topicId={tid}, partitions=[0, 2])])")
+    assert got["ConsumerGroupCurrentMemberAssignmentValue"]["read"].startswith(
+        "ConsumerGroupCurrentMemberAssignmentValue(memberEpoch=4, previousMemberEpoch=3, state=1, "
+        f"assignedPartitions=[TopicPartitions(topicId={tid}, partitions=[1]")

@@ -22,10 +22,13 @@ with members gets GROUP_ID_NOT_FOUND, a JoinGroup on a consumer group with membe
 INCONSISTENT_GROUP_PROTOCOL (Kafka converts such groups online; Samsa does not yet); an empty
 group of one type becomes the other on its first join.
 
-Not yet: the group's records in __consumer_offsets. The state lives in memory on the
-coordinator: when the coordinator moves, members' heartbeats get UNKNOWN_MEMBER_ID and they
-rejoin with epoch 0 (their committed offsets are kept; Kafka replays the group's records and its
-members carry on with their epochs).
+Every change is written to the group's __consumer_offsets partition as Kafka's records
+(consumer_records.py: the group epoch, each member's metadata, target and current assignment, the
+target assignment epoch; tombstones when a member leaves or the group is deleted) before the
+heartbeat is answered, and `restore` rebuilds the group from them when a coordinator loads the
+partition: members carry on with their epochs after a coordinator move. A change whose records
+cannot be written is answered with the coordinator error but stays in memory (Kafka reverts it;
+the partition is then usually no longer led here).
 """
 
 from __future__ import annotations
@@ -35,14 +38,15 @@ import base64
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import re2
 
 from broker import clock
 from broker.config.broker import ASSIGNOR_CLASSES
+from broker.coordinator import consumer_records as rec
 from broker.coordinator.assignors import ASSIGNORS, MemberSpec
 from broker.coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -56,6 +60,7 @@ from broker.coordinator.consumer_group import (
 )
 from broker.coordinator.group import ClassicGroup, GroupState
 from protocol.errors import ErrorCode
+from protocol.records import NewRecord
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -130,15 +135,23 @@ class GroupsPartition(Protocol):
 
 
 GroupLookup = Callable[[str], "tuple[ErrorCode, GroupsPartition | None]"]
+GroupAppend = Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]
+"""Append records to a group's __consumer_offsets partition (acks=-1): the coordinator's error."""
 
 
 class ConsumerGroups:
     """The consumer-protocol groups of the partitions this coordinator leads, and their timers."""
 
-    def __init__(self, config: BrokerConfig, image: Callable[[], ClusterImage], lookup: GroupLookup) -> None:
+    def __init__(
+        self, config: BrokerConfig, image: Callable[[], ClusterImage], lookup: GroupLookup, append: GroupAppend
+    ) -> None:
         self._config = config
         self._image = image
         self._lookup = lookup
+        self._append = append
+        self._out: list[NewRecord] = []
+        """Records of the change being made (written before its answer is sent)."""
+        self._tasks: set[asyncio.Task[None]] = set()
         self._assignors = [assignor_name(a) for a in config.group_consumer_assignors]
         self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -186,13 +199,106 @@ class ConsumerGroups:
 
     # == heartbeat =================================================================================
 
-    def heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
+    async def heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
+        """Apply the heartbeat in memory, write its records, then answer (the coordinator's error
+        if they could not be written)."""
+        self._out = []
         try:
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(req)
-            return self._heartbeat(req, client_id, client_host)
+                result = self._leave(req)
+            else:
+                result = self._heartbeat(req, client_id, client_host)
         except HeartbeatError as e:
-            return HeartbeatResult(e.error, e.message)
+            result = HeartbeatResult(e.error, e.message)
+        records, self._out = self._out, []
+        if records:
+            error = await self._append(req.group_id, records)
+            if error != ErrorCode.none:
+                return HeartbeatResult(error, error.name)
+        return result
+
+    # == records (consumer_records.py) ==============================================================
+
+    def _emit(self, record_type: int, group_id: str, member_id: str | None, value: bytes | None) -> None:
+        self._out.append(NewRecord(rec.key_bytes(rec.ConsumerGroupKey(record_type, group_id, member_id)), value))
+
+    def _emit_member(self, group_id: str, m: ConsumerGroupMember) -> None:
+        self._emit(rec.MEMBER_METADATA, group_id, m.member_id, rec.member_metadata_value(_metadata(m)))
+
+    def _emit_current(self, group_id: str, m: ConsumerGroupMember) -> None:
+        value = rec.CurrentAssignmentValue(m.member_epoch, m.previous_member_epoch, m.state, m.assigned,
+                                           m.pending_revocation)  # fmt: skip
+        self._emit(rec.CURRENT_ASSIGNMENT, group_id, m.member_id, rec.current_assignment_value(value))
+
+    def _emit_member_tombstones(self, group_id: str, member_id: str) -> None:
+        """Kafka's order: current assignment, target assignment, then the member."""
+        for record_type in (rec.CURRENT_ASSIGNMENT, rec.TARGET_MEMBER, rec.MEMBER_METADATA):
+            self._emit(record_type, group_id, member_id, None)
+
+    def _flush_later(self, group_id: str) -> None:
+        """Write what a timer changed (no request waits on it)."""
+        records, self._out = self._out, []
+        if records:
+            self._spawn(self._write(group_id, records))
+
+    async def _write(self, group_id: str, records: list[NewRecord]) -> None:
+        error = await self._append(group_id, records)
+        if error != ErrorCode.none:
+            log.warning("consumer group records not written group=%s records=%d error=%s",
+                        group_id, len(records), error.name)  # fmt: skip
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def deletion_records(self, group: ConsumerGroup) -> list[NewRecord]:
+        """Tombstones for every record of a group being deleted (it has no members)."""
+        self._out = []
+        for member_id in group.members:
+            self._emit_member_tombstones(group.group_id, member_id)
+        self._emit(rec.TARGET_METADATA, group.group_id, None, None)
+        self._emit(rec.GROUP_METADATA, group.group_id, None, None)
+        records, self._out = self._out, []
+        return records
+
+    def restore(self, group_id: str, records: Mapping[tuple[int, str | None], rec.ConsumerGroupValue]) -> ConsumerGroup:
+        """A group rebuilt from its records when its partition is loaded: members keep their
+        epochs and assignments and get a full session."""
+        epoch = records[(rec.GROUP_METADATA, None)]
+        group = ConsumerGroup(group_id, group_epoch=epoch if isinstance(epoch, int) else 0)
+        target = records.get((rec.TARGET_METADATA, None))
+        if isinstance(target, rec.TargetMetadataValue):
+            group.assignment_epoch = target.assignment_epoch
+            group.assignment_timestamp_ms = target.assignment_timestamp_ms
+        for (record_type, member_id), value in records.items():
+            if member_id is None:
+                continue
+            if record_type == rec.TARGET_MEMBER and isinstance(value, Mapping):
+                group.target[member_id] = value
+            elif record_type == rec.MEMBER_METADATA and isinstance(value, rec.MemberMetadataValue):
+                current = records.get((rec.CURRENT_ASSIGNMENT, member_id))
+                member = ConsumerGroupMember(
+                    member_id, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+                    client_host=value.client_host, rebalance_timeout_ms=value.rebalance_timeout_ms,
+                    subscribed_topic_names=value.subscribed_topic_names,
+                    subscribed_topic_regex=value.subscribed_topic_regex, server_assignor=value.server_assignor,
+                )  # fmt: skip
+                if isinstance(current, rec.CurrentAssignmentValue):
+                    member = dataclasses.replace(
+                        member, member_epoch=current.member_epoch, previous_member_epoch=current.previous_member_epoch,
+                        state=current.state, assigned=current.assigned, pending_revocation=current.pending_revocation,
+                    )  # fmt: skip
+                group.update_member(member)
+        group.target = {m: a for m, a in group.target.items() if m in group.members}
+        self._refresh_subscriptions(group, self._image())  # what the group epoch was computed against
+        for member_id in group.members:
+            self._start_session(group_id, member_id)
+        return group
+
+    def _start_session(self, group_id: str, member_id: str) -> None:
+        self._schedule(self._session_timers, (group_id, member_id), self._config.group_consumer_session_timeout_ms,
+                       lambda: self._fence(group_id, member_id, "session expired"))  # fmt: skip
 
     def _group(self, group_id: str, create: bool) -> tuple[ClassicGroup, ConsumerGroup]:
         error, part = self._lookup(group_id)
@@ -206,9 +312,7 @@ class ConsumerGroups:
         if holder is not None and (holder.members or not holder.is_in(GroupState.EMPTY)):
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         if not create:
-            # Kafka: GROUP_ID_NOT_FOUND. The group's records are not written yet, so a group
-            # missing here may have been lost with a coordinator move: the member rejoins.
-            raise HeartbeatError(ErrorCode.unknown_member_id, f"Group {group_id} not found.")
+            raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         if holder is None:
             holder = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = holder
@@ -243,9 +347,11 @@ class ConsumerGroups:
             # The rejoining instance takes the member's place (and its assignment).
             group.remove_member(existing.member_id)
             self._cancel_timers(group.group_id, existing.member_id)
+            self._emit_member_tombstones(group.group_id, existing.member_id)
             target = group.target.get(existing.member_id)
             if target is not None:
                 group.target[member_id] = target
+                self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(target))
             return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
         if existing is None:
             raise HeartbeatError(
@@ -302,6 +408,9 @@ class ConsumerGroups:
         # a regular expression counts once what it matches changes) bumps it, as Kafka 4.3 does.
         bump = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
         group.update_member(updated)
+        if is_new or _metadata(updated) != _metadata(member):
+            self._emit_member(group.group_id, updated)
+        epoch_before = group.group_epoch
         if is_new:
             holder.state_timestamp_ms = clock.now_ms()
         if group.group_epoch == 0:
@@ -311,6 +420,8 @@ class ConsumerGroups:
             group.group_epoch += 1
             log.info("consumer group epoch bumped group=%s epoch=%d members=%d",
                      group.group_id, group.group_epoch, len(group.members))  # fmt: skip
+        if group.group_epoch != epoch_before:
+            self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
         now = clock.now_ms()
         interval = self._config.group_consumer_assignment_interval_ms
         if group.group_epoch > group.assignment_epoch and (
@@ -325,15 +436,14 @@ class ConsumerGroups:
             )
             if after != before:
                 group.update_member(after)
+                self._emit_current(group.group_id, after)
                 key = (group.group_id, member_id)
                 if after.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule(self._rebalance_timers, key, after.rebalance_timeout_ms,
                                    lambda: self._rebalance_expired(group.group_id, member_id, after.member_epoch))
                 else:
                     self._cancel(self._rebalance_timers, key)
-        self._schedule(self._session_timers, (group.group_id, member_id),
-                       self._config.group_consumer_session_timeout_ms,
-                       lambda: self._fence(group.group_id, member_id, "session expired"))  # fmt: skip
+        self._start_session(group.group_id, member_id)
         full = joining or (
             req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and req.owned is not None
         )
@@ -384,10 +494,15 @@ class ConsumerGroups:
             for m in group.members.values()
         ]
         partitions = dict(group.subscription_metadata.values())
-        group.target = dict(ASSIGNORS[name](specs, partitions))
+        previous, group.target = group.target, dict(ASSIGNORS[name](specs, partitions))
+        for member_id, assignment in group.target.items():
+            if previous.get(member_id) != assignment:
+                self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(assignment))
         group.assignment_epoch = group.group_epoch
         group.assignor = name
         group.assignment_timestamp_ms = now_ms
+        self._emit(rec.TARGET_METADATA, group.group_id, None,
+                   rec.target_metadata_value(rec.TargetMetadataValue(group.assignment_epoch, now_ms)))  # fmt: skip
         log.info("consumer group target assignment computed group=%s epoch=%d assignor=%s members=%d",
                  group.group_id, group.group_epoch, name, len(specs))  # fmt: skip
 
@@ -461,9 +576,9 @@ class ConsumerGroups:
                 f"{member.member_id}.",
             )
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            group.update_member(
-                dataclasses.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
-            )
+            leaving = dataclasses.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
+            group.update_member(leaving)
+            self._emit_current(group.group_id, leaving)
             self._cancel(self._rebalance_timers, (group.group_id, member.member_id))
             log.info("static member left temporarily group=%s member_id=%s instance_id=%s",
                      group.group_id, member.member_id, req.instance_id)  # fmt: skip
@@ -474,8 +589,10 @@ class ConsumerGroups:
     def _remove(self, group: ConsumerGroup, member_id: str, reason: str) -> None:
         group.remove_member(member_id)
         self._cancel_timers(group.group_id, member_id)
+        self._emit_member_tombstones(group.group_id, member_id)
         self._refresh_subscriptions(group, self._image())
         group.group_epoch += 1
+        self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
         log.info("consumer group member removed group=%s member_id=%s reason=%s epoch=%d members=%d",
                  group.group_id, member_id, reason, group.group_epoch, len(group.members))  # fmt: skip
 
@@ -488,7 +605,9 @@ class ConsumerGroups:
         self._session_timers.pop((group_id, member_id), None)
         group = self._current(group_id)
         if group is not None and member_id in group.members:
+            self._out = []
             self._remove(group, member_id, reason)
+            self._flush_later(group_id)
 
     def _rebalance_expired(self, group_id: str, member_id: str, epoch: int) -> None:
         self._rebalance_timers.pop((group_id, member_id), None)
@@ -525,6 +644,8 @@ class ConsumerGroups:
             self._cancel_timers(group.group_id, member_id)
 
     def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
         for timers in (self._session_timers, self._rebalance_timers):
             for handle in timers.values():
                 handle.cancel()
@@ -551,3 +672,8 @@ def _check_epoch(member: ConsumerGroupMember, req: HeartbeatRequest) -> None:
             f"by the group coordinator ({member.member_epoch}). The member must abandon all its partitions "
             "and rejoin.",
         )
+
+
+def _metadata(m: ConsumerGroupMember) -> rec.MemberMetadataValue:
+    return rec.MemberMetadataValue(m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
+                                   m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)  # fmt: skip

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker import clock
 from broker.coordinator.consumer_groups import ConsumerGroups
+from broker.coordinator.consumer_records import GROUP_METADATA
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
 from broker.coordinator.membership import GroupMembership, MembershipConfig
@@ -118,7 +119,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             MembershipConfig(config.group_initial_rebalance_delay_ms, config.group_max_size),
             self._persist_group,
         )
-        self.consumer_groups = ConsumerGroups(config, lambda: controller.image, self.group_status)
+        self.consumer_groups = ConsumerGroups(config, lambda: controller.image, self.group_status, self._append_for)
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -208,6 +209,9 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 if group_id in by_group:
                     group.pending_txn_offsets[pid] = dict(by_group[group_id])
             part.groups[group_id] = group
+            consumer_records = state.consumer_groups.get(group_id, {})
+            if (GROUP_METADATA, None) in consumer_records:
+                group.consumer = self.consumer_groups.restore(group_id, consumer_records)
             for member in group.members.values():
                 self.membership.start_session(group, member)
 
@@ -282,6 +286,13 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
 
     async def _append(self, index: int, records: list[NewRecord]) -> ErrorCode:
         return await self._append_batch(index, build_batch(records))
+
+    async def _append_for(self, group_id: str, records: list[NewRecord]) -> ErrorCode:
+        """Write a group's records to its partition, if this broker still coordinates it."""
+        part = self._partitions.get(self.partition_for(group_id))
+        if part is None or part.status is not LoadStatus.ACTIVE:
+            return ErrorCode.not_coordinator
+        return _append_error_for_group(await self._append(part.index, records))
 
     async def _append_batch(self, index: int, batch: bytes) -> ErrorCode:
         tp = TopicPartition(OFFSETS_TOPIC, index)
@@ -560,6 +571,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 del part.groups[group_id]
                 records = by_partition.setdefault(part.index, [])
                 records += self._offset_tombstones(group_id, group.offsets)
+                if group.consumer is not None:
+                    records += self.consumer_groups.deletion_records(group.consumer)
                 records.append(NewRecord(group_metadata_key(group_id), None))
                 results[group_id] = ErrorCode.none
                 log.info("group deleted group=%s offsets=%d", group_id, len(group.offsets))
@@ -634,6 +647,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 ):
                     self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
                     del part.groups[group.group_id]
+                    if group.consumer is not None:
+                        records += self.consumer_groups.deletion_records(group.consumer)
                     records.append(NewRecord(group_metadata_key(group.group_id), None))
                     log.info("group removed group=%s reason=empty_without_offsets", group.group_id)
             if records:

@@ -6,17 +6,16 @@
 # `uniform` and `range` (group.consumer.assignors), subscription by topic names or by an RE2
 # regular expression. The request is checked as Kafka does first (INVALID_REQUEST with Kafka's
 # messages, UNSUPPORTED_ASSIGNOR; v1: the consumer generates its member id), then
-# GROUP_ID_NOT_FOUND (a classic group with members), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
-# FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED (group.consumer.max.size),
-# INVALID_REGULAR_EXPRESSION and the coordinator errors.
+# GROUP_ID_NOT_FOUND (an unknown group, or a classic group with members), UNKNOWN_MEMBER_ID,
+# FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED
+# (group.consumer.max.size), INVALID_REGULAR_EXPRESSION and the coordinator errors.
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on each subscribed
 # topic name (TOPIC_AUTHORIZATION_FAILED).
-# Not supported: rack-aware assignment (the rack id is kept and described, not used); the group's
-# records in __consumer_offsets (a coordinator move loses the group: members get
-# UNKNOWN_MEMBER_ID and rejoin, where Kafka keeps their epochs); a heartbeat for a group this
-# coordinator does not know answers UNKNOWN_MEMBER_ID where Kafka answers GROUP_ID_NOT_FOUND;
-# classic members joining a consumer group (online migration); regular expressions are matched
-# against every topic, not only those the member may describe.
+# Each change is written to __consumer_offsets (Kafka's ConsumerGroup* records, acks=-1) before the
+# answer; if it cannot be, the answer is the coordinator error.
+# Not supported: rack-aware assignment (the rack id is kept and described, not used); classic
+# members joining a consumer group (online migration); regular expressions are matched against
+# every topic, not only those the member may describe.
 from __future__ import annotations
 
 import datetime
@@ -103,7 +102,7 @@ async def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) ->
         groups.validate(req, ctx.api_version, topic_partitions_null=request.topic_partitions is None)
     except cg.HeartbeatError as e:
         return _error(e.error, e.message)
-    result = groups.heartbeat(req, ctx.client_id or "", client_host(ctx))
+    result = await groups.heartbeat(req, ctx.client_id or "", client_host(ctx))
     if result.error != ErrorCode.none:
         return _error(result.error, result.message)
     return ConsumerGroupHeartbeatResponse(

@@ -4,8 +4,8 @@ broker is killed. The offsets the members were told are committed survive (the n
 has them), the group settles again with every partition assigned once, and every record, those
 produced after the kill too, is read and committed in the end.
 
-The group's own state is not in __consumer_offsets yet (docs/compat.md, "Not served yet"): the
-members learn it from UNKNOWN_MEMBER_ID on the new coordinator and rejoin with epoch 0.
+The new coordinator rebuilds the group from its records in __consumer_offsets: the members carry
+on with their epochs.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -14,8 +15,10 @@ from broker.coordinator.assignors import MemberSpec, range_assign, uniform_assig
 from broker.coordinator.consumer_group import ConsumerGroupMember, MemberState, reconcile
 from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatError, HeartbeatRequest
 from broker.coordinator.group import ClassicGroup
+from broker.coordinator.loader import LoadState, decode_chunk
 from controller.model import ClusterImage, PartitionRegistration, TopicRegistration
 from protocol.errors import ErrorCode
+from protocol.records import NewRecord, build_batch
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 
@@ -79,6 +82,14 @@ def test_uniform_assignor_heterogeneous_subscriptions() -> None:
     assert got == {"a": {T1: frozenset({0, 1})}, "b": {T2: frozenset({0, 1})}}
 
 
+def _writer(written: list[NewRecord]) -> Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]:
+    async def append(group_id: str, records: list[NewRecord]) -> ErrorCode:
+        written.extend(records)
+        return ErrorCode.none
+
+    return append
+
+
 class _Partition:
     def __init__(self) -> None:
         self.groups: dict[str, ClassicGroup] = {}
@@ -95,20 +106,27 @@ def test_heartbeat_flow_epochs_fencing_and_leave() -> None:
     async def run() -> None:
         config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
         part = _Partition()
-        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part))
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written))
         join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
-        first = groups.heartbeat(join, "c", "/h")
+        first = await groups.heartbeat(join, "c", "/h")
         assert (first.error, first.member_epoch, first.assignment) == (ErrorCode.none, 2, {T1: frozenset({0, 1})})
-        b = groups.heartbeat(dataclasses.replace(join, member_id="b"), "c", "/h")
+        b = await groups.heartbeat(dataclasses.replace(join, member_id="b"), "c", "/h")
         assert (b.member_epoch, b.assignment) == (3, {})  # partition pending revocation from a
-        a = groups.heartbeat(HeartbeatRequest("g", "a", 2, owned={T1: (0, 1)}), "c", "/h")
+        a = await groups.heartbeat(HeartbeatRequest("g", "a", 2, owned={T1: (0, 1)}), "c", "/h")
         assert a.member_epoch == 2 and a.assignment is not None and len(a.assignment[T1]) == 1
-        assert groups.heartbeat(HeartbeatRequest("g", "a", 9), "c", "/h").error == ErrorCode.fenced_member_epoch
-        assert groups.heartbeat(HeartbeatRequest("g", "x", 1), "c", "/h").error == ErrorCode.unknown_member_id
-        left = groups.heartbeat(HeartbeatRequest("g", "a", -1), "c", "/h")
+        assert (await groups.heartbeat(HeartbeatRequest("g", "a", 9), "c", "/h")).error == ErrorCode.fenced_member_epoch
+        assert (await groups.heartbeat(HeartbeatRequest("g", "x", 1), "c", "/h")).error == ErrorCode.unknown_member_id
+        left = await groups.heartbeat(HeartbeatRequest("g", "a", -1), "c", "/h")
         assert (left.error, left.member_epoch) == (ErrorCode.none, -1)
         group = part.groups["g"].consumer
         assert group is not None and list(group.members) == ["b"] and group.group_epoch == 4
+        # the records written so far rebuild the same group (a coordinator loading the partition)
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        restored = groups.restore("g", state.consumer_groups["g"])
+        assert (restored.group_epoch, restored.assignment_epoch) == (group.group_epoch, group.assignment_epoch)
+        assert restored.members == group.members and restored.target == group.target
         with pytest.raises(HeartbeatError) as e:
             groups.validate(HeartbeatRequest("g", "", 0), 1, topic_partitions_null=False)
         assert e.value.message == "MemberId can't be empty."
@@ -121,12 +139,14 @@ def test_session_expiry_fences_the_member() -> None:
     async def run() -> None:
         config, _ = BrokerConfig.from_properties({"group.consumer.session.timeout.ms": "50"})
         part = _Partition()
-        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part))
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer(written))
         join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
-        groups.heartbeat(join, "c", "/h")
+        await groups.heartbeat(join, "c", "/h")
         await asyncio.sleep(0.2)
         group = part.groups["g"].consumer
         assert group is not None and not group.members and group.group_epoch == 3
+        assert [r.value is None for r in written[-4:]] == [True, True, True, False]  # the member's tombstones, the epoch
         groups.close()
 
     asyncio.run(run())
