@@ -137,6 +137,7 @@ class Broker:
             fetcher_settings=FetcherSettings.from_config(self.config),
             metrics=self.metrics,
         )  # fmt: skip
+        self._configure_replication_throttles(self.config)
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
         self.controller.add_suspicion_listener(self.replica_manager.isr_manager.wake)
         self.group_coordinator = GroupCoordinator(self.config, self.controller, self.replica_manager)
@@ -407,13 +408,24 @@ class Broker:
 
     def _on_config_change(self, old: BrokerConfig, new: BrokerConfig) -> None:
         """Dynamic broker configs changed: the topic defaults they set (log.retention.ms,
-        message.max.bytes, ...) apply to every log at once, as Kafka's DynamicLogConfig does."""
+        message.max.bytes, ...) apply to every log at once, as Kafka's DynamicLogConfig does, and
+        the replication throttles take their new rates."""
+        self._configure_replication_throttles(new)
         default = new.log_config()
         if default != self.default_log_config:
             self.default_log_config = default
             assert self.log_manager is not None
             self.log_manager.default_config = default
             self.replica_manager.update_log_configs()
+
+    def _configure_replication_throttles(self, config: BrokerConfig) -> None:
+        """leader/follower.replication.throttled.rate and their windows to the replica manager."""
+        self.replica_manager.update_replication_throttles(
+            config.leader_replication_throttled_rate,
+            config.follower_replication_throttled_rate,
+            config.replication_quota_window_num,
+            config.replication_quota_window_size_seconds * 1000,
+        )
 
 
 def zk_settings(config: BrokerConfig) -> ZkSettings:

@@ -5,6 +5,12 @@ sweeps kadm's ElectLeaders over every version): an unknown election type, and ev
 (null topic_partitions) in v0 and v2. tests/integration/test_elect_leaders.py holds Samsa to the same
 requests with exact assertions.
 
+Partition reassignments on one node: AlterPartitionReassignments v0 and v1 with every bad input
+(unknown topic and partition, empty, duplicated and unregistered replica lists, a cancel of nothing,
+a replication factor change refused by v1's allow_replication_factor_change) and a no-op move, then
+ListPartitionReassignments of everything and of named partitions (nothing in progress on one node).
+tests/cluster/test_reassignment.py moves data between brokers.
+
 Client quotas: AlterClientQuotas for every entity kind (client id, user, both, their defaults),
 validate-only, every malformed entry Kafka 4.3.1 refuses, then DescribeClientQuotas with every
 filter shape and the malformed ones, and the removal; each answer's messages are compared.
@@ -20,10 +26,26 @@ import pytest
 from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest, OpData
 from kio.schema.alter_client_quotas.v1.request import EntityData as AlterEntityData
 from kio.schema.alter_client_quotas.v1.request import EntryData as AlterEntryData
+from kio.schema.alter_partition_reassignments.v0.request import (
+    AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequestV0,
+)
+from kio.schema.alter_partition_reassignments.v0.request import (
+    ReassignablePartition as ReassignablePartitionV0,
+)
+from kio.schema.alter_partition_reassignments.v0.request import ReassignableTopic as ReassignableTopicV0
+from kio.schema.alter_partition_reassignments.v1.request import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from kio.schema.describe_client_quotas.v1.request import ComponentData, DescribeClientQuotasRequest
 from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersRequestV0
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartitions
-from kio.schema.types import TopicName
+from kio.schema.list_partition_reassignments.v0.request import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsTopics,
+)
+from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import f64, i8, i32
 
 from tests.support import fidelity
@@ -68,6 +90,63 @@ def test_elect_leaders(differential: Any) -> None:
         {"step": "every partition, type 1", "error": 0, "answer": [[TOPIC, []]]},
         {"step": "every partition, v0", "answer": [[TOPIC, []]]},
     ]
+
+
+REASSIGN = "admin-reassign"
+
+
+def _reassign(client: RawClient, moves: list[tuple[str, list[tuple[int, list[int] | None]]]], *,
+              version: int = 1, allow_rf_change: bool = True) -> list[Any]:  # fmt: skip
+    def replicas(r: list[int] | None) -> tuple[BrokerId, ...] | None:
+        return None if r is None else tuple(BrokerId(b) for b in r)
+
+    if version == 0:
+        r: Any = client.request(AlterPartitionReassignmentsRequestV0(topics=tuple(
+            ReassignableTopicV0(name=TopicName(t), partitions=tuple(
+                ReassignablePartitionV0(partition_index=i32(p), replicas=replicas(b)) for p, b in ps))
+            for t, ps in moves)))  # fmt: skip
+    else:
+        r = client.request(AlterPartitionReassignmentsRequest(allow_replication_factor_change=allow_rf_change, topics=tuple(
+            ReassignableTopic(name=TopicName(t), partitions=tuple(
+                ReassignablePartition(partition_index=i32(p), replicas=replicas(b)) for p, b in ps))
+            for t, ps in moves)))  # fmt: skip
+    return [int(r.error_code), r.error_message,
+            [[t.name, [[int(p.partition_index), int(p.error_code), p.error_message] for p in t.partitions]]
+             for t in r.responses]]  # fmt: skip
+
+
+def _list(client: RawClient, topics: list[tuple[str, list[int]]] | None) -> list[Any]:
+    r = client.request(ListPartitionReassignmentsRequest(topics=None if topics is None else tuple(
+        ListPartitionReassignmentsTopics(name=TopicName(t), partition_indexes=tuple(i32(p) for p in ps))
+        for t, ps in topics)))  # fmt: skip
+    return [int(r.error_code), r.error_message,
+            [[t.name, [[int(p.partition_index), list(p.replicas), list(p.adding_replicas), list(p.removing_replicas)]
+                       for p in t.partitions]] for t in r.topics if t.name.startswith("admin-")]]  # fmt: skip
+
+
+def observe_reassignments(target: Any) -> list[dict[str, Any]]:
+    obs: list[dict[str, Any]] = []
+    with RawClient(int(target.bootstrap_servers.rsplit(":", 1)[1])) as c:
+        fidelity.create_topic(c, REASSIGN, partitions=2)
+        obs.append({"step": "bad and no-op", "answer": _reassign(c, [
+            (REASSIGN, [(0, [1]), (1, None), (5, [1]), (0, []), (0, [1, 1]), (0, [1, 99]), (1, [99, 1, 99])]),
+            ("admin-reassign-nope", [(0, [1]), (1, None)]),
+        ])})  # fmt: skip
+        obs.append({"step": "replication factor", "answer": _reassign(c, [(REASSIGN, [(0, [1]), (1, [1, 99]), (1, [])])],
+                                                                     allow_rf_change=False)})  # fmt: skip
+        obs.append({"step": "v0", "answer": _reassign(c, [(REASSIGN, [(0, [1]), (1, None), (2, [1])])], version=0)})
+        obs.append({"step": "list all", "answer": _list(c, None)})
+        obs.append({"step": "list named", "answer": _list(c, [(REASSIGN, [0, 1, 7]), ("admin-reassign-nope", [0])])})
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="partition reassignments on one node: errors, no-op, list")
+def test_partition_reassignments(differential: Any) -> None:
+    obs = {o["step"]: o["answer"] for o in differential("raw-reassignments", observe_reassignments)}
+    assert obs["bad and no-op"][:2] == [0, None]
+    assert [p[1] for p in obs["bad and no-op"][2][0][1]] == [0, 85, 3, 39, 39, 39, 39]
+    assert obs["bad and no-op"][2][0][1][1] == [1, 85, None]  # Kafka's default message is not sent
+    assert obs["list all"] == [0, None, []] and obs["list named"] == [0, None, []]
 
 
 def _alter(client: RawClient, entries: list[tuple[list[tuple[str, str | None]], list[tuple[str, float | None]]]],

@@ -242,6 +242,36 @@ def test_kafka_configs_quotas(kafka_target, differential):
     assert obs["alter fractional"]["rc"] != 0
 
 
+@_compat("kafka-reassign-partitions", "generate, execute, verify, list, cancel on one node")
+def test_reassign_partitions(kafka_target, differential, tmp_path):
+    def run(target):
+        bs = ["--bootstrap-server", target.bootstrap_servers]
+        run_tool("kafka-topics", *bs, "--create", "--topic", "cli-reassign", "--partitions", "2")
+        topics = tmp_path / f"{target.name}-topics.json"
+        topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "cli-reassign"}]}))
+        plans = {}
+        for name, replicas in (("same", [1]), ("unknown broker", [1, 2])):
+            plans[name] = tmp_path / f"{target.name}-{name}.json"
+            plans[name].write_text(json.dumps({"version": 1, "partitions": [
+                {"topic": "cli-reassign", "partition": p, "replicas": replicas} for p in (0, 1)]}))
+
+        def tool(*args):
+            r = run_tool("kafka-reassign-partitions", *bs, *args, check=False)
+            text = re.sub(r'"log_dirs":\[[^\]]*\]', '"log_dirs":<dirs>', r.stdout + r.stderr)
+            return {"rc": r.returncode, "out": [line for line in _norm(text) if not line.startswith("\tat ")]}
+
+        obs = [{"step": "generate", **tool("--topics-to-move-json-file", str(topics), "--broker-list", "1", "--generate")}]
+        for step in ("--execute", "--verify", "--list", "--cancel"):
+            obs.append({"step": step, **tool("--reassignment-json-file", str(plans["same"]), step)})
+        obs.append({"step": "unknown broker", **tool("--reassignment-json-file", str(plans["unknown broker"]), "--execute")})
+        return obs
+
+    obs = {o["step"]: o for o in differential("cli-reassign-partitions", run)}
+    assert obs["--execute"]["out"][-1] == "Successfully started partition reassignments for cli-reassign-0,cli-reassign-1"
+    assert "Reassignment of partition cli-reassign-0 is completed." in obs["--verify"]["out"]
+    assert obs["unknown broker"]["rc"] != 0
+
+
 @_compat("kafka-get-offsets", "latest, earliest, by time")
 def test_get_offsets(kafka_target, differential):
     def run(target):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -61,6 +62,76 @@ def test_fetch_sessions(differential: Any) -> None:
         assert obs[(session_id, 0)]["partitions"] == final["partitions"]
     for key in ((0, 1), (-1, 1), (12345, 1), (0, -2)):
         assert (obs[key]["error"], obs[key]["partitions"]) == (70, []), obs[key]  # FETCH_SESSION_ID_NOT_FOUND
+
+
+def observe_fetch_by_id(target: Any) -> list[dict[str, Any]]:
+    """Fetch v13 and v17 naming topics by id (KIP-516): a known topic, an id nobody has, the zero
+    id, and a known and an unknown id in one request with a partition the topic lacks (Kafka
+    answers the partitions read first, then the refused). Not compared: the zero id together with
+    a partition a known topic lacks, which Kafka 4.3.1 fails as a whole with UNKNOWN_SERVER_ERROR
+    (Samsa answers each partition; clients send no zero id: they fetch by name when they lack ids)."""
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-fetch-by-id"
+        fidelity.create_topic(client, topic, partitions=2)
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(3)).error == 0
+        known, unknown, zero = fidelity.topic_id(client, topic), uuid.uuid4(), uuid.UUID(int=0)
+        names: dict[uuid.UUID | None, str] = {known: "known", unknown: "unknown", None: "zero"}  # kio decodes the zero id as None
+        cases = {
+            "known": [(known, 0, 0)],
+            "unknown": [(unknown, 0, 0)],
+            "zero": [(zero, 0, 0)],
+            "mixed": [(unknown, 0, 0), (known, 1, 0), (known, 7, 0), (known, 0, 1)],
+        }
+        for version in (13, 17):
+            for case, parts in cases.items():
+                error, partitions = fidelity.fetch_by_id(client, parts, version)
+                obs.append({"v": version, "case": case, "error": error,
+                            "partitions": [[names.get(t, str(t)), *rest] for t, *rest in partitions]})  # fmt: skip
+    return json.loads(json.dumps(obs))
+
+
+@pytest.mark.compat(client="raw protocol", scenario="Fetch v13+ by topic id, unknown and zero ids (KIP-516)")
+def test_fetch_by_topic_id(differential: Any) -> None:
+    obs = {(o["v"], o["case"]): o for o in differential("raw-fetch-by-topic-id", observe_fetch_by_id)}
+    for v in (13, 17):
+        assert obs[(v, "known")]["partitions"] == [["known", 0, 0, 3, [0]]]
+        assert obs[(v, "unknown")]["partitions"] == [["unknown", 0, 100, -1, []]]  # UNKNOWN_TOPIC_ID
+        assert obs[(v, "zero")]["partitions"] == [["zero", 0, 100, -1, []]]
+        assert obs[(v, "mixed")]["partitions"] == [
+            ["known", 1, 0, 0, []], ["known", 0, 0, 3, [0]],  # read (offset 1 is inside the batch at 0)
+            ["unknown", 0, 100, -1, []], ["known", 7, 3, -1, []],  # refused: unknown ids first
+        ]
+
+
+SENTINELS = [-1, -2, -3, -4, -5, -6, -7, 0]
+"""LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD, no
+sentinel at all, and a timestamp (before every record)."""
+
+
+def observe_list_offsets(target: Any) -> list[dict[str, Any]]:
+    """ListOffsets of each sentinel in each version from 1 to 11: which versions may ask which."""
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-list-offsets"
+        fidelity.create_topic(client, topic)
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(3)).error == 0
+        for version in range(1, 12):
+            for timestamp in SENTINELS:
+                error, ts, offset, epoch = fidelity.list_offsets(client, topic, timestamp, version)
+                # the record timestamps come from each broker's clock: whether one came back
+                obs.append({"v": version, "timestamp": timestamp, "error": error, "timestampSet": ts >= 0,
+                            "offset": offset, "epoch": epoch})  # fmt: skip
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="ListOffsets sentinels per version (v1-11, KIP-734/405/1005/1023)")
+def test_list_offsets_sentinels(differential: Any) -> None:
+    obs = {(o["v"], o["timestamp"]): o for o in differential("raw-list-offsets-sentinels", observe_list_offsets)}
+    assert obs[(6, -3)]["error"] == 35 and obs[(7, -3)]["error"] == 0  # UNSUPPORTED_VERSION before v7
+    assert obs[(10, -6)]["error"] == 35 and (obs[(11, -6)]["error"], obs[(11, -6)]["offset"]) == (0, -1)
+    assert all(obs[(v, -7)]["error"] == 35 for v in range(1, 12))
+    assert obs[(11, 0)]["offset"] == 0 and obs[(11, -1)]["offset"] == 3
 
 
 def _rolled_topic(client: RawClient, topic: str, segments: int, records: int, configs: dict[str, str] | None = None) -> None:

@@ -1,3 +1,4 @@
+# Over 700 lines: one differential of the whole secured setup (TLS, SASL, ACLs) against Kafka, sharing one pair of secured brokers.
 """TLS, SASL and ACLs against Samsa and Apache Kafka 4.3.1 with the same settings (issue 14).
 
 Both brokers get the same secured settings (`secured_settings`): besides PLAINTEXT, a SASL_SSL

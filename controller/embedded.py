@@ -31,6 +31,7 @@ from controller.model import (
 )
 from controller.planning import initial_state, plan_new_partitions, plan_topic
 from controller.quotas import QuotaEntity, alter, entity_of
+from controller.reassignment import ReassignmentResults, Requested, complete, plan_alterations
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import BrokerId, ControllerEpoch
 
@@ -385,6 +386,30 @@ class EmbeddedController:
                 topics[topic] = replace(t, partitions=MappingProxyType({**t.partitions, p: updated}))
                 log.info("partition state changed topic=%s partition=%d leader=%d leader_epoch=%d reason=%s",
                          topic, p, new.leader, new.leader_epoch, f"{election_type.name.lower()} leader election")
+            self._publish(topics)
+        return results
+
+    async def alter_partition_reassignments(
+        self, requested: Requested, *, allow_replication_factor_change: bool, timeout_ms: int
+    ) -> ReassignmentResults:
+        """The same rules as in a cluster. The one broker is every replica, so a valid target
+        is itself: nothing moves, and no reassignment is ever in progress, as on a one-broker
+        Kafka (a cancel answers NO_REASSIGNMENT_IN_PROGRESS)."""
+        live = set(self._image.brokers)
+        results, changes = plan_alterations(
+            self._image,
+            requested,
+            may_lead=lambda _reg: live,
+            unclean_allowed=lambda _name: False,
+            allow_replication_factor_change=allow_replication_factor_change,
+        )
+        if changes:
+            topics = dict(self._image.topics)
+            for topic, p, _old, new in changes:
+                t = topics[topic]
+                updated = replace(complete(new, live) or new, partition_epoch=new.partition_epoch + 1)
+                topics[topic] = replace(t, partitions=MappingProxyType({**t.partitions, p: updated}))
+                log.info("partition reassignment changed topic=%s partition=%d replicas=%s", topic, p, list(updated.replicas))
             self._publish(topics)
         return results
 

@@ -14,6 +14,7 @@ from typing import Protocol
 from controller.election import ElectionResults, ElectionType
 from controller.model import ClusterImage, NewTopic, PartitionRegistration
 from controller.quotas import QuotaEntity
+from controller.reassignment import ReassignmentResults, Requested
 from protocol.errors import KafkaError
 from protocol.types import BrokerId
 
@@ -98,3 +99,11 @@ class Controller(Protocol):
         every partition when None: per topic, (partition, error or None), answered once this
         broker's image shows the new leaders or after `timeout_ms` (controller/election.py
         `plan_elections` has the rules). NOT_CONTROLLER on a broker that is not the controller."""
+
+    async def alter_partition_reassignments(
+        self, requested: Requested, *, allow_replication_factor_change: bool, timeout_ms: int
+    ) -> ReassignmentResults:
+        """Start or cancel (target None) partition reassignments under Kafka's rules
+        (controller/reassignment.py); per topic, (partition, error or None), answered once this
+        broker's image shows the changes or after `timeout_ms`. Raises KafkaError(NOT_CONTROLLER)
+        on a broker that is not the controller."""

@@ -48,7 +48,9 @@ class PartitionRegistration:
     """Leader, leader epoch and ISR of one partition, as the controller last wrote them.
 
     `partition_epoch` is bumped on every change (the znode version in ZooKeeper mode); changes are
-    compare-and-set on it, so a stale writer cannot win.
+    compare-and-set on it, so a stale writer cannot win. While a reassignment is in progress
+    (controller/reassignment.py) `replicas` is the union of the old and the target replicas and
+    `adding_replicas`/`removing_replicas` say which of them come and go (Kafka's fields).
     """
 
     replicas: tuple[BrokerId, ...]
@@ -56,19 +58,29 @@ class PartitionRegistration:
     leader: BrokerId
     leader_epoch: LeaderEpoch
     partition_epoch: int = 0
+    adding_replicas: tuple[BrokerId, ...] = ()
+    removing_replicas: tuple[BrokerId, ...] = ()
 
     @property
     def online(self) -> bool:
         return self.leader != NO_BROKER
 
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "replicas": list(self.replicas),
             "isr": list(self.isr),
             "leader": self.leader,
             "leader_epoch": self.leader_epoch,
             "partition_epoch": self.partition_epoch,
         }
+        if self.reassigning:
+            doc["adding_replicas"] = list(self.adding_replicas)
+            doc["removing_replicas"] = list(self.removing_replicas)
+        return doc
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> PartitionRegistration:
@@ -78,6 +90,8 @@ class PartitionRegistration:
             leader=BrokerId(d["leader"]),
             leader_epoch=LeaderEpoch(d["leader_epoch"]),
             partition_epoch=int(d.get("partition_epoch", 0)),
+            adding_replicas=tuple(BrokerId(b) for b in d.get("adding_replicas", ())),
+            removing_replicas=tuple(BrokerId(b) for b in d.get("removing_replicas", ())),
         )
 
 
@@ -128,17 +142,18 @@ class ClusterImage:
     paused or cut off as far as the cluster can tell, like a broker KRaft fenced. Metadata leaves
     them out (clients then give up requests waiting on them) and names no leader they lead."""
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_frozen_map)
-    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_frozen_map)
-    """User and client-id quotas (controller/quotas.py), empty entities left out."""
     """Dynamic broker configs by entity: "" is the cluster-wide default
     (DYNAMIC_DEFAULT_BROKER_CONFIG), a broker id's string that broker's own
     (DYNAMIC_BROKER_CONFIG)."""
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_frozen_map)
+    """User and client-id quotas (controller/quotas.py), empty entities left out."""
+    _topic_ids: Mapping[uuid.UUID, TopicRegistration] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_topic_ids", {t.topic_id: t for t in self.topics.values()})
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicRegistration | None:
-        for topic in self.topics.values():
-            if topic.topic_id == topic_id:
-                return topic
-        return None
+        return self._topic_ids.get(topic_id)
 
     def partition(self, topic: str, partition: int) -> PartitionRegistration | None:
         t = self.topics.get(topic)

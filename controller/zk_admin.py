@@ -155,7 +155,8 @@ class ZkAdmin:
             return
         live = set(self._image.brokers)
         tx = self._zk.transaction()
-        tx.set_data(L.topic_path(name), L.encode_topic(topic_id, {**current, **added}), version=data_stat[1].version)
+        moving = L.decode_reassigning(data_stat[0])
+        tx.set_data(L.topic_path(name), L.encode_topic(topic_id, {**current, **added}, moving), version=data_stat[1].version)
         for p, replicas in added.items():
             tx.create(L.partition_path(name, p))
             tx.create(L.state_path(name, p), L.encode_state(initial_state(replicas, live), self._controller_epoch_seen))

@@ -9,7 +9,12 @@
                                                   "listener_security_protocol_map":{...},
                                                   "rack","timestamp","samsa_heartbeat":"host:port"}
     /brokers/topics/<topic>                       {"version":3,"topic_id":"<uuid>",
-                                                  "partitions":{"0":[1,2,3],...}}
+                                                  "partitions":{"0":[1,2,3],...},
+                                                  "adding_replicas":{"0":[3]},
+                                                  "removing_replicas":{"0":[1]}}: the replicas of
+                                                  each partition (during a reassignment the union
+                                                  of old and target) and the reassignments in
+                                                  progress, as Kafka's KIP-455 topic znode
     /brokers/topics/<topic>/partitions/<p>/state  {"version":1,"leader","leader_epoch","isr",
                                                   "controller_epoch"}; changed only with a version
                                                   check; the znode version is the partition epoch
@@ -178,16 +183,35 @@ def apply_override(info: BrokerInfo, listener: str, override: tuple[str, int, in
 # -- topics and partitions ---------------------------------------------------------------------
 
 
-def encode_topic(topic_id: uuid.UUID, assignments: Mapping[int, tuple[BrokerId, ...]]) -> bytes:
+Reassigning = tuple[tuple[BrokerId, ...], tuple[BrokerId, ...]]
+"""A partition's (adding replicas, removing replicas) while it is being reassigned."""
+
+
+def encode_topic(
+    topic_id: uuid.UUID,
+    assignments: Mapping[int, tuple[BrokerId, ...]],
+    reassigning: Mapping[int, Reassigning] | None = None,
+) -> bytes:
+    moving = {p: r for p, r in sorted((reassigning or {}).items()) if r[0] or r[1]}
     return _dump(
         {
             "version": 3,
             "topic_id": str(topic_id),
             "partitions": {str(p): list(r) for p, r in sorted(assignments.items())},
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": {str(p): list(a) for p, (a, _) in moving.items() if a},
+            "removing_replicas": {str(p): list(r) for p, (_, r) in moving.items() if r},
         }
     )
+
+
+def decode_reassigning(data: bytes) -> dict[int, Reassigning]:
+    """The partitions of a topic znode with a reassignment in progress."""
+    doc = json.loads(data)
+    adding, removing = doc.get("adding_replicas") or {}, doc.get("removing_replicas") or {}
+    return {
+        int(p): (tuple(BrokerId(b) for b in adding.get(p, ())), tuple(BrokerId(b) for b in removing.get(p, ())))
+        for p in {*adding, *removing}
+    }
 
 
 def decode_topic(data: bytes) -> tuple[uuid.UUID, dict[int, tuple[BrokerId, ...]]]:
@@ -205,8 +229,8 @@ class PartitionState:
     version: int
     """the znode version: the partition epoch"""
 
-    def registration(self, replicas: tuple[BrokerId, ...]) -> PartitionRegistration:
-        return PartitionRegistration(replicas, self.isr, self.leader, self.leader_epoch, self.version)
+    def registration(self, replicas: tuple[BrokerId, ...], reassigning: Reassigning = ((), ())) -> PartitionRegistration:
+        return PartitionRegistration(replicas, self.isr, self.leader, self.leader_epoch, self.version, *reassigning)
 
 
 def encode_state(reg: PartitionRegistration, controller_epoch: int) -> bytes:
@@ -286,6 +310,10 @@ def decode_config(data: bytes | None) -> dict[str, str]:
     if not data:
         return {}
     return {str(k): str(v) for k, v in json.loads(data).get("config", {}).items()}
+
+
+def decode_cluster_id(data: bytes) -> str:
+    return str(json.loads(data)["id"])
 
 
 def encode_controller(broker_id: int) -> bytes:

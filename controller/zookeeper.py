@@ -65,6 +65,7 @@ from controller.zk_async import AsyncZk, TransactionFailed
 from controller.zk_elections import ZkElections
 from controller.zk_health import ZkHealth
 from controller.zk_quotas import QUOTA_CHILDREN, ZkQuotas
+from controller.zk_reassign import ZkReassignments
 from controller.zk_settings import ZkSettings
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch
 
@@ -84,7 +85,7 @@ def _truthy(v: str | None) -> bool | None:
     return None if v is None else v.strip().lower() == "true"
 
 
-class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
+class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHealth):
     def __init__(self, settings: ZkSettings, registration: BrokerRegistration) -> None:
         self.settings = settings
         self.broker_id = registration.broker_id
@@ -118,6 +119,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
         """monotonic time this broker first saw each broker's current registration"""
         self._topic_names: set[str] = set()
         self._assignments: dict[str, tuple[uuid.UUID, dict[int, tuple[BrokerId, ...]]]] = {}
+        self._reassigning: dict[str, dict[int, L.Reassigning]] = {}
         self._states: dict[tuple[str, int], L.PartitionState] = {}
         self._configs: dict[str, dict[str, str]] = {}
         self._broker_configs: dict[str, dict[str, str]] = {}
@@ -280,10 +282,8 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
             await self._zk.create(L.CLUSTER_ID, b'{"version":"1","id":"%s"}' % new_id.encode())
         except NodeExistsError:
             pass
-        import json
-
         data, _ = await self._zk.get(L.CLUSTER_ID)
-        self._cluster_id = json.loads(data)["id"]
+        self._cluster_id = L.decode_cluster_id(data)
         check_cluster_id(self.settings.cluster_id, self._cluster_id, f"ZooKeeper {L.CLUSTER_ID}")
 
     async def _new_session_setup(self) -> None:
@@ -406,6 +406,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
             names = set(value or ())
             for t in self._topic_names - names:
                 self._assignments.pop(t, None)
+                self._reassigning.pop(t, None)
                 self._configs.pop(t, None)
                 for key in [k for k in self._states if k[0] == t]:
                     del self._states[key]
@@ -418,6 +419,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
                 topic_id, assignments = L.decode_topic(value)
                 old = self._assignments.get(name)
                 self._assignments[name] = (topic_id, assignments)
+                self._reassigning[name] = L.decode_reassigning(value)
                 reads = [
                     self._read("state", L.state_path(name, p))
                     for p in assignments
@@ -510,7 +512,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
                 st = self._states.get((name, p))
                 if st is None:
                     break
-                partitions[p] = st.registration(replicas)
+                partitions[p] = st.registration(replicas, self._reassigning.get(name, {}).get(p, ((), ())))
                 if self.fenced and partitions[p].leader == self.broker_id:
                     partitions[p] = replace(partitions[p], leader=NO_BROKER)
             else:
@@ -626,7 +628,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
         return self.settings.unclean_default if v is None else v
 
     async def _reconcile(self) -> None:
-        """CONTROLLER only: write every partition state `plan_partition` asks for."""
+        """CONTROLLER only: write every state `plan_partition` asks for; complete reassignments."""
         while self._dirty and self.state is ControllerState.CONTROLLER and self._connected:
             self._dirty = False
             image = self._image
@@ -641,6 +643,8 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkQuotas, ZkHealth):
                     )
                     if planned is not None:
                         writes.append(self._write_state(topic.name, p, reg, *planned))
+                    elif reg.reassigning:
+                        writes.append(self._complete_reassignment(topic.name, p, reg))
             if writes:
                 await asyncio.gather(*writes)
 

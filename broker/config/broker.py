@@ -417,6 +417,19 @@ class BrokerConfig(SecurityConfig):
         "The number of samples client quota rates are measured over (broker/quotas.py).", at_least(1))
     quota_window_size_seconds: int = setting(INT, 1,
         "The time span of each client quota rate sample.", at_least(1))
+    leader_replication_throttled_rate: int = setting(LONG, 9_223_372_036_854_775_807,
+        "Bytes per second this broker sends, as leader, for the partitions a topic's "
+        "leader.replication.throttled.replicas names for it; above it, followers outside the ISR "
+        "get no records for them (broker/replication/throttle.py; kafka-reassign-partitions "
+        "--throttle sets it). The default is no throttle.", at_least(0), read_only=False)
+    follower_replication_throttled_rate: int = setting(LONG, 9_223_372_036_854_775_807,
+        "Bytes per second this broker fetches, as a follower outside the ISR, for the partitions a "
+        "topic's follower.replication.throttled.replicas names for it; above it, it leaves them out "
+        "of its fetches. The default is no throttle.", at_least(0), read_only=False)
+    replication_quota_window_num: int = setting(INT, 11,
+        "The number of samples the replication throttles' rates are measured over.", at_least(1))
+    replication_quota_window_size_seconds: int = setting(INT, 1,
+        "The time span of each replication throttle rate sample.", at_least(1))
     # ---- metrics (broker/metrics) ----------------------------------------------------------------
     metrics_prometheus_port: int = setting(INT, 0,
         "Port of the Prometheus endpoint (GET /metrics): Kafka's broker metrics under the names "

@@ -107,9 +107,6 @@ NO_TIMESTAMP_DIFFERENCE = ("Accepted for compatibility; deprecated in Kafka 3.6 
                            "used where those two are unset).")
 NO_TIERED_STORAGE = ("Accepted for compatibility; Samsa has no tiered storage, so every segment is "
                      "local and this changes nothing ")
-NO_THROTTLES = ("Accepted for compatibility; Samsa does not throttle replication yet (partition "
-                "reassignment is not served), so nothing reads it (Kafka: the replicas whose "
-                "replication traffic is throttled).")
 NO_LEVELS = ("Accepted for compatibility; Samsa compresses with each codec's default level when "
              "compression.type makes it recompress a batch ")
 

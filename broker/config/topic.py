@@ -31,7 +31,6 @@ from broker.config.settings import (
     NO_LEVELS,
     NO_MESSAGE_FORMAT,
     NO_PREALLOCATE,
-    NO_THROTTLES,
     NO_TIERED_STORAGE,
     NO_TIMESTAMP_DIFFERENCE,
     STRING,
@@ -135,9 +134,13 @@ class LogConfig:
     compression_zstd_level: int = topic_setting(INT, 3,
         NO_LEVELS + "(Kafka: the zstd level, -131072-22).", Range(-131_072, 22), scope=BOTH)
     leader_replication_throttled_replicas: tuple[str, ...] = topic_setting(LIST, (),
-        NO_THROTTLES, ThrottledReplicas())
+        "The replicas ([partitionId]:[brokerId],... or *) whose replication traffic is throttled "
+        "on the leader side: a broker leading a partition named for it sends followers outside the "
+        "ISR no more than leader.replication.throttled.rate.", ThrottledReplicas())
     follower_replication_throttled_replicas: tuple[str, ...] = topic_setting(LIST, (),
-        NO_THROTTLES, ThrottledReplicas())
+        "The replicas ([partitionId]:[brokerId],... or *) whose replication traffic is throttled "
+        "on the follower side: a broker following a partition named for it, outside the ISR, "
+        "fetches no more than follower.replication.throttled.rate.", ThrottledReplicas())
     remote_storage_enable: bool = topic_setting(BOOLEAN, False,
         NO_TIERED_STORAGE + "(Kafka: keep the topic's older segments in remote storage). Setting "
         "it true is refused, as Kafka refuses it on a broker without tiered storage.")

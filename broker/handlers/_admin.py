@@ -29,6 +29,7 @@ DEFAULT_MESSAGES: Mapping[ErrorCode, str] = {
     ErrorCode.preferred_leader_not_available: "The preferred leader was not available.",
     ErrorCode.eligible_leaders_not_available: "Eligible topic partition leaders are not available.",
     ErrorCode.not_controller: "This is not the correct controller for this cluster.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
     ErrorCode.not_leader_or_follower: (
         "For requests intended only for the leader, this error indicates that the broker is "
         "not the current leader. For requests intended for any replica, this error indicates "

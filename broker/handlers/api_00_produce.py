@@ -25,6 +25,8 @@
 # Authorization (Kafka's KafkaApis): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, checked before
 # the topic's existence), WRITE on the transactional id of a transactional produce
 # (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).
+# Leader discovery (KIP-951, v10+): a partition answered NOT_LEADER_OR_FOLLOWER carries its current
+# leader and epoch, and the response the leaders' endpoints (broker/handlers/_leaders.py).
 # Not supported: v12-13 (KIP-890 transactions v2, topic ids).
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ from typing import cast
 from kio.schema.produce.v11.request import ProduceRequest
 from kio.schema.produce.v11.response import (
     BatchIndexAndErrorMessage,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionProduceResponse,
     ProduceResponse,
     TopicProduceResponse,
@@ -45,11 +49,13 @@ from kio.static.primitive import TZAware, i32, i64
 
 from broker.context import CloseConnection, RequestContext
 from broker.handlers import registry
+from broker.handlers._leaders import LeaderDiscovery
 from controller.model import INTERNAL_TOPICS
 from controller.placement import topic_name_error
 from controller.security_model import AclOperation, ResourceType
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import replace
 from protocol.record_check import RecordError
 from protocol.records import (
     ATTR_COMPRESSION_MASK,
@@ -59,7 +65,7 @@ from protocol.records import (
     LOG_OVERHEAD,
 )
 from protocol.topic_partition import TopicPartition
-from protocol.types import NO_THROTTLE, TopicName
+from protocol.types import NO_THROTTLE, BrokerId, TopicName
 
 API_KEY = 0
 log = logging.getLogger("samsa.produce")
@@ -280,6 +286,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             raise CloseConnection(f"acks=0 produce failed: {[(str(tp), e.name) for tp, e in failed]}")
         return None
 
+    leaders = LeaderDiscovery(image, ctx.listener) if ctx.api_version >= 10 else None
     by_topic: dict[str, list[PartitionProduceResponse]] = {}
     for tp in order:
         r = results.get(tp)
@@ -294,6 +301,10 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             resp = _partition_response(
                 tp.partition, rejected.code, rejected.message, record_errors=rejected.record_errors
             )
+            if leaders is not None and rejected.code == ErrorCode.not_leader_or_follower:
+                leader_id, leader_epoch = leaders.current_leader(tp)
+                resp = replace(resp, current_leader=LeaderIdAndEpoch(
+                    leader_id=BrokerId(leader_id), leader_epoch=i32(leader_epoch)))  # fmt: skip
         else:
             resp = _partition_response(
                 tp.partition,
@@ -309,4 +320,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             for name, parts in by_topic.items()
         ),
         throttle_time=NO_THROTTLE,
+        node_endpoints=tuple(
+            NodeEndpoint(node_id=BrokerId(n.node_id), host=n.host, port=i32(n.port), rack=n.rack)
+            for n in (leaders.nodes if leaders is not None else ())
+        ),
     )

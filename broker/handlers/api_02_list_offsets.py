@@ -1,20 +1,23 @@
-# ListOffsets (key 2), versions 1-9.
+# ListOffsets (key 2), versions 1-11.
 # Per partition, on its leader: EARLIEST (-2) is the log start offset, LATEST (-1) the high
 # watermark (read_committed: the last stable offset), MAX_TIMESTAMP (-3, v7+) the record with the
-# largest timestamp, EARLIEST_LOCAL (-4, v8+) the log start offset, LATEST_TIERED (-5, v9+) -1 (no
-# tiered storage); a timestamp gives the first offset whose timestamp is at or after it, or
+# largest timestamp, EARLIEST_LOCAL (-4, v8+) the log start offset, LATEST_TIERED (-5, v9+) and
+# EARLIEST_PENDING_UPLOAD (-6, v11+) offset -1 (no tiered storage); any other negative timestamp,
+# or a sentinel older than its version, is UNSUPPORTED_VERSION for that partition (Kafka's
+# ReplicaManager.isListOffsetsTimestampUnsupported). v10's timeout bounds lookups in remote
+# storage, which Samsa has none of: every answer is immediate. A timestamp gives the first offset whose timestamp is at or after it, or
 # offset -1 and timestamp -1 when there is none below the HW (KIP-79). Each answer carries the
 # leader epoch of its offset. A current leader epoch other than ours is fenced (KIP-320);
 # followers (replica_id >= 0) may read up to the log end offset. A partition named more than once
 # gets one INVALID_REQUEST answer, after the others (as Kafka 4.x answers). Authorization: DESCRIBE
 # on each topic (TOPIC_AUTHORIZATION_FAILED).
-# Not supported: v0 (old-style offset lists; no listed client needs it), v10+ (timeout field).
+# Not supported: v0 (old-style offset lists; no listed client needs it).
 from __future__ import annotations
 
 from collections import Counter
 
-from kio.schema.list_offsets.v9.request import ListOffsetsRequest
-from kio.schema.list_offsets.v9.response import (
+from kio.schema.list_offsets.v11.request import ListOffsetsRequest
+from kio.schema.list_offsets.v11.response import (
     ListOffsetsPartitionResponse,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
@@ -24,16 +27,26 @@ from kio.static.primitive import i32, i64
 
 from broker.context import RequestContext
 from broker.handlers import registry
-from broker.replication.partition import FetchIsolation
+from broker.replication.partition import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    FetchIsolation,
+)
 from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
-from protocol.types import NO_THROTTLE
+from protocol.types import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, NO_THROTTLE
 
 API_KEY = 2
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
 READ_COMMITTED = 1
+SENTINEL_MIN_VERSION = {
+    EARLIEST_TIMESTAMP: 1, LATEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8,
+    LATEST_TIERED_TIMESTAMP: 9, EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}  # fmt: skip
+"""The first version that may ask each negative timestamp (Kafka's timestampMinSupportedVersion)."""
 
 
 @registry.api(API_KEY)
@@ -60,6 +73,10 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
             if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
                 partitions.append(ListOffsetsPartitionResponse(
                     partition_index=i32(p.partition_index), error_code=ErrorCode.topic_authorization_failed))
+                continue
+            if p.timestamp < 0 and ctx.api_version < SENTINEL_MIN_VERSION.get(p.timestamp, 1 << 15):
+                partitions.append(ListOffsetsPartitionResponse(
+                    partition_index=i32(p.partition_index), error_code=ErrorCode.unsupported_version))
                 continue
             try:
                 found = replica_manager.get_partition(tp).fetch_offset_for_timestamp(

@@ -1,4 +1,4 @@
-# Metadata (key 3), versions 0-12.
+# Metadata (key 3), versions 0-13.
 # Brokers (with the endpoints of the listener the request came in on), cluster id, controller id,
 # and for each topic its id, partitions, leader, leader epoch, replicas, ISR and offline replicas.
 # v0: an empty topic list means all topics; v1+: null means all, empty means none. Unknown topics
@@ -24,15 +24,16 @@
 # fenced brokers) are left out, as Kafka leaves out brokers that are not alive: a partition they
 # lead gets LEADER_NOT_AVAILABLE and leader -1, their replicas are offline replicas, and clients
 # fail the requests waiting on them (librdkafka decommissions a broker Metadata no longer lists).
-# Not supported: v13 (top-level error code, KIP-1102).
+# v13's top-level error code (KIP-1102, REBOOTSTRAP_REQUIRED) is always NONE, as Kafka's
+# brokers answer it.
 from __future__ import annotations
 
 import logging
 import uuid
 
 from kio.schema.metadata.v10.response import MetadataResponse as MetadataResponseV10
-from kio.schema.metadata.v12.request import MetadataRequest
-from kio.schema.metadata.v12.response import (
+from kio.schema.metadata.v13.request import MetadataRequest
+from kio.schema.metadata.v13.response import (
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
@@ -195,6 +196,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         cluster_id=image.cluster_id,
         controller_id=BrokerId(image.controller_id),
         topics=tuple(topics),
+        error_code=ErrorCode.none,
     )
     if 8 <= ctx.api_version <= 10:
         # v8-10 also carry the cluster's authorized operations, dropped from the spec in v11.

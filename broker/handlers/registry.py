@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 HandlerFn = Callable[["RequestContext", Any], Awaitable[Any]]
 ErrorResponseFn = Callable[["RequestContext", Any, Exception], Any]
 UpgradeFn = Callable[[int, Any], Any]
-"""(api_version, request as decoded) -> the max_version request; for APIs whose old versions
-carry fields the newest lacks (FindCoordinator key, LeaveGroup member_id, OffsetFetch group_id),
-which the by-name `messages.convert` would drop."""
+"""(api_version, request as decoded) -> the request as the handler takes it: the max_version
+class, for APIs whose old versions carry fields the newest lacks (FindCoordinator key, LeaveGroup
+member_id, OffsetFetch group_id), which the by-name `messages.convert` would drop; or, where the
+newest versions name things differently, the newest class of the old family (Fetch v4-12 by topic
+name: v12's)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 SERVED: dict[int, tuple[str, int, int]] = {
     0: ('api_00_produce', 0, 11),
-    1: ('api_01_fetch', 4, 12),
-    2: ('api_02_list_offsets', 1, 9),
-    3: ('api_03_metadata', 0, 12),
+    1: ('api_01_fetch', 4, 17),
+    2: ('api_02_list_offsets', 1, 11),
+    3: ('api_03_metadata', 0, 13),
     8: ('api_08_offset_commit', 2, 9),
     9: ('api_09_offset_fetch', 1, 9),
     10: ('api_10_find_coordinator', 0, 4),
@@ -47,6 +47,8 @@ SERVED: dict[int, tuple[str, int, int]] = {
     42: ('api_42_delete_groups', 0, 2),
     43: ('api_43_elect_leaders', 0, 2),
     44: ('api_44_incremental_alter_configs', 0, 1),
+    45: ('api_45_alter_partition_reassignments', 0, 1),
+    46: ('api_46_list_partition_reassignments', 0, 0),
     47: ('api_47_offset_delete', 0, 0),
     48: ('api_48_describe_client_quotas', 0, 1),
     49: ('api_49_alter_client_quotas', 0, 1),

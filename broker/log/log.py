@@ -70,6 +70,8 @@ from protocol.types import (
 log = logging.getLogger("samsa.log")
 
 Scheduler = Callable[[int, Callable[[], None]], None]
+Syncer = Callable[[Path, Callable[[], None]], None]
+"""syncer(path, then): fsync the file at `path` off the event loop, then run `then` on the loop."""
 """`scheduler(delay_ms, fn)`: run `fn` later on the broker's loop."""
 
 
@@ -134,6 +136,7 @@ class UnifiedLog:
         producer_state: ProducerStateManager,
         scheduler: Scheduler,
         now_ms: int,
+        syncer: Syncer | None = None,
     ) -> None:
         self._dir = log_dir
         self._config = config
@@ -145,6 +148,9 @@ class UnifiedLog:
         self.leader_epoch_cache = epoch_cache
         self.producer_state = producer_state
         self._scheduler = scheduler
+        self._syncer = syncer
+        """Pre-syncs a rolled segment off the loop (LogManager.sync_then); None: the flush after a
+        roll does all its fsyncs on the loop."""
         self.last_flush_ms = now_ms
         self.unflushed_messages = 0
         self.closed = False
@@ -172,6 +178,7 @@ class UnifiedLog:
         log_start_offset: int = 0,
         had_clean_shutdown: bool = False,
         scheduler: Scheduler = run_now,
+        syncer: Syncer | None = None,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> UnifiedLog:
         """Load (and if needed recover) the log in `log_dir`, creating the directory if missing.
@@ -212,6 +219,7 @@ class UnifiedLog:
             producer_state=producer_state,
             scheduler=scheduler,
             now_ms=now,
+            syncer=syncer,
         )
         epoch_cache.truncate_from_end(self.log_end_offset)
         epoch_cache.truncate_from_start(start)
@@ -565,7 +573,14 @@ class UnifiedLog:
             self.topic_partition.partition,
             new_base,
         )
-        self._scheduler(0, lambda: self._flush_if_open(new_base))
+        if self._syncer is not None and active.unsynced:
+            # the rolled segment's bytes (up to segment.bytes of them, much still dirty in the page
+            # cache) reach the disk on a thread first, so that the flush's own fsync of them, on
+            # the loop, finds little left to write (Kafka flushes a rolled segment on its
+            # scheduler thread)
+            self._syncer(active.log_path, lambda: self._flush_if_open(new_base))
+        else:
+            self._scheduler(0, lambda: self._flush_if_open(new_base))
         return segment
 
     def _take_producer_snapshot(self) -> None:

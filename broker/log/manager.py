@@ -92,6 +92,8 @@ class LogManager:
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: dict[asyncio.TimerHandle, Callable[[], None]] = {}
+        self._syncs: set[asyncio.Task[None]] = set()
+        """Rolled segments being synced off the loop (`sync_then`)."""
         self.had_clean_shutdown: dict[Path, bool] = {}
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
@@ -129,6 +131,25 @@ class LogManager:
         handle = loop.call_later(max(0, delay_ms) / 1000, run)
         handles.append(handle)
         self._timers[handle] = run
+
+    def sync_then(self, path: Path, then: Callable[[], None]) -> None:
+        """fsync the file at `path` on a thread, then run `then` on the loop (at once when no
+        loop runs). A failure here is left to `then`, the flush that fsyncs the file again and
+        reports it; the thread opens a descriptor of its own, so whatever happens to the segment
+        meanwhile (closed, renamed for deletion) does not touch it."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            then()
+            return
+
+        async def run() -> None:
+            await loop.run_in_executor(None, _presync, path)
+            then()
+
+        task = loop.create_task(run(), name=f"presync {path.name}")
+        self._syncs.add(task)
+        task.add_done_callback(self._syncs.discard)
 
     # ---------------------------------------------------------------- loading
     def load_logs(self, config_for: Callable[[TopicPartition], LogConfig] | None = None) -> None:
@@ -175,6 +196,7 @@ class LogManager:
                     log_start_offset=start_offsets.get(tp, 0),
                     had_clean_shutdown=clean,
                     scheduler=self.schedule,
+                    syncer=self.sync_then,
                     producer_id_expiration_ms=self.producer_id_expiration_ms,
                 )
                 self._log_dir_of[tp] = log_dir
@@ -227,6 +249,7 @@ class LogManager:
                 config or self.default_config,
                 tp,
                 scheduler=self.schedule,
+                syncer=self.sync_then,
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             if topic_id is not None:
@@ -384,8 +407,8 @@ class LogManager:
         """Cancel the background tasks and wait for them to end; let the writer threads go."""
         if self.cleaner is not None:
             await self.cleaner.stop()
-        tasks, self._tasks = self._tasks, []
-        await cancel_and_wait(tasks)
+        tasks, self._tasks = [*self._tasks, *self._syncs], []
+        await cancel_and_wait(tasks)  # a cancelled pre-sync leaves its flush to close()
         self.writer.shutdown()
 
     def close(self) -> None:
@@ -432,3 +455,16 @@ class LogManager:
             except OSError as exc:
                 log.warning("clean shutdown marker not written dir=%s error=%s", d, exc)
         log.info("log manager closed logs=%d", len(self._logs))
+
+
+def _presync(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -541,6 +541,11 @@ class LogSegment:
             or max_offset - self.base_offset > INT_MAX
         )
 
+    @property
+    def unsynced(self) -> bool:
+        """Bytes were written to the log file since its last fsync."""
+        return self._unsynced
+
     def on_become_inactive(self) -> None:
         """Called when a newer segment takes over: pin the final max timestamp in the time index,
         cut a leftover of a failed write, and let the write descriptor go."""

@@ -9,8 +9,14 @@ an append on the loop (`PendingAppend`), `write` runs its I/O on one of `num.io.
 and the log accounts it on the loop. `Partition` holds one append of its log in flight at a time.
 
 A write that comes back fast costs a thread round trip for nothing, so while the disk is fast the
-writes stay on the loop: a write slower than `INLINE_LIMIT_S` (inline or on a thread) sends the
-writes to the threads until `THREADED_FOR_S` has passed without another slow one.
+writes stay on the loop: a write slower than `INLINE_LIMIT_S` (inline or on a thread) during
+which the writing thread blocked sends the writes to the threads until `THREADED_FOR_S` has passed
+without another slow one. A write that was slow only because its thread was preempted (a machine
+whose cores are busy: the clients on the same host, the benchmark's load generator) is not the
+disk's doing, and threads would not help it: they would only add a round trip per write. Blocked
+means a voluntary context switch during the write (`getrusage(RUSAGE_THREAD).ru_nvcsw`: the
+kernel put the thread to sleep, waiting on the device, on writeback throttling or on memory
+reclaim); where the platform cannot tell, every slow write counts.
 
 States (per writer):
 
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -61,17 +68,17 @@ class LogWriter:
         (False: then `write_threaded`). A failure is kept in `pending` (`complete_append` says)."""
         if self.threaded:
             return False
-        self._took(_timed_write(pending))
+        self._took(*_timed_write(pending))
         return True
 
     async def write_threaded(self, pending: PendingAppend) -> None:
         """Write `pending`'s bytes on one of the threads."""
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max(1, self._threads), thread_name_prefix="samsa-log-writer")
-        self._took(await asyncio.get_running_loop().run_in_executor(self._executor, _timed_write, pending))
+        self._took(*await asyncio.get_running_loop().run_in_executor(self._executor, _timed_write, pending))
 
-    def _took(self, seconds: float) -> None:
-        if self._threads and seconds >= INLINE_LIMIT_S:
+    def _took(self, seconds: float, blocked: bool) -> None:
+        if self._threads and seconds >= INLINE_LIMIT_S and blocked:
             if not self.threaded:
                 log.info(
                     "slow log write: writing on threads seconds=%.3f threads=%d for_s=%.0f",
@@ -86,10 +93,20 @@ class LogWriter:
             self._executor = None
 
 
-def _timed_write(pending: PendingAppend) -> float:
+_RUSAGE_THREAD: int | None = getattr(resource, "RUSAGE_THREAD", None)  # Linux
+
+
+def _voluntary_switches() -> int:
+    return 0 if _RUSAGE_THREAD is None else resource.getrusage(_RUSAGE_THREAD).ru_nvcsw
+
+
+def _timed_write(pending: PendingAppend) -> tuple[float, bool]:
+    """Write; (seconds it took, whether the thread blocked meanwhile)."""
+    switches = _voluntary_switches()
     started = time.perf_counter()
     pending.write()
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    return seconds, _RUSAGE_THREAD is None or _voluntary_switches() > switches
 
 
 INLINE_WRITER = LogWriter(0)

@@ -51,10 +51,12 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
 )
 from kio.static.primitive import i32, i32Timedelta, i64
 
+from broker import clock
 from broker.metrics.stats import BrokerTopicStats
 from broker.replication.leader_client import LeaderClient, LeaderConnectionError
 from broker.replication.partition import Partition, PartitionRole
 from broker.replication.settings import FetcherSettings
+from broker.replication.throttle import ReplicationQuota, throttled
 from controller.model import Endpoint
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
@@ -158,11 +160,13 @@ class ReplicaFetcher:
         endpoint: Callable[[BrokerId], Endpoint | None],
         *,
         stats: BrokerTopicStats | None = None,
+        quota: ReplicationQuota | None = None,
     ) -> None:
         """`partition(tp)`: this broker's partition of `tp`; `endpoint(broker_id)`: where a
         broker's inter-broker listener is (both from the fetcher manager); `stats`: where the
-        replicated bytes are counted."""
+        replicated bytes are counted; `quota`: the follower's replication throttle."""
         self.settings = settings
+        self._quota = quota if quota is not None else ReplicationQuota()
         self._stats = stats if stats is not None else BrokerTopicStats()
         self._partition_of = partition
         self._endpoint_of = endpoint
@@ -440,9 +444,14 @@ class ReplicaFetcher:
     ) -> None:
         sent: dict[TopicPartition, tuple[PartitionFetchState, Offset]] = {}
         by_topic: dict[str, list[FetchPartition]] = {}
+        held_back = False
         for st in states:
             partition = self._partition(st, FetchState.FETCHING)
             if partition is None:
+                continue
+            if self._throttled(partition) and self._quota.exceeded(clock.now_ms()) \
+                    and self.settings.broker_id not in partition.isr:
+                held_back = True  # Kafka's shouldFollowerThrottle: left out of this fetch
                 continue
             if st.fetch_offset != partition.log_end_offset:
                 st.fetch_offset = partition.log_end_offset
@@ -458,6 +467,11 @@ class ReplicaFetcher:
                 )
             )
         if not sent:
+            if held_back:  # Kafka's fetcher backs off replica.fetch.backoff.ms on an empty fetch
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), self.settings.backoff_ms / 1000)
+                except TimeoutError:
+                    pass
             return
         s = self.settings
         request = FetchRequest(
@@ -503,6 +517,11 @@ class ReplicaFetcher:
                     continue
                 await self._apply_fetched(st, partition, offset, data)
 
+    def _throttled(self, partition: Partition) -> bool:
+        """Whether the topic's follower.replication.throttled.replicas names this replica."""
+        replicas = partition.log_config.follower_replication_throttled_replicas
+        return bool(replicas) and throttled(replicas, partition.tp.partition, self.settings.broker_id)
+
     async def _apply_fetched(
         self,
         st: PartitionFetchState,
@@ -520,6 +539,8 @@ class ReplicaFetcher:
             records = data.records  # type: ignore[attr-defined]
             if records:
                 self._stats.replication_bytes_in += len(records)
+                if self._throttled(partition):
+                    self._quota.record(len(records), clock.now_ms())
                 try:
                     await partition.append_records_to_follower(records)
                 except KafkaError as e:

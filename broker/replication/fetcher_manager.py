@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from broker.metrics.stats import BrokerTopicStats
 from broker.replication.partition import Partition, PartitionRole
 from broker.replication.settings import FetcherSettings
+from broker.replication.throttle import ReplicationQuota
 from controller.model import ClusterImage, Endpoint
 from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, LeaderEpoch
@@ -55,6 +56,8 @@ class ReplicaFetcherManager:
     closed: bool = False
     stats: BrokerTopicStats = field(default_factory=BrokerTopicStats)
     """The broker's BrokerTopicMetrics: the fetchers count ReplicationBytesIn."""
+    quota: ReplicationQuota = field(default_factory=ReplicationQuota)
+    """The follower's replication throttle (follower.replication.throttled.rate)."""
 
     def update(
         self, image: ClusterImage, partitions: Mapping[TopicPartition, Partition]
@@ -86,7 +89,7 @@ class ReplicaFetcherManager:
                 )
 
                 fetcher = self.fetchers[key] = ReplicaFetcher(
-                    self.settings, leader, key[1], self.partition, self.endpoint, stats=self.stats
+                    self.settings, leader, key[1], self.partition, self.endpoint, stats=self.stats, quota=self.quota
                 )
                 fetcher.start()
             fetcher.add(tp, leader, epoch)

@@ -75,6 +75,9 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 """ListOffsets v8+ (KIP-405): the first offset in local storage; the log start offset here."""
 LATEST_TIERED_TIMESTAMP = -5
 """ListOffsets v9+ (KIP-1005): the last tiered offset; -1 since there is no tiered storage."""
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
+"""ListOffsets v11+ (KIP-1023): the first offset not yet in tiered storage; -1 without it (Kafka's
+UnifiedLog answers -1 for a topic without remote storage)."""
 
 
 if TYPE_CHECKING:
@@ -752,7 +755,7 @@ class Partition:
                 epoch = self._log.leader_epoch_cache.epoch_for_offset(found.offset)
                 found = TimestampAndOffset(-1, found.offset, -1 if epoch is None else epoch)
             return found
-        if timestamp == LATEST_TIERED_TIMESTAMP:
+        if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
             return TimestampAndOffset(-1, Offset(-1), -1)  # no tiered storage
         found = self._log.fetch_offset_by_timestamp(timestamp)
         if found is None or found.offset >= last_fetchable:

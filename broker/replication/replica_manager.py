@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from broker import clock
@@ -39,6 +39,7 @@ from broker.replication.partition import FetchIsolation, Partition, ReadResult
 from broker.replication.purgatory import Purgatory
 from broker.replication.record_checker import RecordChecker
 from broker.replication.settings import FetcherSettings, IsrSettings
+from broker.replication.throttle import ReplicationQuota, throttled
 from controller.model import ClusterImage, TopicRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
@@ -100,8 +101,12 @@ class DelayedFetch:
         isolation: FetchIsolation,
         min_bytes: int,
         fetch_only_from_leader: bool,
+        leader_throttled: Callable[[Partition], bool] | None = None,
     ) -> None:
+        """`leader_throttled`: a follower's fetch only, whether a partition gets it no records now
+        (a replication throttle); its bytes then do not count, as in Kafka's tryComplete."""
         self._partitions = partitions
+        self._leader_throttled = leader_throttled
         self._requests = requests
         self._isolation = isolation
         self._min_bytes = min_bytes
@@ -131,7 +136,9 @@ class DelayedFetch:
             if end.message_offset != fetch_offset.message_offset:
                 if end.on_older_segment(fetch_offset) or fetch_offset.on_older_segment(end):
                     return True  # case F
-                if fetch_offset.message_offset < end.message_offset:
+                if fetch_offset.message_offset < end.message_offset and not (
+                    self._leader_throttled is not None and self._leader_throttled(partition)
+                ):
                     accumulated += min(end.position_diff(fetch_offset), req.max_bytes)
         return accumulated >= self._min_bytes  # case G
 
@@ -174,9 +181,11 @@ class ReplicaManager:
             self.metrics.replica,
         )
         """Sends ISR changes to the controller and runs the leader's shrink check."""
+        self.leader_quota = ReplicationQuota()
+        """The leader's replication throttle (leader.replication.throttled.rate, throttle.py)."""
         self.fetcher_manager = ReplicaFetcherManager(
             fetcher_settings, self.partitions.get, stats=self.metrics.topics)
-        """Replica fetchers for the partitions this broker follows."""
+        """Replica fetchers for the partitions this broker follows (and the follower's throttle)."""
         self._record_checker = RecordChecker()
 
     def start(self) -> None:
@@ -266,6 +275,11 @@ class ReplicaManager:
             log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
         self.fetcher_manager.update(new, self.partitions)
 
+    def update_replication_throttles(self, leader_rate: int, follower_rate: int, samples: int, window_ms: int) -> None:
+        """leader/follower.replication.throttled.rate and the rate windows (dynamic broker configs)."""
+        self.leader_quota.configure(leader_rate, samples, window_ms)
+        self.fetcher_manager.quota.configure(follower_rate, samples, window_ms)
+
     def update_log_configs(self) -> None:
         """The broker's topic defaults changed (dynamic broker configs): every hosted partition's
         log obeys its topic's config as it is now."""
@@ -296,6 +310,10 @@ class ReplicaManager:
                 raise KafkaError(
                     ErrorCode.kafka_storage_error, f"The log of {tp} could not be created."
                 )
+            if self._image is not None and self._image.partition(tp.topic, tp.partition) is not None:
+                # the partition exists but has no replica here (Kafka's getPartitionOrError): the
+                # client is to refresh its metadata and go to the leader
+                raise KafkaError(ErrorCode.not_leader_or_follower, f"This broker is not a replica of {tp}")
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition,
                 "This server does not host this topic-partition.",
@@ -417,7 +435,9 @@ class ReplicaManager:
     ) -> list[FetchResult]:
         """Read each partition in order; the response budget is max_bytes, but the first
         non-empty partition always returns at least one batch (KIP-74). A follower's read
-        (replica_id >= 0) also records its fetch state on the leader partition."""
+        (replica_id >= 0) also records its fetch state on the leader partition, and gets no records
+        for a partition throttled on the leader side while it is outside the ISR and the leader's
+        throttle is exceeded (Kafka's shouldLeaderThrottle: throttle.py)."""
         results: list[FetchResult] = []
         remaining = max_bytes
         min_one = True
@@ -433,8 +453,13 @@ class ReplicaManager:
                     min_one_message=min_one,
                 )
                 if replica_id >= 0:
+                    now = clock.now_ms()
+                    if self._leader_throttled(partition, replica_id, now):
+                        read = replace(read, info=None)
+                    elif read.info is not None and self._throttled_as_leader(partition):
+                        self.leader_quota.record(read.info.size, now)
                     partition.update_follower_fetch_state(
-                        BrokerId(replica_id), req.fetch_offset, clock.now_ms(), read.log_end_offset
+                        BrokerId(replica_id), req.fetch_offset, now, read.log_end_offset
                     )
                 size = read.info.size if read.info is not None else 0
                 if size:
@@ -444,6 +469,20 @@ class ReplicaManager:
             except KafkaError as e:
                 results.append(FetchResult(req.tp, e.code, self._error_read(req.tp)))
         return results
+
+    def _throttled_as_leader(self, partition: Partition) -> bool:
+        """Whether the topic's leader.replication.throttled.replicas names this broker's replica."""
+        replicas = partition.log_config.leader_replication_throttled_replicas
+        return bool(replicas) and throttled(replicas, partition.tp.partition, self.broker_id)
+
+    def _leader_throttled(self, partition: Partition, replica_id: int, now_ms: int) -> bool:
+        """Kafka's shouldLeaderThrottle: a throttled partition, a follower outside the ISR, and
+        the leader's throttle exceeded."""
+        return (
+            BrokerId(replica_id) not in partition.isr
+            and self._throttled_as_leader(partition)
+            and self.leader_quota.exceeded(now_ms)
+        )
 
     def _error_read(self, tp: TopicPartition) -> ReadResult | None:
         partition = self.partitions.get(tp)
@@ -475,7 +514,10 @@ class ReplicaManager:
         if max_wait_ms <= 0 or not requests or self._fetch_satisfied(results, min_bytes):
             return self._count_fetch(results, replica_id)
 
-        delayed = DelayedFetch(self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader)
+        throttled_now = None if replica_id < 0 else lambda p: self._leader_throttled(p, replica_id, clock.now_ms())
+        delayed = DelayedFetch(
+            self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader, throttled_now
+        )
         await self.delayed_fetch.wait([r.tp for r in requests], delayed.try_complete, max_wait_ms / 1000)
         return self._count_fetch(self.read_local(
             requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id

@@ -179,7 +179,8 @@ class BrokerSlot:
     replication_port: int
     heartbeat_port: int
     process: SamsaProcess
-    zk_proxy: TcpProxy
+    zk_proxy: TcpProxy | None
+    """its link to ZooKeeper (None in a cluster without proxies)"""
     metrics_port: int = 0
     """its Prometheus endpoint on 127.0.0.1 (0: none)"""
 
@@ -196,9 +197,14 @@ class SamsaCluster:
         log_level: str = "INFO",
         slow_disk: bool = False,
         metrics: bool = False,
+        proxied: bool = True,
     ) -> None:
         """`metrics`: each broker serves Prometheus metrics on a port of its own
-        (`brokers[i].metrics_port`)."""
+        (`brokers[i].metrics_port`). `proxied=False`: brokers reach each other and ZooKeeper
+        directly, as in production, without the proxies that let a test cut links (`cut`,
+        `isolate`, `cut_zookeeper` then raise); the benchmarks' clusters, where a proxy in the
+        middle of every replication round trip would be measured too."""
+        self._proxied = proxied
         self._metrics = metrics
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if base_dir is None:
@@ -224,25 +230,27 @@ class SamsaCluster:
         self.zookeeper.start()
         ids = list(range(1, self.n + 1))
         ports = {i: (free_port(), free_port(), free_port(socket.SOCK_DGRAM)) for i in ids}
-        for i in ids:
-            for j in ids:
-                if i != j:
-                    repl_target, hb_target = ("127.0.0.1", ports[j][1]), ("127.0.0.1", ports[j][2])
-                    self.peer_tcp[(i, j)] = TcpProxy(self.proxies, _constant(repl_target)).start()
-                    self.peer_udp[(i, j)] = UdpProxy(self.proxies, _constant(hb_target)).start()
+        peer_ports = {(i, j): ports[j][1:] for i in ids for j in ids if i != j}
+        if self._proxied:
+            for (i, j), (repl_port, hb_port) in peer_ports.items():
+                self.peer_tcp[(i, j)] = TcpProxy(self.proxies, _constant(("127.0.0.1", repl_port))).start()
+                self.peer_udp[(i, j)] = UdpProxy(self.proxies, _constant(("127.0.0.1", hb_port))).start()
+                peer_ports[(i, j)] = (self.peer_tcp[(i, j)].port, self.peer_udp[(i, j)].port)
         for i in ids:
             client, repl, hb = ports[i]
             metrics_port = free_port() if self._metrics else 0
-            zk_proxy = TcpProxy(self.proxies, lambda: ("127.0.0.1", self.zookeeper.port)).start()
-            peers = ",".join(
-                f"{j}=127.0.0.1:{self.peer_tcp[(i, j)].port}:{self.peer_udp[(i, j)].port}" for j in ids if j != i
-            )
+            zk_proxy = None
+            zk_port = self.zookeeper.port
+            if self._proxied:
+                zk_proxy = TcpProxy(self.proxies, lambda: ("127.0.0.1", self.zookeeper.port)).start()
+                zk_port = zk_proxy.port
+            peers = ",".join(f"{j}=127.0.0.1:{peer_ports[(i, j)][0]}:{peer_ports[(i, j)][1]}" for j in ids if j != i)
             props = {
                 "broker.id": str(i),
                 "listeners": f"PLAINTEXT://127.0.0.1:{client},REPLICATION://127.0.0.1:{repl}",
                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
                 "inter.broker.listener.name": "REPLICATION",
-                "zookeeper.connect": f"127.0.0.1:{zk_proxy.port}",
+                "zookeeper.connect": f"127.0.0.1:{zk_port}",
                 "samsa.heartbeat.port": str(hb),
                 "samsa.peer.address.overrides": peers,
                 "default.replication.factor": str(min(3, self.n)),
@@ -288,7 +296,8 @@ class SamsaCluster:
             slot.process.kill()
         self.zookeeper.stop()
         proxies: list[TcpProxy | UdpProxy] = [
-            *self.peer_tcp.values(), *self.peer_udp.values(), *(s.zk_proxy for s in self.brokers.values())
+            *self.peer_tcp.values(), *self.peer_udp.values(),
+            *(s.zk_proxy for s in self.brokers.values() if s.zk_proxy is not None),
         ]
         for p in proxies:
             p.close()
@@ -359,13 +368,19 @@ class SamsaCluster:
             p.stop()
         p.start()
 
+    def _require_proxies(self) -> None:
+        if not self._proxied:
+            raise RuntimeError("this cluster was started without proxies (proxied=False): links cannot be cut")
+
     def cut(self, i: int, j: int) -> None:
         """Cut the network between brokers i and j (replication TCP and heartbeats, both ways)."""
+        self._require_proxies()
         for key in ((i, j), (j, i)):
             self.peer_tcp[key].cut()
             self.peer_udp[key].cut()
 
     def heal(self, i: int, j: int) -> None:
+        self._require_proxies()
         for key in ((i, j), (j, i)):
             self.peer_tcp[key].heal()
             self.peer_udp[key].heal()
@@ -383,11 +398,18 @@ class SamsaCluster:
                 self.heal(i, j)
         self.heal_zookeeper(i)
 
+    def _zk_proxy(self, i: int) -> TcpProxy:
+        proxy = self.brokers[i].zk_proxy
+        if proxy is None:
+            self._require_proxies()
+        assert proxy is not None
+        return proxy
+
     def cut_zookeeper(self, i: int) -> None:
-        self.brokers[i].zk_proxy.cut()
+        self._zk_proxy(i).cut()
 
     def heal_zookeeper(self, i: int) -> None:
-        self.brokers[i].zk_proxy.heal()
+        self._zk_proxy(i).heal()
 
     def stop_zookeeper(self) -> None:
         """Kill ZooKeeper itself (every broker loses its connection, no session expires)."""
@@ -411,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a config of every broker (repeatable): a secured inter-broker listener, ...")
     args = parser.parse_args(argv)
     overrides = dict(o.split("=", 1) for o in args.override)
-    with SamsaCluster(args.dir, brokers=args.brokers, metrics=True, overrides=overrides) as cluster:
+    # no proxies: a cluster to use, not to cut links in
+    with SamsaCluster(args.dir, brokers=args.brokers, metrics=True, overrides=overrides, proxied=False) as cluster:
         print(f"zookeeper 127.0.0.1:{cluster.zookeeper.port}", flush=True)
         for i, slot in cluster.brokers.items():
             print(f"broker {i} PLAINTEXT://127.0.0.1:{slot.client_port} metrics http://127.0.0.1:{slot.metrics_port}/metrics "

@@ -11,19 +11,19 @@ inside.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from broker.config import BrokerConfig
 from broker.server import Broker
+from broker.testing.base import TestBroker
 from broker.testing.loop_thread import LoopThread
 
 T = TypeVar("T")
 
 
-class SamsaInProcess:
+class SamsaInProcess(TestBroker):
     def __init__(
         self,
         data_dir: str | Path | None = None,
@@ -31,20 +31,9 @@ class SamsaInProcess:
         *,
         port: int = 0,
     ) -> None:
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        if data_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="samsa-")
-            data_dir = self._tmp.name
-        self.data_dir = Path(data_dir)
-        self.overrides = dict(overrides or {})
-        self.host = "127.0.0.1"
-        self.port = port
+        super().__init__(data_dir, overrides, port)
         self._loop: LoopThread | None = None
         self._broker: Broker | None = None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
 
     @property
     def broker(self) -> Broker:
@@ -57,12 +46,7 @@ class SamsaInProcess:
         return self._broker is not None
 
     def config(self) -> BrokerConfig:
-        props = {
-            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
-            "log.dirs": str(self.data_dir),
-            **self.overrides,
-        }
-        config, unknown = BrokerConfig.from_properties(props)
+        config, unknown = BrokerConfig.from_properties(self.properties())
         if unknown:
             raise ValueError(f"unknown config keys: {', '.join(sorted(unknown))}")
         return config
@@ -99,20 +83,3 @@ class SamsaInProcess:
         if self._loop is not None:
             self._loop.stop()
             self._loop = None
-
-    def restart(self) -> SamsaInProcess:
-        """Start again on the same data directory and port."""
-        self.stop()
-        return self.start()
-
-    def close(self) -> None:
-        self.stop()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-
-    def __enter__(self) -> SamsaInProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -12,12 +12,13 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
+
+from broker.testing.base import TestBroker
 
 _LISTENING = re.compile(r"samsa listening on (\w+)://([^:]+):(\d+)")
 
@@ -34,7 +35,7 @@ def terminate(proc: subprocess.Popen[Any], timeout: float) -> int:
     return proc.returncode
 
 
-class SamsaProcess:
+class SamsaProcess(TestBroker):
     def __init__(
         self,
         data_dir: str | Path | None = None,
@@ -45,14 +46,7 @@ class SamsaProcess:
         startup_timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        if data_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="samsa-")
-            data_dir = self._tmp.name
-        self.data_dir = Path(data_dir)
-        self.overrides = dict(overrides or {})
-        self.port = port
-        self.host = "127.0.0.1"
+        super().__init__(data_dir, overrides, port)
         self.log_level = log_level
         self.startup_timeout = startup_timeout
         self.env = dict(env or {})
@@ -62,18 +56,9 @@ class SamsaProcess:
         self._log_file: TextIO | None = None
         self._reader: threading.Thread | None = None
 
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
-
     def command(self) -> list[str]:
-        props = {
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "log.dirs": str(self.data_dir),
-            **self.overrides,
-        }
         cmd = [sys.executable, "-m", "broker", "serve", "--log-level", self.log_level]
-        for k, v in props.items():
+        for k, v in self.properties().items():
             cmd += ["--override", f"{k}={v}"]
         return cmd
 
@@ -155,20 +140,5 @@ class SamsaProcess:
             self._log_file = None
         return code
 
-    def restart(self) -> SamsaProcess:
-        """Start again on the same data directory and port."""
-        if self.running:
-            self.stop()
-        return self.start()
-
-    def close(self) -> None:
+    def _halt(self) -> None:
         self.kill()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-
-    def __enter__(self) -> SamsaProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
                     [
                         py_spy(),
                         "record",
+                        # without pausing the broker for each sample: a paused thread inside a
+                        # write counts as blocked, and the log writer would move writes to threads
+                        "--nonblocking",
                         "--format",
                         "raw",
                         "--rate",

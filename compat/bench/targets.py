@@ -254,6 +254,7 @@ class SamsaClusterTarget:
             overrides={**BENCH_SETTINGS, **CLUSTER_SETTINGS},
             log_level="WARNING",
             metrics=METRICS_SCRAPE_S is not None,
+            proxied=False,  # Kafka's nodes talk directly too: no proxy in each replication round trip
         )
         self.scraper: Scraper | None = None
 

@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.create_topics.v7.request import (
     CreatableTopic,
@@ -27,7 +28,11 @@ from protocol.records import HEADER_SIZE, BatchHeader, NewRecord, build_batch
 from tests.support.raw_client import RawClient
 from tests.support.wire import produce
 
-__all__ = ["FetchAnswer", "batch_of", "create_topic", "create_topics", "fetch", "metadata", "produce", "wait_for_leader"]
+__all__ = [
+    "FetchAnswer", "batch_of", "create_topic", "create_topics", "fetch", "fetch_by_id", "list_offsets", "metadata",
+    "produce",
+    "topic_id", "wait_for_leader",
+]
 
 
 def create_topic(client: RawClient, topic: str, configs: dict[str, str] | None = None, partitions: int = 1) -> None:
@@ -136,18 +141,80 @@ def fetch(
     for t in response.responses:
         for p in t.partitions:
             data = bytes(p.records or b"")
-            bases = []
-            pos = 0
-            while pos + HEADER_SIZE <= len(data):
-                header = BatchHeader.parse(data, pos)
-                if pos + header.size > len(data):
-                    break
-                bases.append(int(header.base_offset))
-                pos += header.size
             partitions.append(
-                (str(t.topic), int(p.partition_index), int(p.error_code), int(p.high_watermark), tuple(bases), len(data))
-            )
+                (str(t.topic), int(p.partition_index), int(p.error_code), int(p.high_watermark), _batch_bases(data),
+                 len(data))
+            )  # fmt: skip
     return FetchAnswer(int(response.error_code), int(response.session_id), tuple(partitions), seconds)
+
+
+def _batch_bases(data: bytes) -> tuple[int, ...]:
+    """Base offsets of the whole batches in `data`."""
+    bases = []
+    pos = 0
+    while pos + HEADER_SIZE <= len(data):
+        header = BatchHeader.parse(data, pos)
+        if pos + header.size > len(data):
+            break
+        bases.append(int(header.base_offset))
+        pos += header.size
+    return tuple(bases)
+
+
+def fetch_by_id(
+    client: RawClient, parts: Sequence[tuple[uuid.UUID, int, int]], version: int, *, current_leader_epoch: int = -1
+) -> tuple[int, list[tuple[uuid.UUID, int, int, int, tuple[int, ...]]]]:
+    """Fetch v13+ of (topic id, partition, offset)s, sessionless: (top-level error, per partition
+    (topic id, partition, error, high watermark, base offsets of the whole batches))."""
+    schema = importlib.import_module(f"kio.schema.fetch.v{version}.request")
+    topics: dict[uuid.UUID, list[Any]] = {}
+    for tid, partition, offset in parts:
+        topics.setdefault(tid, []).append(schema.FetchPartition(
+            partition=i32(partition), current_leader_epoch=i32(current_leader_epoch), fetch_offset=i64(offset),
+            last_fetched_epoch=i32(-1), log_start_offset=i64(-1), partition_max_bytes=i32(1 << 20),
+        ))  # fmt: skip
+    response = client.request(schema.FetchRequest(
+        max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=0)), min_bytes=i32(1), max_bytes=i32(50 << 20),
+        isolation_level=i8(0), session_id=i32(0), session_epoch=i32(-1),
+        topics=tuple(schema.FetchTopic(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
+        forgotten_topics_data=(), rack_id="",
+    ))  # fmt: skip
+    return int(response.error_code), [
+        (t.topic_id, int(p.partition_index), int(p.error_code), int(p.high_watermark),
+         _batch_bases(bytes(p.records or b"")))
+        for t in response.responses for p in t.partitions
+    ]  # fmt: skip
+
+
+def list_offsets(client: RawClient, topic: str, timestamp: int, version: int) -> tuple[int, int, int, int]:
+    """ListOffsets of `version` for partition 0 of `topic` at `timestamp`: (error, timestamp,
+    offset, leader epoch); v1 has no leader epoch (-1)."""
+    schema = importlib.import_module(f"kio.schema.list_offsets.v{version}.request")
+    partition: dict[str, Any] = {"partition_index": i32(0), "timestamp": i64(timestamp)}
+    if version >= 4:
+        partition["current_leader_epoch"] = i32(-1)
+    fields: dict[str, Any] = {"replica_id": BrokerId(-1)}
+    if version >= 2:
+        fields["isolation_level"] = i8(0)
+    if version >= 10:
+        fields["timeout"] = i32Timedelta.parse(datetime.timedelta(seconds=5))
+    response = client.request(schema.ListOffsetsRequest(topics=(schema.ListOffsetsTopic(
+        name=TopicName(topic), partitions=(schema.ListOffsetsPartition(**partition),)),), **fields))  # fmt: skip
+    (p,) = response.topics[0].partitions
+    return int(p.error_code), int(p.timestamp), int(p.offset), int(getattr(p, "leader_epoch", -1))
+
+
+def topic_id(client: RawClient, topic: str) -> uuid.UUID:
+    """The topic's id, from Metadata v12."""
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    response = client.request(MetadataRequest(
+        topics=(MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=TopicName(topic)),),
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False,
+    ))  # fmt: skip
+    (found,) = response.topics
+    assert found.error_code == 0 and found.topic_id is not None, found
+    return found.topic_id
 
 
 def metadata(

@@ -333,3 +333,42 @@ def test_manager_writes_each_checkpoint_at_its_own_interval(tmp_path):
         assert OffsetCheckpointFile(d / "replication-offset-checkpoint").read() == {tp: 3}
 
     asyncio.run(scenario())
+
+
+def test_a_rolled_segment_is_synced_off_the_loop_before_its_flush(tmp_path, monkeypatch):
+    """Rolling hands the old segment's fsync to a thread; the flush that advances the recovery
+    point runs on the loop after it (and finds nothing left to write)."""
+    import threading
+
+    from broker.log import manager as manager_module
+
+    tp = TopicPartition("rolled", 0)
+    events: list[tuple[str, str]] = []
+    real_presync = manager_module._presync
+
+    def presync(path):
+        events.append(("presync", threading.current_thread().name))
+        real_presync(path)
+
+    monkeypatch.setattr(manager_module, "_presync", presync)
+
+    async def scenario() -> None:
+        manager = LogManager([tmp_path], LogConfig(segment_bytes=100))
+        manager.load_logs()
+        log = manager.get_or_create_log(tp, LogConfig(segment_bytes=100))
+        log.append_as_leader(batch(3), 0)
+        assert log.recovery_point == 0
+        log.append_as_leader(batch(3), 0)  # the first segment is full: this append rolls
+        assert len(log.segments) == 2 and log.recovery_point == 0
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if log.recovery_point:
+                break
+        events.append(("flushed", threading.current_thread().name))
+        assert log.recovery_point == 3
+        await manager.stop()
+        manager.close()
+
+    asyncio.run(scenario())
+    assert events[0][0] == "presync" and events[0][1] != threading.main_thread().name
+    assert events[1] == ("flushed", threading.main_thread().name)

@@ -39,6 +39,8 @@ B1, B2 = BrokerId(1), BrokerId(2)
 class SlowDisk:
     def __init__(self) -> None:
         self.delay = 0.0
+        self.busy = 0.0
+        """seconds each write spends on the CPU without blocking (a preempted write looks so)"""
         self.fail = False
         self.threads: list[str] = []
 
@@ -52,6 +54,9 @@ def disk(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlowDisk]:
         state.threads.append(threading.current_thread().name)
         if state.delay:
             time.sleep(state.delay)
+        until = time.perf_counter() + state.busy
+        while time.perf_counter() < until:
+            pass
         if state.fail:
             raise OSError(errno.EIO, "Input/output error")
         return real(fd, buffers, offset)
@@ -222,6 +227,27 @@ def test_writes_come_back_to_the_loop_when_the_disk_is_fast_again(
         log_writer.shutdown()
     assert disk.threads[1].startswith("samsa-log-writer")
     assert disk.threads[2] == threading.main_thread().name
+
+
+@pytest.mark.skipif(writer._RUSAGE_THREAD is None, reason="the platform cannot tell a blocked thread (Linux can)")
+def test_a_write_slow_without_blocking_stays_on_the_loop(tmp_path: Path, disk: SlowDisk) -> None:
+    """Slow because the thread had no CPU (a busy machine), not because it waited on the disk."""
+    log_writer = LogWriter(threads=1)
+    partition = leader(tmp_path, log_writer)
+
+    async def main() -> None:
+        disk.busy = SLOW_WRITE_S
+        await partition.append_records_to_leader(batch(1), 1)
+        assert not log_writer.threaded
+        disk.busy, disk.delay = 0.0, SLOW_WRITE_S
+        await partition.append_records_to_leader(batch(1), 1)
+        assert log_writer.threaded
+
+    try:
+        asyncio.run(main())
+    finally:
+        log_writer.shutdown()
+    assert disk.threads == [threading.main_thread().name] * 2
 
 
 # -- the partition: leadership and callers that go away ---------------------------------------------
