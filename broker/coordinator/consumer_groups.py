@@ -262,6 +262,15 @@ class ConsumerGroups:
         records, self._out = self._out, []
         return records
 
+    def convert_to_classic(self, holder: ClassicGroup) -> None:
+        """An empty consumer-protocol group becomes a classic group (a classic member joins): its
+        records are deleted, so that a reload does not bring the consumer group back."""
+        if holder.consumer is None:
+            return
+        records = self.deletion_records(holder.consumer)
+        holder.consumer = None
+        self._spawn(self._write(holder.group_id, records))
+
     def restore(self, group_id: str, records: Mapping[tuple[int, str | None], rec.ConsumerGroupValue]) -> ConsumerGroup:
         """A group rebuilt from its records when its partition is loaded: members keep their
         epochs and assignments and get a full session."""
@@ -368,6 +377,11 @@ class ConsumerGroups:
 
     def _heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
         joining = req.member_epoch == 0
+        if req.subscribed_topic_regex and compile_regex(req.subscribed_topic_regex) is None:
+            raise HeartbeatError(  # before the group is looked up: a refused join creates no group
+                ErrorCode.invalid_regular_expression,
+                f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid regular expression.",
+            )
         holder, group = self._group(req.group_id, joining)
         member_id = req.member_id or new_member_id()
         if len(group.members) >= self._config.group_consumer_max_size and member_id not in group.members:
@@ -375,11 +389,6 @@ class ConsumerGroups:
                 ErrorCode.group_max_size_reached,
                 f"The consumer group has reached its maximum capacity of "
                 f"{self._config.group_consumer_max_size} members.",
-            )
-        if req.subscribed_topic_regex and compile_regex(req.subscribed_topic_regex) is None:
-            raise HeartbeatError(
-                ErrorCode.invalid_regular_expression,
-                f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid regular expression.",
             )
         member = self._member(group, req, member_id)
         is_new = member.member_id not in group.members

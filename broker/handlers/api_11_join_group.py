@@ -78,7 +78,7 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
     elif group.consumer is not None:
         if not group.consumer.is_empty():  # Kafka lets the member join the consumer group (KIP-848 migration)
             return _response(ctx, JoinResult(ErrorCode.inconsistent_group_protocol, request.member_id))
-        group.consumer = None  # an empty consumer-protocol group becomes a classic group
+        coord.consumer_groups.convert_to_classic(group)  # an empty consumer-protocol group becomes classic
     join = JoinRequest(
         group_id=group_id,
         member_id=request.member_id,

@@ -150,3 +150,36 @@ def test_session_expiry_fences_the_member() -> None:
         groups.close()
 
     asyncio.run(run())
+
+
+def test_an_empty_group_that_becomes_classic_is_not_loaded_back() -> None:
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({})
+        part = _Partition()
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer(written))
+        join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
+        await groups.heartbeat(join, "c", "/h")
+        await groups.heartbeat(HeartbeatRequest("g", "a", -1), "c", "/h")
+        groups.convert_to_classic(part.groups["g"])
+        await asyncio.sleep(0)  # the tombstones are written in the background
+        assert part.groups["g"].consumer is None
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        assert "g" not in state.group_ids()
+        groups.close()
+
+    asyncio.run(run())
+
+
+def test_a_refused_join_creates_no_group() -> None:
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({})
+        part = _Partition()
+        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer([]))
+        bad = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_regex="(", owned={})
+        assert (await groups.heartbeat(bad, "c", "/h")).error == ErrorCode.invalid_regular_expression
+        assert "g" not in part.groups
+        groups.close()
+
+    asyncio.run(run())
