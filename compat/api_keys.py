@@ -31,8 +31,6 @@ NOT_SERVED: dict[str, str] = {
     "renew_delegation_token": DELEGATION_TOKENS,
     "expire_delegation_token": DELEGATION_TOKENS,
     "describe_delegation_token": DELEGATION_TOKENS,
-    "consumer_group_heartbeat": NEW_GROUPS,
-    "consumer_group_describe": NEW_GROUPS,
     "share_group_heartbeat": NEW_GROUPS,
     "share_group_describe": NEW_GROUPS,
     "share_fetch": NEW_GROUPS,

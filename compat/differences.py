@@ -174,3 +174,41 @@ DIFFERENCES += [
     ),
 ]
 
+GAPS: list[tuple[str, str]] = [
+    (
+        "KIP-848 online migration",
+        "group.consumer.migration.policy is not served: a classic JoinGroup on a consumer-protocol group "
+        "with members gets INCONSISTENT_GROUP_PROTOCOL and a consumer heartbeat on a classic group with "
+        "members GROUP_ID_NOT_FOUND (Kafka converts non-empty groups online); empty groups change type.",
+    ),
+    (
+        "KIP-848 rack-aware assignment",
+        "members' rack ids are kept and described but the uniform and range assignors do not use them.",
+    ),
+    (
+        "KIP-848 regular expressions",
+        "resolved on the heartbeat that needs them (Kafka resolves them in the background, every "
+        "group.consumer.regex.refresh.interval.ms), against every topic rather than only those the member "
+        "may describe.",
+    ),
+    (
+        "KIP-848 uniform assignor",
+        "balanced and sticky as Kafka's; when several balanced answers exist, which member gets which moved "
+        "partition may differ (the suite compares its balance; the range assignor's answer is compared whole).",
+    ),
+    (
+        "KIP-848 group configs",
+        "per-group overrides (consumer.session.timeout.ms, consumer.heartbeat.interval.ms, "
+        "consumer.assignment.interval.ms on a GROUP config resource), the group.consumer.min/max.* bounds, "
+        "group.consumer.regex.refresh.interval.ms and assignor offload are not served; "
+        "ConsumerGroupDescribe does not check DESCRIBE on the topics a group is assigned.",
+    ),
+    (
+        "KIP-848 records",
+        "the group's records are Kafka's (Kafka 4.3.1's classes read them back, compat/test_consumer_protocol.py) "
+        "but carry no metadata hash (KIP-1101) and no per-partition assignment epochs (KIP-1251): OffsetCommit "
+        "takes only the member's current epoch. A change whose records cannot be written is answered with the "
+        "coordinator error but kept in memory (Kafka reverts it).",
+    ),
+]
+"""Behaviour of Kafka 4.3.1 that Samsa does not serve yet and no scenario compares (docs/compat.md)."""

@@ -48,6 +48,8 @@ COMMON_SETTINGS: dict[str, str] = {
     "transaction.state.log.min.isr": "1",
     "transaction.state.log.num.partitions": "10",
     "group.initial.rebalance.delay.ms": "0",
+    # KIP-848 members heartbeat every 500 ms (Kafka's default 5 s makes each rebalance seconds long)
+    "group.consumer.heartbeat.interval.ms": "500",
 }
 
 # Kafka-only settings: its own internal topics (share groups) and a quiet, fast single node.
@@ -57,6 +59,7 @@ _KAFKA_ONLY: dict[str, str] = {
     "num.network.threads": "2",
     "num.io.threads": "4",
     "log.retention.check.interval.ms": "300000",
+    "group.consumer.min.heartbeat.interval.ms": "500",  # allows COMMON_SETTINGS' 500 ms interval
 }
 
 JVM_HEAP = "-Xmx512m"

@@ -16,7 +16,7 @@ from typing import Any
 
 from broker.handlers.versions import SERVED
 from compat.api_keys import CONTROLLER_ONLY, NOT_SERVED
-from compat.differences import DIFFERENCES
+from compat.differences import DIFFERENCES, GAPS
 from compat.kafka import TARGET
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "compat.md"
@@ -105,6 +105,8 @@ def render(results: dict[str, Any], generated_at: str) -> str:
     lines.append("")
     for d in DIFFERENCES:
         lines.append(f"- **{d.name}** ({d.kind}; {d.where}): {d.text}")
+    lines += ["", "## Not served yet", ""]
+    lines += [f"- **{name}**: {text}" for name, text in GAPS]
     if failing:
         lines += ["", "## Failing scenarios (defects)", ""]
         for r in sorted(failing, key=lambda r: r["test"]):

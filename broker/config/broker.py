@@ -51,7 +51,14 @@ from broker.config.settings import (
     setting,
 )
 from broker.config.topic import TOPIC_CONFIGS, LogConfig, build_log_config
-from broker.config.values import INT_MAX, LONG_MAX, ConfigError, Range, Scope, parse_value
+from broker.config.values import INT_MAX, LONG_MAX, ConfigError, OneOf, Range, Scope, parse_value
+
+ASSIGNOR_CLASSES: dict[str, str] = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+"""group.consumer.assignors: Kafka's built-in assignor classes and the names clients ask for."""
+ASSIGNOR_NAMES = OneOf(("uniform", "range", *ASSIGNOR_CLASSES))
 
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 """producer.id.expiration.ms: idle producers are forgotten after a day (storage's default too)."""
@@ -304,6 +311,21 @@ class BrokerConfig(SecurityConfig):
         "choose a lower value).")
     group_max_size: int = setting(INT, INT_MAX,
         "Most members a consumer group may have.", at_least(1))
+    group_consumer_session_timeout_ms: int = setting(INT, 45_000,
+        "A member of a consumer-protocol (KIP-848) group is fenced when it sends no heartbeat "
+        "for this long.", at_least(1))
+    group_consumer_heartbeat_interval_ms: int = setting(INT, 5_000,
+        "How often a member of a consumer-protocol (KIP-848) group is told to heartbeat.", at_least(1))
+    group_consumer_assignment_interval_ms: int = setting(INT, 1_000,
+        "A consumer-protocol (KIP-848) group's target assignment is computed again at most this "
+        "often (KIP-1263); heartbeats in between get the last one.", at_least(0))
+    group_consumer_max_size: int = setting(INT, INT_MAX,
+        "Most members a consumer-protocol (KIP-848) group may have.", at_least(1))
+    group_consumer_assignors: tuple[str, ...] = setting(LIST, (
+        "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+        "Server-side assignors of consumer-protocol (KIP-848) groups, the first the default: "
+        "Kafka's class names or their short names uniform and range.", ASSIGNOR_NAMES)
     # ---- transactions and producer ids ------------------------------------------------------
     producer_id_expiration_ms: int = setting(INT, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         "Idle producer ids are forgotten after this long.", at_least(1))

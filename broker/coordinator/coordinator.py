@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker import clock
+from broker.coordinator.consumer_groups import ConsumerGroups
+from broker.coordinator.consumer_records import GROUP_METADATA
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
 from broker.coordinator.membership import GroupMembership, MembershipConfig
@@ -117,6 +119,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             MembershipConfig(config.group_initial_rebalance_delay_ms, config.group_max_size),
             self._persist_group,
         )
+        self.consumer_groups = ConsumerGroups(config, lambda: controller.image, self.group_status, self._append_for)
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -134,6 +137,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.membership.close()
+        self.consumer_groups.close()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -151,6 +155,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     def _release(self, part: OffsetsPartition) -> None:
         for group in part.groups.values():
             self.membership.shut_down_group(group, ErrorCode.not_coordinator)
+            if group.consumer is not None:
+                self.consumer_groups.unload(group.consumer)
         if part.groups:
             log.info("groups unloaded partition=%d groups=%d", part.index, len(part.groups))
         part.groups.clear()
@@ -203,6 +209,9 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 if group_id in by_group:
                     group.pending_txn_offsets[pid] = dict(by_group[group_id])
             part.groups[group_id] = group
+            consumer_records = state.consumer_groups.get(group_id, {})
+            if (GROUP_METADATA, None) in consumer_records:
+                group.consumer = self.consumer_groups.restore(group_id, consumer_records)
             for member in group.members.values():
                 self.membership.start_session(group, member)
 
@@ -278,6 +287,13 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     async def _append(self, index: int, records: list[NewRecord]) -> ErrorCode:
         return await self._append_batch(index, build_batch(records))
 
+    async def _append_for(self, group_id: str, records: list[NewRecord]) -> ErrorCode:
+        """Write a group's records to its partition, if this broker still coordinates it."""
+        part = self._partitions.get(self.partition_for(group_id))
+        if part is None or part.status is not LoadStatus.ACTIVE:
+            return ErrorCode.not_coordinator
+        return _append_error_for_group(await self._append(part.index, records))
+
     async def _append_batch(self, index: int, batch: bytes) -> ErrorCode:
         tp = TopicPartition(OFFSETS_TOPIC, index)
         results = await self._replica_manager.append_records(
@@ -344,10 +360,15 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 return {e.tp: code for e in entries}
             group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
-        error = self._validate_offset_commit(group, member_id, instance_id, generation)
+        if group.consumer is not None:
+            error = self.consumer_groups.validate_offset_commit(
+                group.consumer, member_id, generation, api_version, transactional=False
+            )
+        else:
+            error = self._validate_offset_commit(group, member_id, instance_id, generation)
         if error != ErrorCode.none:
             return {e.tp: error for e in entries}
-        if member_id:
+        if member_id and group.consumer is None:
             self.membership.touch(group, member_id)
 
         image = self._controller.image
@@ -388,12 +409,21 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         return results
 
     def fetch_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
-        """Committed offsets (None where there is none); all of them when partitions is None."""
+        """Committed offsets (None where there is none); all of them when partitions is None.
+        The member id and epoch (OffsetFetch v9) are checked for consumer-protocol groups."""
         error, group = self.get_group(group_id)
         if error != ErrorCode.none:
             return error, {}
+        if group is not None and group.consumer is not None:
+            error = self.consumer_groups.validate_offset_fetch(group.consumer, member_id, member_epoch)
+            if error != ErrorCode.none:
+                return error, {}
         offsets = group.offsets if group is not None and not group.is_in(GroupState.DEAD) else {}
         if partitions is None:
             return ErrorCode.none, dict(sorted(offsets.items()))
@@ -433,7 +463,12 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 return {e.tp: ErrorCode.illegal_generation for e in entries}
             group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
-        error = self._validate_offset_commit(group, member_id, instance_id, generation, transactional=True)
+        if group.consumer is not None:
+            error = self.consumer_groups.validate_offset_commit(
+                group.consumer, member_id, generation, 9, transactional=True
+            )
+        else:
+            error = self._validate_offset_commit(group, member_id, instance_id, generation, transactional=True)
         if error != ErrorCode.none:
             return {e.tp: error for e in entries}
         image = self._controller.image
@@ -529,13 +564,15 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             group = part.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
                 results[group_id] = ErrorCode.group_id_not_found
-            elif not group.is_in(GroupState.EMPTY):
+            elif not group.is_in(GroupState.EMPTY) or (group.consumer is not None and not group.consumer.is_empty()):
                 results[group_id] = ErrorCode.non_empty_group
             else:
                 self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
                 del part.groups[group_id]
                 records = by_partition.setdefault(part.index, [])
                 records += self._offset_tombstones(group_id, group.offsets)
+                if group.consumer is not None:
+                    records += self.consumer_groups.deletion_records(group.consumer)
                 records.append(NewRecord(group_metadata_key(group_id), None))
                 results[group_id] = ErrorCode.none
                 log.info("group deleted group=%s offsets=%d", group_id, len(group.offsets))
@@ -577,8 +614,10 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 continue
             records: list[NewRecord] = []
             for group in list(part.groups.values()):
-                if group.is_in(GroupState.EMPTY):
-                    kept_topics: set[str] = set()
+                if group.consumer is not None and not group.consumer.is_empty():
+                    kept_topics: set[str] = set(group.consumer.subscription_metadata)
+                elif group.is_in(GroupState.EMPTY):
+                    kept_topics = set()
                 elif group.is_in(GroupState.STABLE) and (subscribed := group.subscribed_topics()) is not None:
                     kept_topics = subscribed
                 else:
@@ -601,12 +640,15 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                     )  # fmt: skip
                 if (
                     group.is_in(GroupState.EMPTY)
+                    and (group.consumer is None or group.consumer.is_empty())
                     and not group.offsets
                     and not group.pending_offset_commits
                     and not group.pending_members
                 ):
                     self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
                     del part.groups[group.group_id]
+                    if group.consumer is not None:
+                        records += self.consumer_groups.deletion_records(group.consumer)
                     records.append(NewRecord(group_metadata_key(group.group_id), None))
                     log.info("group removed group=%s reason=empty_without_offsets", group.group_id)
             if records:

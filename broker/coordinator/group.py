@@ -38,6 +38,7 @@ import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
+from broker.coordinator.consumer_group import ConsumerGroup
 from broker.coordinator.records import (
     GroupMetadataValue,
     MemberRecord,
@@ -162,6 +163,9 @@ class ClassicGroup:
     sync_timer: asyncio.TimerHandle | None = None
     initial_delay: bool = False
     """The join phase is in group.initial.rebalance.delay.ms (completes only on its timer)."""
+    consumer: ConsumerGroup | None = None
+    """The group's KIP-848 state while its type is "consumer" (consumer_group.py); this record
+    then has no classic members (state Empty) and holds the group's committed offsets."""
 
     # -- state --------------------------------------------------------------------------------
 

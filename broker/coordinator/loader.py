@@ -9,7 +9,8 @@ and `LoadState` folds them in log order: the last record of each key wins and a 
 the key, exactly what compaction keeps. Offsets committed inside a transaction (TxnOffsetCommit,
 transactional batches) are held per producer until its marker: a COMMIT applies them, an ABORT
 drops them, and those still open when the load ends stay pending (Kafka's
-GroupMetadataManager.doLoadGroupsAndOffsets).
+GroupMetadataManager.doLoadGroupsAndOffsets). A KIP-848 group's records (consumer_records.py) are
+folded the same way, per record type and member, for `ConsumerGroups.restore`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
+from broker.coordinator import consumer_records
+from broker.coordinator.consumer_records import ConsumerGroupKey, ConsumerGroupValue
 from broker.coordinator.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -96,7 +99,10 @@ def _read_and_decode(records: FileRecords, position: int, decode: Callable[[byte
     return decode(records.read_bytes(), position)
 
 
-ParsedRecord = tuple[RecordKey, "OffsetAndMetadata | GroupMetadataValue | None", int]
+ParsedRecord = (
+    tuple[RecordKey, "OffsetAndMetadata | GroupMetadataValue | None", int]
+    | tuple[ConsumerGroupKey, "ConsumerGroupValue | None", int]
+)
 """(key, value, producer id of a transactional record or -1)."""
 
 
@@ -142,6 +148,12 @@ def decode_chunk(data: bytes, start_offset: int) -> DecodedChunk:
                     continue
                 try:
                     key = read_key(record.key)
+                    if key is None and record.key is not None:
+                        consumer_key = consumer_records.read_key(record.key)
+                        if consumer_key is not None:
+                            value = consumer_records.read_value(consumer_key.type, record.value)
+                            records.append((consumer_key, value, txn_pid))
+                            continue
                     if key is None:
                         skipped += 1
                         continue
@@ -166,6 +178,8 @@ class LoadState:
     removed_groups: set[str] = field(default_factory=set)
     pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = field(default_factory=dict)
     """Producer id -> group -> offsets committed in its transaction, awaiting its marker."""
+    consumer_groups: dict[str, dict[tuple[int, str | None], ConsumerGroupValue]] = field(default_factory=dict)
+    """KIP-848 group -> (record type, member id) -> its latest value (consumer_records.py)."""
     records: int = 0
 
     def apply(self, chunk: DecodedChunk) -> None:
@@ -178,7 +192,13 @@ class LoadState:
                 continue
             key, value, txn_pid = item
             self.records += 1
-            if isinstance(key, OffsetCommitKey):
+            if isinstance(key, ConsumerGroupKey):
+                records = self.consumer_groups.setdefault(key.group, {})
+                if value is None:
+                    records.pop((key.type, key.member_id), None)
+                else:
+                    records[(key.type, key.member_id)] = cast("ConsumerGroupValue", value)
+            elif isinstance(key, OffsetCommitKey):
                 tp = TopicPartition(key.topic, key.partition)
                 if txn_pid >= 0 and value is not None:
                     assert isinstance(value, OffsetAndMetadata)
@@ -199,4 +219,5 @@ class LoadState:
 
     def group_ids(self) -> set[str]:
         pending = {g for by_group in self.pending_txn_offsets.values() for g in by_group}
-        return set(self.groups) | {g for g, offsets in self.offsets.items() if offsets} | pending
+        consumer = {g for g, records in self.consumer_groups.items() if (consumer_records.GROUP_METADATA, None) in records}
+        return set(self.groups) | {g for g, offsets in self.offsets.items() if offsets} | pending | consumer

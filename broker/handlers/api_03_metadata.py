@@ -10,7 +10,8 @@
 # exists by then (Kafka 3.x in ZooKeeper mode answered LEADER_NOT_AVAILABLE; clients retry both).
 # At most samsa.auto.create.topics.max.per.request topics are created per request, in request
 # order; the others get the same answer without being created, so the next request creates the
-# next ones, and one line is logged. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown); a null
+# next ones, and one line is logged. v12 topics may be named by id (UNKNOWN_TOPIC_ID if unknown; a
+# non-zero id wins over the name, which Java clients send empty); a null
 # name before v12 closes the connection (Kafka rejects it as an invalid request).
 # Authorization (Kafka's KafkaApis): a topic without DESCRIBE is left out of "all topics" and
 # answered TOPIC_AUTHORIZATION_FAILED when named (by name: without disclosing whether it exists; by
@@ -138,7 +139,8 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         to_create: dict[str, None] = {}  # in request order, each name once
         for requested in request.topics or ():
             name = requested.name
-            if name is None:
+            by_id = ctx.api_version >= 12 and requested.topic_id not in (None, ZERO_UUID)
+            if name is None or by_id:  # Kafka looks a topic with an id up by it (Java sends name "")
                 if ctx.api_version < 12:  # as Kafka: names are nullable in requests from v12 only
                     raise CloseConnection(f"Topic name can not be null for version {ctx.api_version}")
                 found = image.topic_by_id(requested.topic_id) if requested.topic_id else None

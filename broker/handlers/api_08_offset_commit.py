@@ -11,6 +11,9 @@
 # any other value sets the offsets' expire timestamp to the commit time plus it (OffsetCommitValue
 # v1), as Kafka does. Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED for every
 # partition), READ on each topic (TOPIC_AUTHORIZATION_FAILED, not committed).
+# A KIP-848 group checks the member as Kafka's ConsumerGroup.validateOffsetCommit: generation is the
+# member epoch (STALE_MEMBER_EPOCH when not current, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION below
+# v9); an admin commit (epoch -1) only while it has no members.
 # Not supported: v10 (topic ids).
 from __future__ import annotations
 

@@ -7,7 +7,9 @@
 # UNSTABLE_OFFSET_COMMIT with offset -1, and the client asks again. Authorization: DESCRIBE on the
 # group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on each topic (a topic named is answered
 # TOPIC_AUTHORIZATION_FAILED, an unauthorized one left out of "all").
-# Not supported: v10 (topic ids); member id/epoch of v9 are only for KIP-848 groups and ignored.
+# v9 member id and epoch are checked for KIP-848 groups (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), as
+# Kafka's ConsumerGroup.validateOffsetFetch; other groups ignore them.
+# Not supported: v10 (topic ids).
 from __future__ import annotations
 
 from typing import Any
@@ -68,7 +70,9 @@ def _fetch(ctx: RequestContext, group: OffsetFetchRequestGroup, require_stable: 
     if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
         error, offsets = ErrorCode.group_authorization_failed, dict[TopicPartition, OffsetAndMetadata | None]()
     else:
-        error, offsets = coordinator(ctx).fetch_offsets(str(group.group_id), requested)
+        error, offsets = coordinator(ctx).fetch_offsets(
+            str(group.group_id), requested, group.member_id, int(group.member_epoch)
+        )
     if error != ErrorCode.none:
         return error, [(tp, None, error) for tp in requested or ()]
     allowed = {topic: ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)

@@ -9,7 +9,10 @@
 # GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 # COORDINATOR_NOT_AVAILABLE. v0-1 are served (old librdkafka checks v0 is advertised for GSSAPI);
 # v0 has no rebalance timeout, so the session timeout is used. The reason (v8+) is logged.
-# Not supported: nothing of v0-9 is left out.
+# A group id that is a consumer-protocol (KIP-848) group with members answers
+# INCONSISTENT_GROUP_PROTOCOL; an empty one becomes a classic group.
+# Not supported: nothing of v0-9 is left out; a classic member joining a KIP-848 group (Kafka's
+# online migration, group.consumer.migration.policy).
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
 from __future__ import annotations
 
@@ -72,6 +75,10 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
             return _response(ctx, JoinResult(ErrorCode.unknown_member_id, request.member_id))
         group = ClassicGroup(group_id)
         part.groups[group_id] = group
+    elif group.consumer is not None:
+        if not group.consumer.is_empty():  # Kafka lets the member join the consumer group (KIP-848 migration)
+            return _response(ctx, JoinResult(ErrorCode.inconsistent_group_protocol, request.member_id))
+        coord.consumer_groups.convert_to_classic(group)  # an empty consumer-protocol group becomes classic
     join = JoinRequest(
         group_id=group_id,
         member_id=request.member_id,

@@ -1,7 +1,7 @@
 # DescribeGroups (key 15), versions 0-5.
 # For each group: state, protocol type, and while Stable the chosen protocol and every member's
 # metadata and assignment (in other states members are listed without them), as Kafka. An unknown
-# group is reported as Dead with error NONE (Kafka's answer up to v5); coordinator errors and
+# group, and a KIP-848 consumer group, are reported as Dead with error NONE (Kafka's answer up to v5); coordinator errors and
 # INVALID_GROUP_ID per group. Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED).
 # v3+ authorized operations, when asked, from the authorizer (without one, every group operation
 # Kafka 4.x reports: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS).
@@ -75,6 +75,8 @@ async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Describ
                                         AUTHORIZED_OPERATIONS_OMITTED))
             continue
         error, group = coord.get_group(group_id)
+        if group is not None and group.consumer is not None:
+            group = None  # a KIP-848 group: Dead, as Kafka answers DescribeGroups v0-5 for it
         operations = ctx.authorized_operations(ResourceType.GROUP, group_id) \
             if request.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
         described.append(_described(group_id, error, group, operations))

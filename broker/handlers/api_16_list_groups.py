@@ -1,9 +1,10 @@
 # ListGroups (key 16), versions 0-5.
 # Every group this broker coordinates (groups of partitions still loading are left out and the
 # response carries COORDINATOR_LOAD_IN_PROGRESS), with protocol type; v4+ state and a states
-# filter, v5+ type ("classic") and a types filter (both case-insensitive; empty = all). Dead
-# groups are never listed. Not supported: group types other than classic (KIP-848 consumer,
-# share, streams groups do not exist here). Authorization: DESCRIBE on the cluster lists every
+# filter, v5+ type ("classic", or "consumer" for a KIP-848 group, listed with protocol type
+# "consumer" and its Empty/Assigning/Reconciling/Stable state) and a types filter (both
+# case-insensitive; empty = all). Dead groups are never listed. Not supported: share and streams
+# groups (they do not exist here). Authorization: DESCRIBE on the cluster lists every
 # group, else only the groups with DESCRIBE on them (as Kafka).
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.list_groups.v5.response import ListedGroup, ListGroupsResponse
 
 from broker.context import RequestContext
-from broker.coordinator.group import CLASSIC_GROUP_TYPE, GroupState
+from broker.coordinator.consumer_group import CONSUMER_GROUP_TYPE
+from broker.coordinator.group import CLASSIC_GROUP_TYPE, CONSUMER_PROTOCOL_TYPE, GroupState
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
 from controller.security_model import AclOperation, ResourceType
@@ -36,16 +38,20 @@ async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsR
     for group in sorted(groups, key=lambda g: g.group_id):
         if group.is_in(GroupState.DEAD):
             continue
-        if states and group.state.value.lower() not in states:
+        if group.consumer is not None:
+            state, protocol_type, group_type = group.consumer.state.value, CONSUMER_PROTOCOL_TYPE, CONSUMER_GROUP_TYPE
+        else:
+            state, protocol_type, group_type = group.state.value, group.protocol_type or "", CLASSIC_GROUP_TYPE
+        if states and state.lower() not in states:
             continue
-        if types and CLASSIC_GROUP_TYPE not in types:
+        if types and group_type not in types:
             continue
         listed.append(
             ListedGroup(
                 group_id=group.group_id,  # type: ignore[arg-type]
-                protocol_type=group.protocol_type or "",
-                group_state=group.state.value,
-                group_type=CLASSIC_GROUP_TYPE,
+                protocol_type=protocol_type,
+                group_state=state,
+                group_type=group_type,
             )
         )
     error = ErrorCode.coordinator_load_in_progress if loading else ErrorCode.none

@@ -58,6 +58,8 @@ SERVED: dict[int, tuple[str, int, int]] = {
     61: ('api_61_describe_producers', 0, 0),
     65: ('api_65_describe_transactions', 0, 0),
     66: ('api_66_list_transactions', 0, 2),
+    68: ('api_68_consumer_group_heartbeat', 0, 1),
+    69: ('api_69_consumer_group_describe', 0, 1),
     75: ('api_75_describe_topic_partitions', 0, 0),
 }
 
@@ -67,4 +69,5 @@ SERVED: dict[int, tuple[str, int, int]] = {
 FEATURES: dict[str, tuple[int, int]] = {
     # KIP-890 transactions v2: Produce v12, EndTxn v5, TxnOffsetCommit v5, AddPartitionsToTxn v4-5
     "transaction.version": (0, 2),
+    "group.version": (0, 1),  # level 1: the KIP-848 consumer group protocol (ConsumerGroupHeartbeat)
 }

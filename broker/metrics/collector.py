@@ -314,11 +314,12 @@ class BrokerCollector:
 
     def _groups(self) -> list[Family]:
         groups = self.group_coordinator.loaded_groups()
+        classic = [g for g in groups if g.consumer is None]  # KIP-848 groups have states of their own
         by_state = dict.fromkeys(GroupState, 0)
-        for group in groups:
+        for group in classic:
             by_state[group.state] += 1
         counts = (
-            ("numgroups", len(groups), "Classic groups this broker coordinates."),
+            ("numgroups", len(classic), "Classic groups this broker coordinates."),
             ("numoffsets", sum(len(g.offsets) for g in groups), "Committed offsets of those groups."),
             ("numgroupspreparingrebalance", by_state[GroupState.PREPARING_REBALANCE], "Groups in PreparingRebalance."),
             ("numgroupscompletingrebalance", by_state[GroupState.COMPLETING_REBALANCE], "Groups in CompletingRebalance."),

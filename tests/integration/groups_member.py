@@ -2,7 +2,7 @@
 
     python groups_member.py CLIENT BOOTSTRAP TOPIC GROUP SESSION_MS
 
-CLIENT is kafka-python, aiokafka or confluent-kafka. The member subscribes to TOPIC in GROUP
+CLIENT is kafka-python, aiokafka, confluent-kafka or confluent-kafka-consumer-protocol (KIP-848). The member subscribes to TOPIC in GROUP
 (offsets from the earliest when the group has none), commits synchronously after every poll that
 returned records, and prints one JSON line per event on stdout:
 {"assignment": [partitions]} whenever its assignment changes, {"record": [partition, offset]} for
@@ -105,21 +105,24 @@ def run_aiokafka(bootstrap: str, topic: str, group: str, session_ms: int, stop: 
     asyncio.run(main())
 
 
-def run_confluent(bootstrap: str, topic: str, group: str, session_ms: int, stop: threading.Event) -> None:
+def run_confluent(
+    bootstrap: str, topic: str, group: str, session_ms: int, stop: threading.Event, consumer_protocol: bool = False
+) -> None:
     from confluent_kafka import Consumer, KafkaException
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "client.id": f"member-{group}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": session_ms,
-            "heartbeat.interval.ms": HEARTBEAT_MS,
-            "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
-        }
-    )
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "client.id": f"member-{group}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+    }
+    if consumer_protocol:
+        config["group.protocol"] = "consumer"
+    else:
+        config |= {"session.timeout.ms": session_ms, "heartbeat.interval.ms": HEARTBEAT_MS}
+    consumer = Consumer(config)
     consumer.subscribe([topic])
     assignment = Assignment()
     while not stop.is_set():
@@ -138,7 +141,20 @@ def run_confluent(bootstrap: str, topic: str, group: str, session_ms: int, stop:
     consumer.close()
 
 
-RUNNERS = {"kafka-python": run_kafka_python, "aiokafka": run_aiokafka, "confluent-kafka": run_confluent}
+def run_confluent_consumer_protocol(
+    bootstrap: str, topic: str, group: str, session_ms: int, stop: threading.Event
+) -> None:
+    """confluent-kafka with group.protocol=consumer (KIP-848): the session timeout and heartbeat
+    interval are the broker's (group.consumer.*), not the client's."""
+    run_confluent(bootstrap, topic, group, session_ms, stop, consumer_protocol=True)
+
+
+RUNNERS = {
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+    "confluent-kafka": run_confluent,
+    "confluent-kafka-consumer-protocol": run_confluent_consumer_protocol,
+}
 
 
 def main() -> None:

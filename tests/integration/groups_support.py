@@ -29,6 +29,9 @@ BROKER_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "1000",
     "num.partitions": "1",
+    # the same session for KIP-848 members, whose timeouts are the broker's
+    "group.consumer.session.timeout.ms": str(SESSION_MS),
+    "group.consumer.heartbeat.interval.ms": "300",
 }
 
 

@@ -1,0 +1,688 @@
+"""The KIP-848 consumer group protocol on the group coordinator: ConsumerGroupHeartbeat and
+ConsumerGroupDescribe, as Kafka's GroupMetadataManager serves them.
+
+A heartbeat with member epoch 0 joins (creating the group if needed), > 0 keeps the member alive
+and reconciles it, -1 leaves, -2 leaves temporarily (a static member, who keeps its assignment
+until its session expires or it rejoins with the same instance id). Each heartbeat:
+
+1. applies the member's changed fields; a new group first moves to epoch 1, then a changed
+   subscription (topic names), or a change of what the members' regular expressions match or of
+   the subscribed topics' partitions in the cluster, bumps the group epoch (Kafka 4.3's counts);
+2. if the group epoch is ahead of the target assignment epoch and the last target is at least
+   `group.consumer.assignment.interval.ms` old (KIP-1263), computes the target assignment of
+   every member with the group's server assignor (the one most members ask for, else the first
+   of `group.consumer.assignors`); otherwise the member is reconciled to the last target;
+3. moves the member towards its target (`consumer_group.reconcile`): partitions to revoke are
+   withheld from everyone until the member stops reporting them.
+
+A member is fenced (removed; the group epoch bumped) when its session
+(`group.consumer.session.timeout.ms`) expires, or when it has not revoked partitions within its
+rebalance timeout. A group id is one type or the other: a consumer heartbeat on a classic group
+with members gets GROUP_ID_NOT_FOUND, a JoinGroup on a consumer group with members gets
+INCONSISTENT_GROUP_PROTOCOL (Kafka converts such groups online; Samsa does not yet); an empty
+group of one type becomes the other on its first join.
+
+Every change is written to the group's __consumer_offsets partition as Kafka's records
+(consumer_records.py: the group epoch, each member's metadata, target and current assignment, the
+target assignment epoch; tombstones when a member leaves or the group is deleted) before the
+heartbeat is answered, and `restore` rebuilds the group from them when a coordinator loads the
+partition: members carry on with their epochs after a coordinator move. A change whose records
+cannot be written is answered with the coordinator error but stays in memory (Kafka reverts it;
+the partition is then usually no longer led here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import re2
+
+from broker import clock
+from broker.config.broker import ASSIGNOR_CLASSES
+from broker.coordinator import consumer_records as rec
+from broker.coordinator.assignors import ASSIGNORS, MemberSpec
+from broker.coordinator.consumer_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    is_subset,
+    reconcile,
+)
+from broker.coordinator.group import ClassicGroup, GroupState
+from protocol.errors import ErrorCode
+from protocol.records import NewRecord
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from controller.model import ClusterImage
+
+log = logging.getLogger("samsa.coordinator")
+
+CONSUMER_GENERATED_MEMBER_ID_VERSION = 1
+"""From ConsumerGroupHeartbeat v1 the consumer generates its member id (KIP-1082)."""
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+def compile_regex(pattern: str) -> re2._Regexp | None:
+    """A subscription's regular expression, compiled as Kafka does (RE2J syntax: RE2's), or None
+    when it is invalid."""
+    try:
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error:
+        return None
+
+
+def new_member_id() -> str:
+    """Like Kafka's Uuid.randomUuid().toString(): 22 characters of URL-safe base64."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def assignor_name(configured: str) -> str:
+    """`group.consumer.assignors` may name Kafka's classes: the name clients ask for."""
+    return ASSIGNOR_CLASSES.get(configured, configured)
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    """A ConsumerGroupHeartbeat's fields (None: unchanged since the last heartbeat)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Mapping[uuid.UUID, tuple[int, ...]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    error: ErrorCode
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+class HeartbeatError(Exception):
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+class GroupsPartition(Protocol):
+    """A __consumer_offsets partition this coordinator leads: its groups by id."""
+
+    @property
+    def groups(self) -> dict[str, ClassicGroup]: ...
+
+
+GroupLookup = Callable[[str], "tuple[ErrorCode, GroupsPartition | None]"]
+GroupAppend = Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]
+"""Append records to a group's __consumer_offsets partition (acks=-1): the coordinator's error."""
+
+
+class ConsumerGroups:
+    """The consumer-protocol groups of the partitions this coordinator leads, and their timers."""
+
+    def __init__(
+        self, config: BrokerConfig, image: Callable[[], ClusterImage], lookup: GroupLookup, append: GroupAppend
+    ) -> None:
+        self._config = config
+        self._image = image
+        self._lookup = lookup
+        self._append = append
+        self._out: list[NewRecord] = []
+        """Records of the change being made (written before its answer is sent)."""
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._assignors = [assignor_name(a) for a in config.group_consumer_assignors]
+        self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+
+    @property
+    def assignors(self) -> list[str]:
+        return self._assignors
+
+    # == validation (Kafka's GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid)
+
+    def validate(self, req: HeartbeatRequest, api_version: int, topic_partitions_null: bool) -> None:
+        def invalid(message: str) -> HeartbeatError:
+            return HeartbeatError(ErrorCode.invalid_request, message)
+
+        if api_version >= CONSUMER_GENERATED_MEMBER_ID_VERSION or req.member_epoch > 0 or \
+                req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not req.member_id.strip():
+                raise invalid("MemberId can't be empty.")
+        if not req.group_id.strip():
+            raise invalid("GroupId can't be empty.")
+        if req.instance_id is not None and not req.instance_id.strip():
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id is not None and not req.rack_id.strip():
+            raise invalid("RackId can't be empty.")
+        if req.member_epoch == 0:
+            if req.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if topic_partitions_null or req.owned:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise invalid(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+                )
+        elif req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if req.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise invalid("MemberEpoch is invalid.")
+        if req.server_assignor is not None and req.server_assignor not in self._assignors:
+            raise HeartbeatError(
+                ErrorCode.unsupported_assignor,
+                f"ServerAssignor {req.server_assignor} is not supported. "
+                f"Supported assignors: {', '.join(self._assignors)}.",
+            )
+
+    # == heartbeat =================================================================================
+
+    async def heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
+        """Apply the heartbeat in memory, write its records, then answer (the coordinator's error
+        if they could not be written)."""
+        self._out = []
+        try:
+            if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                result = self._leave(req)
+            else:
+                result = self._heartbeat(req, client_id, client_host)
+        except HeartbeatError as e:
+            result = HeartbeatResult(e.error, e.message)
+        records, self._out = self._out, []
+        if records:
+            error = await self._append(req.group_id, records)
+            if error != ErrorCode.none:
+                return HeartbeatResult(error, error.name)
+        return result
+
+    # == records (consumer_records.py) ==============================================================
+
+    def _emit(self, record_type: int, group_id: str, member_id: str | None, value: bytes | None) -> None:
+        self._out.append(NewRecord(rec.key_bytes(rec.ConsumerGroupKey(record_type, group_id, member_id)), value))
+
+    def _emit_member(self, group_id: str, m: ConsumerGroupMember) -> None:
+        self._emit(rec.MEMBER_METADATA, group_id, m.member_id, rec.member_metadata_value(_metadata(m)))
+
+    def _emit_current(self, group_id: str, m: ConsumerGroupMember) -> None:
+        value = rec.CurrentAssignmentValue(m.member_epoch, m.previous_member_epoch, m.state, m.assigned,
+                                           m.pending_revocation)  # fmt: skip
+        self._emit(rec.CURRENT_ASSIGNMENT, group_id, m.member_id, rec.current_assignment_value(value))
+
+    def _emit_member_tombstones(self, group_id: str, member_id: str) -> None:
+        """Kafka's order: current assignment, target assignment, then the member."""
+        for record_type in (rec.CURRENT_ASSIGNMENT, rec.TARGET_MEMBER, rec.MEMBER_METADATA):
+            self._emit(record_type, group_id, member_id, None)
+
+    def _flush_later(self, group_id: str) -> None:
+        """Write what a timer changed (no request waits on it)."""
+        records, self._out = self._out, []
+        if records:
+            self._spawn(self._write(group_id, records))
+
+    async def _write(self, group_id: str, records: list[NewRecord]) -> None:
+        error = await self._append(group_id, records)
+        if error != ErrorCode.none:
+            log.warning("consumer group records not written group=%s records=%d error=%s",
+                        group_id, len(records), error.name)  # fmt: skip
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def deletion_records(self, group: ConsumerGroup) -> list[NewRecord]:
+        """Tombstones for every record of a group being deleted (it has no members)."""
+        self._out = []
+        for member_id in group.members:
+            self._emit_member_tombstones(group.group_id, member_id)
+        self._emit(rec.TARGET_METADATA, group.group_id, None, None)
+        self._emit(rec.GROUP_METADATA, group.group_id, None, None)
+        records, self._out = self._out, []
+        return records
+
+    def convert_to_classic(self, holder: ClassicGroup) -> None:
+        """An empty consumer-protocol group becomes a classic group (a classic member joins): its
+        records are deleted, so that a reload does not bring the consumer group back."""
+        if holder.consumer is None:
+            return
+        records = self.deletion_records(holder.consumer)
+        holder.consumer = None
+        self._spawn(self._write(holder.group_id, records))
+
+    def restore(self, group_id: str, records: Mapping[tuple[int, str | None], rec.ConsumerGroupValue]) -> ConsumerGroup:
+        """A group rebuilt from its records when its partition is loaded: members keep their
+        epochs and assignments and get a full session."""
+        epoch = records[(rec.GROUP_METADATA, None)]
+        group = ConsumerGroup(group_id, group_epoch=epoch if isinstance(epoch, int) else 0)
+        target = records.get((rec.TARGET_METADATA, None))
+        if isinstance(target, rec.TargetMetadataValue):
+            group.assignment_epoch = target.assignment_epoch
+            group.assignment_timestamp_ms = target.assignment_timestamp_ms
+        for (record_type, member_id), value in records.items():
+            if member_id is None:
+                continue
+            if record_type == rec.TARGET_MEMBER and isinstance(value, Mapping):
+                group.target[member_id] = value
+            elif record_type == rec.MEMBER_METADATA and isinstance(value, rec.MemberMetadataValue):
+                current = records.get((rec.CURRENT_ASSIGNMENT, member_id))
+                member = ConsumerGroupMember(
+                    member_id, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+                    client_host=value.client_host, rebalance_timeout_ms=value.rebalance_timeout_ms,
+                    subscribed_topic_names=value.subscribed_topic_names,
+                    subscribed_topic_regex=value.subscribed_topic_regex, server_assignor=value.server_assignor,
+                )  # fmt: skip
+                if isinstance(current, rec.CurrentAssignmentValue):
+                    member = dataclasses.replace(
+                        member, member_epoch=current.member_epoch, previous_member_epoch=current.previous_member_epoch,
+                        state=current.state, assigned=current.assigned, pending_revocation=current.pending_revocation,
+                    )  # fmt: skip
+                group.update_member(member)
+        group.target = {m: a for m, a in group.target.items() if m in group.members}
+        self._refresh_subscriptions(group, self._image())  # what the group epoch was computed against
+        for member_id in group.members:
+            self._start_session(group_id, member_id)
+        return group
+
+    def _start_session(self, group_id: str, member_id: str) -> None:
+        self._schedule(self._session_timers, (group_id, member_id), self._config.group_consumer_session_timeout_ms,
+                       lambda: self._fence(group_id, member_id, "session expired"))  # fmt: skip
+
+    def _group(self, group_id: str, create: bool) -> tuple[ClassicGroup, ConsumerGroup]:
+        error, part = self._lookup(group_id)
+        if part is None:
+            raise HeartbeatError(error, error.name)
+        holder = part.groups.get(group_id)
+        if holder is not None and holder.is_in(GroupState.DEAD):
+            holder = None
+        if holder is not None and holder.consumer is not None:
+            return holder, holder.consumer
+        if holder is not None and (holder.members or not holder.is_in(GroupState.EMPTY)):
+            raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+        if not create:
+            raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+        if holder is None:
+            holder = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
+            part.groups[group_id] = holder
+        holder.consumer = ConsumerGroup(group_id)
+        holder.protocol_type = None
+        holder.protocol_name = None
+        return holder, holder.consumer
+
+    def _member(self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str) -> ConsumerGroupMember:
+        joining = req.member_epoch == 0
+        if req.instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if not joining:
+                    raise HeartbeatError(
+                        ErrorCode.unknown_member_id,
+                        f"Member {member_id} is not a member of group {group.group_id}.",
+                    )
+                return ConsumerGroupMember(member_id)
+            _check_epoch(member, req)
+            return member
+        existing = group.static_member(req.instance_id)
+        if joining:
+            if existing is None:
+                return ConsumerGroupMember(member_id, instance_id=req.instance_id)
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise HeartbeatError(
+                    ErrorCode.unreleased_instance_id,
+                    f"Static member {existing.member_id} with instance id {req.instance_id} "
+                    "is not released yet.",
+                )
+            # The rejoining instance takes the member's place (and its assignment).
+            group.remove_member(existing.member_id)
+            self._cancel_timers(group.group_id, existing.member_id)
+            self._emit_member_tombstones(group.group_id, existing.member_id)
+            target = group.target.get(existing.member_id)
+            if target is not None:
+                group.target[member_id] = target
+                self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(target))
+            return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        if existing is None:
+            raise HeartbeatError(
+                ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
+            )
+        if existing.member_id != member_id:
+            raise HeartbeatError(
+                ErrorCode.fenced_instance_id,
+                f"Static member {member_id} with instance id {req.instance_id} was fenced by member "
+                f"{existing.member_id}.",
+            )
+        _check_epoch(existing, req)
+        return existing
+
+    def _heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
+        joining = req.member_epoch == 0
+        if req.subscribed_topic_regex and compile_regex(req.subscribed_topic_regex) is None:
+            raise HeartbeatError(  # before the group is looked up: a refused join creates no group
+                ErrorCode.invalid_regular_expression,
+                f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid regular expression.",
+            )
+        holder, group = self._group(req.group_id, joining)
+        member_id = req.member_id or new_member_id()
+        if len(group.members) >= self._config.group_consumer_max_size and member_id not in group.members:
+            raise HeartbeatError(
+                ErrorCode.group_max_size_reached,
+                f"The consumer group has reached its maximum capacity of "
+                f"{self._config.group_consumer_max_size} members.",
+            )
+        member = self._member(group, req, member_id)
+        is_new = member.member_id not in group.members
+        updated = dataclasses.replace(
+            member,
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+            ),
+            server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+            subscribed_topic_names=(
+                tuple(req.subscribed_topic_names)
+                if req.subscribed_topic_names is not None
+                else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(
+                req.subscribed_topic_regex
+                if req.subscribed_topic_regex is not None
+                else member.subscribed_topic_regex
+            ),
+            client_id=client_id,
+            client_host=client_host,
+        )
+        # A new group first moves away from epoch 0; then a changed subscription (topic names;
+        # a regular expression counts once what it matches changes) bumps it, as Kafka 4.3 does.
+        bump = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
+        group.update_member(updated)
+        if is_new or _metadata(updated) != _metadata(member):
+            self._emit_member(group.group_id, updated)
+        epoch_before = group.group_epoch
+        if is_new:
+            holder.state_timestamp_ms = clock.now_ms()
+        if group.group_epoch == 0:
+            group.group_epoch = 1
+        bump = self._refresh_subscriptions(group, self._image()) or bump
+        if bump:
+            group.group_epoch += 1
+            log.info("consumer group epoch bumped group=%s epoch=%d members=%d",
+                     group.group_id, group.group_epoch, len(group.members))  # fmt: skip
+        if group.group_epoch != epoch_before:
+            self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
+        now = clock.now_ms()
+        interval = self._config.group_consumer_assignment_interval_ms
+        if group.group_epoch > group.assignment_epoch and (
+            group.assignment_timestamp_ms == 0 or interval == 0 or now >= group.assignment_timestamp_ms + interval
+        ):
+            self._update_target_assignment(group, now)
+        before = group.members[member_id]
+        after = before
+        if not before.is_reconciled_to(group.assignment_epoch):
+            after = reconcile(
+                before, group.assignment_epoch, group.target.get(member_id, {}), group.partition_owners(), req.owned
+            )
+            if after != before:
+                group.update_member(after)
+                self._emit_current(group.group_id, after)
+                key = (group.group_id, member_id)
+                if after.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule(self._rebalance_timers, key, after.rebalance_timeout_ms,
+                                   lambda: self._rebalance_expired(group.group_id, member_id, after.member_epoch))
+                else:
+                    self._cancel(self._rebalance_timers, key)
+        self._start_session(group.group_id, member_id)
+        full = joining or (
+            req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and req.owned is not None
+        )
+        changed = after.assigned != member.assigned or is_new
+        return HeartbeatResult(
+            ErrorCode.none,
+            member_id=member_id,
+            member_epoch=after.member_epoch,
+            heartbeat_interval_ms=self._config.group_consumer_heartbeat_interval_ms,
+            assignment=after.assigned if full or changed else None,
+        )
+
+    def _refresh_subscriptions(self, group: ConsumerGroup, image: ClusterImage) -> bool:
+        """Resolve the members' regular expressions and the subscribed topics' partition counts
+        against the cluster; True when they changed since the last group epoch bump."""
+        regexes: dict[str, frozenset[str]] = {}
+        names: set[str] = set()
+        for m in group.members.values():
+            names.update(m.subscribed_topic_names)
+            if m.subscribed_topic_regex and m.subscribed_topic_regex not in regexes:
+                compiled = compile_regex(m.subscribed_topic_regex)
+                regexes[m.subscribed_topic_regex] = frozenset(
+                    t.name for t in image.topics.values()
+                    if not t.internal and compiled is not None and compiled.fullmatch(t.name)
+                )  # fmt: skip
+        for topics in regexes.values():
+            names |= topics
+        metadata = {
+            name: (topic.topic_id, len(topic.partitions))
+            for name in names
+            if (topic := image.topics.get(name)) is not None
+        }
+        changed = metadata != group.subscription_metadata or regexes != group.resolved_regexes
+        group.subscription_metadata = metadata
+        group.resolved_regexes = regexes
+        return changed
+
+    def _subscribed_ids(self, group: ConsumerGroup, member: ConsumerGroupMember) -> frozenset[uuid.UUID]:
+        names = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            names |= group.resolved_regexes.get(member.subscribed_topic_regex, frozenset())
+        return frozenset(group.subscription_metadata[n][0] for n in names if n in group.subscription_metadata)
+
+    def _update_target_assignment(self, group: ConsumerGroup, now_ms: int) -> None:
+        name = group.preferred_assignor(self._assignors[0])
+        specs = [
+            MemberSpec(m.member_id, m.instance_id, self._subscribed_ids(group, m), group.target.get(m.member_id, {}))
+            for m in group.members.values()
+        ]
+        partitions = dict(group.subscription_metadata.values())
+        previous, group.target = group.target, dict(ASSIGNORS[name](specs, partitions))
+        for member_id, assignment in group.target.items():
+            if previous.get(member_id) != assignment:
+                self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(assignment))
+        group.assignment_epoch = group.group_epoch
+        group.assignor = name
+        group.assignment_timestamp_ms = now_ms
+        self._emit(rec.TARGET_METADATA, group.group_id, None,
+                   rec.target_metadata_value(rec.TargetMetadataValue(group.assignment_epoch, now_ms)))  # fmt: skip
+        log.info("consumer group target assignment computed group=%s epoch=%d assignor=%s members=%d",
+                 group.group_id, group.group_epoch, name, len(specs))  # fmt: skip
+
+    # == describe =================================================================================
+
+    def describe(self, group_id: str) -> tuple[ErrorCode, str | None, ConsumerGroup | None]:
+        """(error, message, group) for ConsumerGroupDescribe."""
+        error, part = self._lookup(group_id)
+        if part is None:
+            return error, None, None
+        holder = part.groups.get(group_id)
+        if holder is None or holder.is_in(GroupState.DEAD):
+            return ErrorCode.group_id_not_found, f"Group {group_id} not found.", None
+        if holder.consumer is None:
+            return ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.", None
+        return ErrorCode.none, None, holder.consumer
+
+    def assignor_of(self, group: ConsumerGroup) -> str:
+        return group.assignor or group.preferred_assignor(self._assignors[0])
+
+    # == offsets (Kafka's ConsumerGroup.validateOffsetCommit / validateOffsetFetch) ================
+
+    @staticmethod
+    def validate_offset_commit(
+        group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int, transactional: bool
+    ) -> ErrorCode:
+        """An admin or unmanaged commit (epoch < 0) only while the group is empty; a member's
+        needs OffsetCommit v9+ and its current epoch (else STALE_MEMBER_EPOCH)."""
+        if member_epoch < 0 and group.is_empty():
+            return ErrorCode.none
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if not transactional and api_version < 9:
+            return ErrorCode.unsupported_version
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return ErrorCode.none
+
+    @staticmethod
+    def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode:
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.none
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return ErrorCode.none
+
+    # == leaving and fencing =====================================================================
+
+    def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:
+        _, group = self._group(req.group_id, False)
+        response = HeartbeatResult(ErrorCode.none, member_id=req.member_id, member_epoch=req.member_epoch)
+        if req.instance_id is None:
+            if req.member_id not in group.members:
+                raise HeartbeatError(
+                    ErrorCode.unknown_member_id,
+                    f"Member {req.member_id} is not a member of group {group.group_id}.",
+                )
+            self._remove(group, req.member_id, "left")
+            return response
+        member = group.static_member(req.instance_id)
+        if member is None:
+            raise HeartbeatError(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.")
+        if member.member_id != req.member_id:
+            raise HeartbeatError(
+                ErrorCode.fenced_instance_id,
+                f"Static member {req.member_id} with instance id {req.instance_id} was fenced by member "
+                f"{member.member_id}.",
+            )
+        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            leaving = dataclasses.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
+            group.update_member(leaving)
+            self._emit_current(group.group_id, leaving)
+            self._cancel(self._rebalance_timers, (group.group_id, member.member_id))
+            log.info("static member left temporarily group=%s member_id=%s instance_id=%s",
+                     group.group_id, member.member_id, req.instance_id)  # fmt: skip
+            return dataclasses.replace(response, member_id=member.member_id)
+        self._remove(group, member.member_id, "left")
+        return response
+
+    def _remove(self, group: ConsumerGroup, member_id: str, reason: str) -> None:
+        group.remove_member(member_id)
+        self._cancel_timers(group.group_id, member_id)
+        self._emit_member_tombstones(group.group_id, member_id)
+        self._refresh_subscriptions(group, self._image())
+        group.group_epoch += 1
+        self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
+        log.info("consumer group member removed group=%s member_id=%s reason=%s epoch=%d members=%d",
+                 group.group_id, member_id, reason, group.group_epoch, len(group.members))  # fmt: skip
+
+    def _current(self, group_id: str) -> ConsumerGroup | None:
+        _, part = self._lookup(group_id)
+        holder = None if part is None else part.groups.get(group_id)
+        return None if holder is None else holder.consumer
+
+    def _fence(self, group_id: str, member_id: str, reason: str) -> None:
+        self._session_timers.pop((group_id, member_id), None)
+        group = self._current(group_id)
+        if group is not None and member_id in group.members:
+            self._out = []
+            self._remove(group, member_id, reason)
+            self._flush_later(group_id)
+
+    def _rebalance_expired(self, group_id: str, member_id: str, epoch: int) -> None:
+        self._rebalance_timers.pop((group_id, member_id), None)
+        group = self._current(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if member is not None and member.member_epoch == epoch and member.state is MemberState.UNREVOKED_PARTITIONS:
+            self._fence(group_id, member_id, "rebalance_timeout")
+
+    # == timers ====================================================================================
+
+    @staticmethod
+    def _schedule(
+        timers: dict[tuple[str, str], asyncio.TimerHandle], key: tuple[str, str], delay_ms: int,
+        callback: Callable[[], None],
+    ) -> None:  # fmt: skip
+        old = timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+        timers[key] = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, callback)
+
+    @staticmethod
+    def _cancel(timers: dict[tuple[str, str], asyncio.TimerHandle], key: tuple[str, str]) -> None:
+        handle = timers.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self._cancel(self._session_timers, (group_id, member_id))
+        self._cancel(self._rebalance_timers, (group_id, member_id))
+
+    def unload(self, group: ConsumerGroup) -> None:
+        """The group's partition is no longer led here: its timers stop."""
+        for member_id in list(group.members):
+            self._cancel_timers(group.group_id, member_id)
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for timers in (self._session_timers, self._rebalance_timers):
+            for handle in timers.values():
+                handle.cancel()
+            timers.clear()
+
+
+def _check_epoch(member: ConsumerGroupMember, req: HeartbeatRequest) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: the member's epoch, or its previous one
+    while it owns only partitions of its current assignment (the answer that bumped its epoch may
+    have been lost)."""
+    if req.member_epoch > member.member_epoch:
+        raise HeartbeatError(
+            ErrorCode.fenced_member_epoch,
+            f"The consumer group member has a greater member epoch ({req.member_epoch}) than the one known "
+            f"by the group coordinator ({member.member_epoch}). The member must abandon all its partitions "
+            "and rejoin.",
+        )
+    if req.member_epoch < member.member_epoch and (
+        req.member_epoch != member.previous_member_epoch or not is_subset(req.owned, member.assigned)
+    ):
+        raise HeartbeatError(
+            ErrorCode.fenced_member_epoch,
+            f"The consumer group member has a smaller member epoch ({req.member_epoch}) than the one known "
+            f"by the group coordinator ({member.member_epoch}). The member must abandon all its partitions "
+            "and rejoin.",
+        )
+
+
+def _metadata(m: ConsumerGroupMember) -> rec.MemberMetadataValue:
+    return rec.MemberMetadataValue(m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
+                                   m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)  # fmt: skip

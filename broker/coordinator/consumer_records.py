@@ -1,0 +1,277 @@
+"""The records of a KIP-848 consumer group in `__consumer_offsets`, as Kafka 4.3 writes them (facts
+from its ConsumerGroup*Key/Value.json message specs in the group-coordinator module).
+
+A key opens with an int16 record type, then the key's fields in the classic encoding (int16-length
+strings); a value opens with an int16 version (0), then its fields in the flexible encoding
+(compact strings and arrays, uuids, a tagged-field section after every struct):
+
+    type 3  ConsumerGroupMetadata          group    -> epoch int32 (tag 0: metadata hash int64)
+    type 5  ConsumerGroupMemberMetadata    group, member -> instance id?, rack id?, client id,
+            client host, subscribed topic names [string], subscribed regex?, rebalance timeout
+            int32, server assignor? (tag 0: classic member metadata)
+    type 6  ConsumerGroupTargetAssignmentMetadata  group -> assignment epoch int32 (tag 0:
+            assignment timestamp int64, KIP-1263)
+    type 7  ConsumerGroupTargetAssignmentMember    group, member -> [topic id uuid, [int32]]
+    type 8  ConsumerGroupCurrentMemberAssignment   group, member -> member epoch int32, previous
+            member epoch int32, state int8, assigned [topic id, [int32]], pending revocation (same)
+
+A null value is a tombstone. Samsa writes no metadata hash (Kafka's default 0: Samsa compares the
+subscribed topics themselves) and no classic member metadata (no online migration).
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass
+
+from broker.coordinator.consumer_group import Assignment, MemberState
+from protocol.errors import CorruptRecordError
+
+GROUP_METADATA = 3
+MEMBER_METADATA = 5
+TARGET_METADATA = 6
+TARGET_MEMBER = 7
+CURRENT_ASSIGNMENT = 8
+TYPES = frozenset({GROUP_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT})
+
+STATE_CODES = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1, MemberState.UNRELEASED_PARTITIONS: 2}
+STATES = {code: state for state, code in STATE_CODES.items()}
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupKey:
+    """The key of a consumer group record: its type, group and (member records) member id."""
+
+    type: int
+    group: str
+    member_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: MemberState
+    assigned: Assignment
+    pending_revocation: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class TargetMetadataValue:
+    assignment_epoch: int
+    assignment_timestamp_ms: int
+
+
+ConsumerGroupValue = int | MemberMetadataValue | TargetMetadataValue | Assignment | CurrentAssignmentValue
+"""int: the group epoch (type 3); Assignment: a member's target (type 7)."""
+
+
+# --- writing --------------------------------------------------------------------------------------
+
+
+def _uvarint(out: bytearray, v: int) -> None:
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _compact_string(out: bytearray, v: str | None) -> None:
+    if v is None:
+        out.append(0)
+        return
+    data = v.encode("utf-8")
+    _uvarint(out, len(data) + 1)
+    out += data
+
+
+def _classic_string(out: bytearray, v: str) -> None:
+    data = v.encode("utf-8")
+    out += _I16.pack(len(data))
+    out += data
+
+
+def _partitions(out: bytearray, assignment: Assignment) -> None:
+    _uvarint(out, len(assignment) + 1)
+    for topic_id, ps in sorted(assignment.items(), key=lambda item: str(item[0])):
+        out += topic_id.bytes
+        _uvarint(out, len(ps) + 1)
+        for p in sorted(ps):
+            out += _I32.pack(p)
+        out.append(0)  # tagged fields
+
+
+def key_bytes(key: ConsumerGroupKey) -> bytes:
+    out = bytearray(_I16.pack(key.type))
+    _classic_string(out, key.group)
+    if key.member_id is not None:
+        _classic_string(out, key.member_id)
+    return bytes(out)
+
+
+def group_epoch_value(epoch: int) -> bytes:
+    return _I16.pack(0) + _I32.pack(epoch) + b"\x00"
+
+
+def member_metadata_value(v: MemberMetadataValue) -> bytes:
+    out = bytearray(_I16.pack(0))
+    _compact_string(out, v.instance_id)
+    _compact_string(out, v.rack_id)
+    _compact_string(out, v.client_id)
+    _compact_string(out, v.client_host)
+    _uvarint(out, len(v.subscribed_topic_names) + 1)
+    for name in v.subscribed_topic_names:
+        _compact_string(out, name)
+    _compact_string(out, v.subscribed_topic_regex)
+    out += _I32.pack(v.rebalance_timeout_ms)
+    _compact_string(out, v.server_assignor)
+    out.append(0)
+    return bytes(out)
+
+
+def target_metadata_value(v: TargetMetadataValue) -> bytes:
+    out = bytearray(_I16.pack(0) + _I32.pack(v.assignment_epoch))
+    if v.assignment_timestamp_ms:
+        out += b"\x01\x00\x08" + _I64.pack(v.assignment_timestamp_ms)  # one tagged field: tag 0, 8 bytes
+    else:
+        out.append(0)
+    return bytes(out)
+
+
+def target_member_value(assignment: Assignment) -> bytes:
+    out = bytearray(_I16.pack(0))
+    _partitions(out, assignment)
+    out.append(0)
+    return bytes(out)
+
+
+def current_assignment_value(v: CurrentAssignmentValue) -> bytes:
+    out = bytearray(_I16.pack(0) + _I32.pack(v.member_epoch) + _I32.pack(v.previous_member_epoch))
+    out.append(STATE_CODES[v.state])
+    _partitions(out, v.assigned)
+    _partitions(out, v.pending_revocation)
+    out.append(0)
+    return bytes(out)
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+
+class _Reader:
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.pos = 2
+
+    def take(self, n: int) -> bytes:
+        end = self.pos + n
+        if n < 0 or end > len(self.buf):
+            raise CorruptRecordError(f"consumer group record truncated at {self.pos}")
+        data = self.buf[self.pos : end]
+        self.pos = end
+        return data
+
+    def i32(self) -> int:
+        return int(_I32.unpack(self.take(4))[0])
+
+    def i64(self) -> int:
+        return int(_I64.unpack(self.take(8))[0])
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise CorruptRecordError("unsigned varint too long in a consumer group record")
+
+    def classic_string(self) -> str:
+        n = int(_I16.unpack(self.take(2))[0])
+        return self.take(max(n, 0)).decode("utf-8", "replace")
+
+    def string(self) -> str | None:
+        n = self.uvarint() - 1
+        return None if n < 0 else self.take(n).decode("utf-8", "replace")
+
+    def tagged(self) -> dict[int, bytes]:
+        fields = {}
+        for _ in range(self.uvarint()):
+            tag = self.uvarint()
+            fields[tag] = self.take(self.uvarint())
+        return fields
+
+    def partitions(self) -> Assignment:
+        out: dict[uuid.UUID, frozenset[int]] = {}
+        for _ in range(max(self.uvarint() - 1, 0)):
+            topic_id = uuid.UUID(bytes=self.take(16))
+            out[topic_id] = frozenset(self.i32() for _ in range(max(self.uvarint() - 1, 0)))
+            self.tagged()
+        return out
+
+
+def read_key(buf: bytes) -> ConsumerGroupKey | None:
+    """A consumer group record key, or None for another record type."""
+    record_type = int(_I16.unpack_from(buf, 0)[0])
+    if record_type not in TYPES:
+        return None
+    r = _Reader(buf)
+    group = r.classic_string()
+    member = r.classic_string() if record_type in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT) else None
+    return ConsumerGroupKey(record_type, group, member)
+
+
+def read_value(record_type: int, buf: bytes | None) -> ConsumerGroupValue | None:
+    """The value of a record of this type; None for a tombstone."""
+    if buf is None:
+        return None
+    r = _Reader(buf)
+    if record_type == GROUP_METADATA:
+        epoch = r.i32()
+        r.tagged()
+        return epoch
+    if record_type == MEMBER_METADATA:
+        instance_id, rack_id, client_id, client_host = r.string(), r.string(), r.string(), r.string()
+        names = tuple(r.string() or "" for _ in range(max(r.uvarint() - 1, 0)))
+        regex = r.string()
+        rebalance_timeout = r.i32()
+        assignor = r.string()
+        r.tagged()
+        return MemberMetadataValue(instance_id, rack_id, client_id or "", client_host or "", names, regex,
+                                   rebalance_timeout, assignor)  # fmt: skip
+    if record_type == TARGET_METADATA:
+        epoch = r.i32()
+        tagged = r.tagged()
+        timestamp = int(_I64.unpack(tagged[0])[0]) if len(tagged.get(0, b"")) == 8 else 0
+        return TargetMetadataValue(epoch, timestamp)
+    if record_type == TARGET_MEMBER:
+        assignment = r.partitions()
+        r.tagged()
+        return assignment
+    if record_type == CURRENT_ASSIGNMENT:
+        epoch, previous = r.i32(), r.i32()
+        state = STATES.get(r.take(1)[0], MemberState.UNREVOKED_PARTITIONS)
+        assigned, pending = r.partitions(), r.partitions()
+        r.tagged()
+        return CurrentAssignmentValue(epoch, previous, state, assigned, pending)
+    raise CorruptRecordError(f"unknown consumer group record type {record_type}")

@@ -1,0 +1,185 @@
+"""KIP-848 consumer groups without a network: the reconciliation rules (revocation before
+assignment), the server assignors and the heartbeat flow on an in-memory coordinator partition."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from broker.config import BrokerConfig
+from broker.coordinator.assignors import MemberSpec, range_assign, uniform_assign
+from broker.coordinator.consumer_group import ConsumerGroupMember, MemberState, reconcile
+from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatError, HeartbeatRequest
+from broker.coordinator.group import ClassicGroup
+from broker.coordinator.loader import LoadState, decode_chunk
+from controller.model import ClusterImage, PartitionRegistration, TopicRegistration
+from protocol.errors import ErrorCode
+from protocol.records import NewRecord, build_batch
+
+T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
+
+
+def test_revocation_comes_before_assignment() -> None:
+    # member a owns 0-1 at epoch 1; the target at epoch 2 gives it 0 only and b partition 1
+    a = ConsumerGroupMember("a", member_epoch=1, assigned={T1: frozenset({0, 1})})
+    b = ConsumerGroupMember("b", member_epoch=0)
+    owners = {(T1, 0): 1, (T1, 1): 1}
+    a2 = reconcile(a, 2, {T1: frozenset({0})}, owners, {T1: (0, 1)})
+    assert a2.state is MemberState.UNREVOKED_PARTITIONS and a2.member_epoch == 1
+    assert a2.assigned == {T1: frozenset({0})} and a2.pending_revocation == {T1: frozenset({1})}
+    owners[(T1, 0)] = 1  # a still owns 1 (pending revocation): b may not have it yet
+    b2 = reconcile(b, 2, {T1: frozenset({1})}, owners, ())
+    assert b2.state is MemberState.UNRELEASED_PARTITIONS and b2.member_epoch == 2 and b2.assigned == {}
+    # a stops reporting partition 1: it moves to epoch 2; then b gets partition 1
+    a3 = reconcile(a2, 2, {T1: frozenset({0})}, owners, {T1: (0,)})
+    assert a3.state is MemberState.STABLE and a3.member_epoch == 2 and a3.previous_member_epoch == 1
+    b3 = reconcile(b2, 2, {T1: frozenset({1})}, {(T1, 0): 2}, ())
+    assert b3.state is MemberState.STABLE and b3.assigned == {T1: frozenset({1})}
+
+
+def test_unrevoked_member_waits_while_it_reports_the_partition() -> None:
+    a = ConsumerGroupMember("a", member_epoch=1, state=MemberState.UNREVOKED_PARTITIONS,
+                            assigned={}, pending_revocation={T1: frozenset({1})})  # fmt: skip
+    assert reconcile(a, 2, {}, {(T1, 1): 1}, {T1: (1,)}) is a
+    assert reconcile(a, 2, {}, {(T1, 1): 1}, None) is a  # not reported: still owned
+
+
+def _spec(member_id: str, topics: set[uuid.UUID], instance: str | None = None, current: dict | None = None) -> MemberSpec:
+    return MemberSpec(member_id, instance, frozenset(topics), current or {})
+
+
+def test_range_assignor_as_kafka() -> None:
+    members = [_spec("m2", {T1, T2}), _spec("m1", {T1, T2}), _spec("m3", {T1, T2}, instance="i0")]
+    got = range_assign(members, {T1: 7, T2: 2})
+    # static members first (by instance id), then by member id; the first 7 % 3 take one more
+    assert got["m3"] == {T1: frozenset({0, 1, 2}), T2: frozenset({0})}
+    assert got["m1"] == {T1: frozenset({3, 4}), T2: frozenset({1})}
+    assert got["m2"] == {T1: frozenset({5, 6})}
+
+
+@pytest.mark.parametrize("partitions", [1, 5, 9, 12])
+def test_uniform_assignor_is_balanced_and_sticky(partitions: int) -> None:
+    members = [_spec(f"m{i}", {T1}) for i in range(3)]
+    first = uniform_assign(members, {T1: partitions})
+    sizes = sorted(len(a.get(T1, ())) for a in first.values())
+    assert sum(sizes) == partitions and sizes[-1] - sizes[0] <= 1
+    assert set().union(*(a.get(T1, frozenset()) for a in first.values())) == set(range(partitions))
+    # a fourth member joins: nobody loses more than it must
+    members = [dataclasses.replace(m, current=first[m.member_id]) for m in members] + [_spec("m3", {T1})]
+    second = uniform_assign(members, {T1: partitions})
+    for m in members[:3]:
+        kept = second[m.member_id].get(T1, frozenset()) & first[m.member_id].get(T1, frozenset())
+        assert len(kept) >= min(len(first[m.member_id].get(T1, ())), partitions // 4)
+
+
+def test_uniform_assignor_heterogeneous_subscriptions() -> None:
+    got = uniform_assign([_spec("a", {T1}), _spec("b", {T1, T2})], {T1: 2, T2: 2})
+    # b alone may take t2: balance gives a both partitions of t1
+    assert got == {"a": {T1: frozenset({0, 1})}, "b": {T2: frozenset({0, 1})}}
+
+
+def _writer(written: list[NewRecord]) -> Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]:
+    async def append(group_id: str, records: list[NewRecord]) -> ErrorCode:
+        written.extend(records)
+        return ErrorCode.none
+
+    return append
+
+
+class _Partition:
+    def __init__(self) -> None:
+        self.groups: dict[str, ClassicGroup] = {}
+
+
+def _image(partitions: int) -> ClusterImage:
+    regs = {p: PartitionRegistration.from_json({"replicas": [1], "isr": [1], "leader": 1, "leader_epoch": 0})
+            for p in range(partitions)}  # fmt: skip
+    return ClusterImage(cluster_id="c", controller_id=1, controller_epoch=1, brokers={},  # type: ignore[arg-type]
+                        topics={"t": TopicRegistration("t", T1, regs)})  # fmt: skip
+
+
+def test_heartbeat_flow_epochs_fencing_and_leave() -> None:
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+        part = _Partition()
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written))
+        join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
+        first = await groups.heartbeat(join, "c", "/h")
+        assert (first.error, first.member_epoch, first.assignment) == (ErrorCode.none, 2, {T1: frozenset({0, 1})})
+        b = await groups.heartbeat(dataclasses.replace(join, member_id="b"), "c", "/h")
+        assert (b.member_epoch, b.assignment) == (3, {})  # partition pending revocation from a
+        a = await groups.heartbeat(HeartbeatRequest("g", "a", 2, owned={T1: (0, 1)}), "c", "/h")
+        assert a.member_epoch == 2 and a.assignment is not None and len(a.assignment[T1]) == 1
+        assert (await groups.heartbeat(HeartbeatRequest("g", "a", 9), "c", "/h")).error == ErrorCode.fenced_member_epoch
+        assert (await groups.heartbeat(HeartbeatRequest("g", "x", 1), "c", "/h")).error == ErrorCode.unknown_member_id
+        left = await groups.heartbeat(HeartbeatRequest("g", "a", -1), "c", "/h")
+        assert (left.error, left.member_epoch) == (ErrorCode.none, -1)
+        group = part.groups["g"].consumer
+        assert group is not None and list(group.members) == ["b"] and group.group_epoch == 4
+        # the records written so far rebuild the same group (a coordinator loading the partition)
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        restored = groups.restore("g", state.consumer_groups["g"])
+        assert (restored.group_epoch, restored.assignment_epoch) == (group.group_epoch, group.assignment_epoch)
+        assert restored.members == group.members and restored.target == group.target
+        with pytest.raises(HeartbeatError) as e:
+            groups.validate(HeartbeatRequest("g", "", 0), 1, topic_partitions_null=False)
+        assert e.value.message == "MemberId can't be empty."
+        groups.close()
+
+    asyncio.run(run())
+
+
+def test_session_expiry_fences_the_member() -> None:
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({"group.consumer.session.timeout.ms": "50"})
+        part = _Partition()
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer(written))
+        join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
+        await groups.heartbeat(join, "c", "/h")
+        await asyncio.sleep(0.2)
+        group = part.groups["g"].consumer
+        assert group is not None and not group.members and group.group_epoch == 3
+        assert [r.value is None for r in written[-4:]] == [True, True, True, False]  # the member's tombstones, the epoch
+        groups.close()
+
+    asyncio.run(run())
+
+
+def test_an_empty_group_that_becomes_classic_is_not_loaded_back() -> None:
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({})
+        part = _Partition()
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer(written))
+        join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
+        await groups.heartbeat(join, "c", "/h")
+        await groups.heartbeat(HeartbeatRequest("g", "a", -1), "c", "/h")
+        groups.convert_to_classic(part.groups["g"])
+        await asyncio.sleep(0)  # the tombstones are written in the background
+        assert part.groups["g"].consumer is None
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        assert "g" not in state.group_ids()
+        groups.close()
+
+    asyncio.run(run())
+
+
+def test_a_refused_join_creates_no_group() -> None:
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({})
+        part = _Partition()
+        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer([]))
+        bad = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_regex="(", owned={})
+        assert (await groups.heartbeat(bad, "c", "/h")).error == ErrorCode.invalid_regular_expression
+        assert "g" not in part.groups
+        groups.close()
+
+    asyncio.run(run())
