@@ -611,8 +611,9 @@ class Connection(asyncio.BufferedProtocol):
         if name is None:
             name = _REQUEST_NAMES[api_key] = camel_case(handler_name)
         if api_key == 1:  # Fetch: also as FetchFollower or FetchConsumer
-            names: tuple[str, ...] = (
-                "FetchFollower" if getattr(request, "replica_id", -1) >= 0 else "FetchConsumer", name)
+            state = getattr(request, "replica_state", None)  # v15+ carry the replica id there
+            replica_id = state.replica_id if state is not None else getattr(request, "replica_id", -1)
+            names: tuple[str, ...] = ("FetchFollower" if replica_id >= 0 else "FetchConsumer", name)
         else:
             names = (name,)
         self._metrics.record(
