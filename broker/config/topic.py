@@ -133,11 +133,11 @@ class LogConfig:
         NO_LEVELS + "(Kafka: the lz4 level, 1-17).", Range(1, 17), scope=BOTH)
     compression_zstd_level: int = topic_setting(INT, 3,
         NO_LEVELS + "(Kafka: the zstd level, -131072-22).", Range(-131_072, 22), scope=BOTH)
-    leader_replication_throttled_replicas: tuple[str, ...] = topic_setting(LIST, (),
+    leader_replication_throttled_replicas: str = topic_setting(LIST, (),
         "The replicas ([partitionId]:[brokerId],... or *) whose replication traffic is throttled "
         "on the leader side: a broker leading a partition named for it sends followers outside the "
         "ISR no more than leader.replication.throttled.rate.", ThrottledReplicas())
-    follower_replication_throttled_replicas: tuple[str, ...] = topic_setting(LIST, (),
+    follower_replication_throttled_replicas: str = topic_setting(LIST, (),
         "The replicas ([partitionId]:[brokerId],... or *) whose replication traffic is throttled "
         "on the follower side: a broker following a partition named for it, outside the ISR, "
         "fetches no more than follower.replication.throttled.rate.", ThrottledReplicas())

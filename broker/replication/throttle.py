@@ -19,18 +19,16 @@ The default limit, Long.MAX_VALUE, is no throttle.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from broker.quotas import Rate
 
 UNLIMITED = 9_223_372_036_854_775_807
 """Kafka's default for the throttled rates (Long.MAX_VALUE): no throttle."""
 
 
-def throttled(replicas: str | Sequence[str], partition: int, broker_id: int) -> bool:
+def throttled(replicas: str, partition: int, broker_id: int) -> bool:
     """Whether a topic's `*.replication.throttled.replicas` names `partition` for `broker_id`
-    (the value as LogConfig holds it: the comma-separated string, or its items)."""
-    items = [i.strip() for i in (replicas.split(",") if isinstance(replicas, str) else replicas)]
+    (the value as LogConfig holds a list: comma-separated)."""
+    items = [i.strip() for i in replicas.split(",")]
     return items == ["*"] or f"{partition}:{broker_id}" in items
 
 
