@@ -61,10 +61,16 @@ def compile_harness(cp_name: str) -> Path:
         return _compile_harness(cp_name)
 
 
+SHARED_SOURCES: dict[str, tuple[str, ...]] = {"kafka": ("clients-4",), "streams": ("clients-4",)}
+"""Classpaths built on kafka-clients 4.x that also take harness/clients-4's sources."""
+
+
 def _compile_harness(cp_name: str) -> Path:
     # harness/*.java build against every classpath; harness/<cp_name>/*.java only against theirs
-    # (WireSchemas uses classes kafka-clients 4 moved).
-    sources = sorted(HARNESS_SRC.glob("*.java")) + sorted((HARNESS_SRC / cp_name).glob("*.java"))
+    # (WireSchemas uses classes kafka-clients 4 moved), and against SHARED_SOURCES' classpaths.
+    sources = sorted(HARNESS_SRC.glob("*.java"))
+    for name in (cp_name, *SHARED_SOURCES.get(cp_name, ())):
+        sources += sorted((HARNESS_SRC / name).glob("*.java"))
     cp = classpath(cp_name)
     digest = hashlib.sha256()
     for s in sources:
