@@ -43,6 +43,7 @@ from broker.coordinator.loader import replay_partition
 from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
 from broker.coordinator.records import partition_for
 from broker.handlers.versions import FEATURES
+from broker.security.client import ClientSecurity
 from broker.txn.markers import MARKER_TIMEOUT_MS, MarkerSender, TxnMarker, write_markers_locally
 from broker.txn.metadata import (
     NO_PRODUCER_EPOCH,
@@ -176,11 +177,13 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers: list[asyncio.Task[None]] = []
         listener = config.inter_broker_listener_name or config.listeners[0].name
+        security = ClientSecurity.from_config(config)  # markers and verifications go over that listener
         self.markers = MarkerSender(
-            config.broker_id, controller, self.write_markers_locally, listener=listener, timeout_ms=MARKER_TIMEOUT_MS
+            config.broker_id, controller, self.write_markers_locally, listener=listener, timeout_ms=MARKER_TIMEOUT_MS,
+            security=security,
         )
         self._verifier = RemoteVerifier(
-            config.broker_id, controller, listener=listener, timeout_ms=MARKER_TIMEOUT_MS
+            config.broker_id, controller, listener=listener, timeout_ms=MARKER_TIMEOUT_MS, security=security
         )
 
     # == lifecycle ================================================================================

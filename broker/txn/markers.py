@@ -33,6 +33,7 @@ from broker import clock
 from broker.coordinator.coordinator import OFFSETS_TOPIC
 from broker.log.info import AppendOrigin
 from broker.replication.leader_client import LeaderClient, LeaderConnectionError
+from broker.security.client import ClientSecurity
 from protocol.control import build_end_txn_marker
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
@@ -98,12 +99,15 @@ class MarkerSender:
         *,
         listener: str,
         timeout_ms: int,
+        security: ClientSecurity | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._controller = controller
         self._write_local = write_local
         self._listener = listener
         self._timeout_ms = timeout_ms
+        self._security = security
+        """the inter-broker listener's TLS/SASL (None: PLAINTEXT)"""
         self._clients: dict[int, LeaderClient] = {}
         self._locks: dict[int, asyncio.Lock] = {}
 
@@ -175,7 +179,7 @@ class MarkerSender:
                 client.close()
             client = LeaderClient(
                 endpoint.host, endpoint.port, client_id=f"samsa-txn-markers-{self._broker_id}",
-                timeout_s=self._timeout_ms / 1000 + 5,
+                timeout_s=self._timeout_ms / 1000 + 5, security=self._security,
             )  # fmt: skip
             self._clients[leader] = client
         by_topic: dict[str, list[int]] = {}

@@ -31,6 +31,7 @@ from kio.schema.types import TransactionalId
 from kio.static.primitive import i16, i32
 
 from broker.replication.leader_client import LeaderClient, LeaderConnectionError
+from broker.security.client import ClientSecurity
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, ProducerId, TopicName
@@ -42,11 +43,16 @@ log = logging.getLogger("samsa.txn")
 
 
 class RemoteVerifier:
-    def __init__(self, broker_id: int, controller: Controller, *, listener: str, timeout_ms: int) -> None:
+    def __init__(
+        self, broker_id: int, controller: Controller, *, listener: str, timeout_ms: int,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self._broker_id = broker_id
         self._controller = controller
         self._listener = listener
         self._timeout_ms = timeout_ms
+        self._security = security
+        """the inter-broker listener's TLS/SASL (None: PLAINTEXT)"""
         self._clients: dict[int, LeaderClient] = {}
         self._locks: dict[int, asyncio.Lock] = {}
 
@@ -66,7 +72,7 @@ class RemoteVerifier:
                 client.close()
             client = LeaderClient(
                 endpoint.host, endpoint.port, client_id=f"samsa-txn-verification-{self._broker_id}",
-                timeout_s=self._timeout_ms / 1000,
+                timeout_s=self._timeout_ms / 1000, security=self._security,
             )  # fmt: skip
             self._clients[broker_id] = client
         return client
