@@ -44,9 +44,18 @@ HANDLERS = registry.load_handlers()
 BROKER_ONLY: dict[int, set[int]] = {24: {4, 5}}
 """Versions only brokers send (AddPartitionsToTxn v4-5, KIP-890: a partition leader to the
 transaction coordinator), which franz-go cannot: compat/test_txn_errors.py sends them raw."""
+NOT_SWEPT_YET: dict[int, str] = {
+    45: "compat/test_admin_apis.py (raw v0, v1) and compat/test_cli_tools.py (kafka-reassign-partitions)",
+    46: "compat/test_admin_apis.py (raw v0) and compat/test_cli_tools.py (kafka-reassign-partitions)",
+    68: "compat/test_consumer_protocol.py (Java 3.9 sends v0, Java 4.x v1; confluent-kafka)",
+    69: "compat/test_consumer_protocol.py (Java 3.9 sends v0, Java 4.x v1; kafka-consumer-groups.sh)",
+}
+"""Keys compat/go/versions.go has no sweep for yet; each of their versions is sent by the client
+named and compared with Kafka there (compat/test_zz_api_coverage.py holds every version to it)."""
 ADVERTISED: dict[int, list[int]] = {
     k: [v for v in range(h.min_version, h.max_version + 1) if v not in BROKER_ONLY.get(k, set())]
     for k, h in HANDLERS.items()
+    if k not in NOT_SWEPT_YET
 }
 CLIENT = CLIENT_NAMES["go"]
 KAFKA_VERSION = _versions(COMPAT / "pom.xml").get("kafka", "4.x")
@@ -87,7 +96,8 @@ def sweep(go_binary: Path, targets: Targets, target: Any, key: int, versions: li
 
 
 def _sweep_params() -> Iterator[Any]:
-    for key, h in HANDLERS.items():
+    for key in ADVERTISED:
+        h = HANDLERS[key]
         yield pytest.param(
             key, id=f"{key}-{h.name}",
             marks=pytest.mark.compat(client=CLIENT, scenario=f"version sweep: every version of {h.name} (key {key}) both serve"),
