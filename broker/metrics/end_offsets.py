@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.static.primitive import i8, i32, i64
 
-from broker.replication.leader_client import LeaderClient, LeaderConnectionError
+from broker.replication.leader_client import BrokerClients, LeaderConnectionError
 from broker.security.client import ClientSecurity
 from controller.model import ClusterImage
 from protocol.errors import ErrorCode
@@ -39,12 +39,11 @@ class RemoteEndOffsets:
         security: ClientSecurity | None = None,
     ) -> None:
         """`security`: the inter-broker listener's TLS and SASL (broker/security/client.py)."""
-        self._security = security
         self._broker_id = broker_id
         self._image = image
-        self._listener = listener
-        self._timeout_s = timeout_s
-        self._clients: dict[BrokerId, LeaderClient] = {}
+        self._clients = BrokerClients(
+            image, listener, client_id=f"samsa-metrics-{broker_id}", timeout_s=timeout_s, security=security
+        )
         self._task: asyncio.Task[None] | None = None
         self.high_watermarks: dict[TopicPartition, int] = {}
         """What the last refresh learned: partition -> its leader's high watermark."""
@@ -66,7 +65,7 @@ class RemoteEndOffsets:
             if reg is not None and reg.leader not in (NO_BROKER, self._broker_id):
                 by_leader.setdefault(reg.leader, []).append(tp)
         results = await asyncio.gather(
-            *(self._ask(image, leader, tps) for leader, tps in by_leader.items()), return_exceptions=True
+            *(self._ask(leader, tps) for leader, tps in by_leader.items()), return_exceptions=True
         )
         learned: dict[TopicPartition, int] = {}
         for answer in results:
@@ -80,19 +79,10 @@ class RemoteEndOffsets:
             else:
                 self.high_watermarks.pop(tp, None)
 
-    async def _ask(self, image: ClusterImage, leader: BrokerId, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        broker = image.brokers.get(leader)
-        endpoint = broker.endpoint(self._listener) if broker is not None else None
-        if endpoint is None:
-            return {}
+    async def _ask(self, leader: BrokerId, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         client = self._clients.get(leader)
-        if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
-            if client is not None:
-                client.close()
-            client = self._clients[leader] = LeaderClient(
-                endpoint.host, endpoint.port, client_id=f"samsa-metrics-{self._broker_id}", timeout_s=self._timeout_s,
-                security=self._security,
-            )
+        if client is None:
+            return {}
         by_topic: dict[str, list[ListOffsetsPartition]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(
@@ -119,6 +109,4 @@ class RemoteEndOffsets:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        for client in self._clients.values():
-            client.close()
-        self._clients.clear()
+        self._clients.close()

@@ -16,11 +16,16 @@ import asyncio
 import socket
 import struct
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from broker.security.client import ClientSecurity, SaslClient
 from broker.security.sasl import SaslFailure
 from protocol import frames, messages
+from protocol.types import BrokerId
+
+if TYPE_CHECKING:
+    from controller.model import ClusterImage
 
 _I32 = struct.Struct(">i")
 MAX_RESPONSE_BYTES = 256 << 20
@@ -174,3 +179,46 @@ class LeaderClient:
                 f"unreadable response to api_key={key} v{version}: {e!r}"
             ) from e
         return entity_out
+
+
+class BrokerClients:
+    """A `LeaderClient` for each other broker a component talks to, on one listener (the
+    inter-broker one) with that listener's TLS/SASL (`security`, None for PLAINTEXT: required, so
+    that no component forgets it), made anew when the broker's endpoint moves; and a lock per
+    broker for callers that keep one request in flight (transaction markers, verifications)."""
+
+    def __init__(
+        self, image: Callable[[], ClusterImage], listener: str, *, client_id: str, timeout_s: float,
+        security: ClientSecurity | None,
+    ) -> None:
+        self._image = image
+        self._listener = listener
+        self._client_id = client_id
+        self._timeout_s = timeout_s
+        self._security = security
+        self._clients: dict[int, LeaderClient] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def get(self, broker_id: int) -> LeaderClient | None:
+        """The client of `broker_id`; None when the broker or its endpoint on the listener is unknown."""
+        broker = self._image().brokers.get(BrokerId(broker_id))
+        endpoint = broker.endpoint(self._listener) if broker is not None else None
+        if endpoint is None:
+            return None
+        client = self._clients.get(broker_id)
+        if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
+            if client is not None:
+                client.close()
+            client = self._clients[broker_id] = LeaderClient(
+                endpoint.host, endpoint.port, client_id=self._client_id, timeout_s=self._timeout_s,
+                security=self._security,
+            )
+        return client
+
+    def lock(self, broker_id: int) -> asyncio.Lock:
+        return self._locks.setdefault(broker_id, asyncio.Lock())
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()

@@ -32,12 +32,12 @@ from kio.static.primitive import i16, i32
 from broker import clock
 from broker.coordinator.coordinator import OFFSETS_TOPIC
 from broker.log.info import AppendOrigin
-from broker.replication.leader_client import LeaderClient, LeaderConnectionError
+from broker.replication.leader_client import BrokerClients, LeaderConnectionError
 from broker.security.client import ClientSecurity
 from protocol.control import build_end_txn_marker
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
-from protocol.types import BrokerId, ProducerId, TopicName
+from protocol.types import ProducerId, TopicName
 
 if TYPE_CHECKING:
     from broker.coordinator.coordinator import GroupCoordinator
@@ -99,22 +99,18 @@ class MarkerSender:
         *,
         listener: str,
         timeout_ms: int,
-        security: ClientSecurity | None = None,
+        security: ClientSecurity | None,
     ) -> None:
         self._broker_id = broker_id
         self._controller = controller
         self._write_local = write_local
-        self._listener = listener
-        self._timeout_ms = timeout_ms
-        self._security = security
-        """the inter-broker listener's TLS/SASL (None: PLAINTEXT)"""
-        self._clients: dict[int, LeaderClient] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._clients = BrokerClients(
+            lambda: controller.image, listener, client_id=f"samsa-txn-markers-{broker_id}",
+            timeout_s=timeout_ms / 1000 + 5, security=security,
+        )  # fmt: skip
 
     def close(self) -> None:
-        for client in self._clients.values():
-            client.close()
-        self._clients.clear()
+        self._clients.close()
 
     async def send(self, marker: TxnMarker, still_valid: Callable[[], bool]) -> bool:
         """Write every marker; False if the send was given up (the coordinator moved on)."""
@@ -169,19 +165,9 @@ class MarkerSender:
             return {tp: ErrorCode.not_leader_or_follower for tp in partitions}
 
     async def _write_remote(self, leader: int, marker: TxnMarker) -> dict[TopicPartition, ErrorCode]:
-        broker = self._controller.image.brokers.get(BrokerId(leader))
-        endpoint = broker.endpoint(self._listener) if broker is not None else None
-        if endpoint is None:
-            return {tp: ErrorCode.not_leader_or_follower for tp in marker.partitions}
         client = self._clients.get(leader)
-        if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
-            if client is not None:
-                client.close()
-            client = LeaderClient(
-                endpoint.host, endpoint.port, client_id=f"samsa-txn-markers-{self._broker_id}",
-                timeout_s=self._timeout_ms / 1000 + 5, security=self._security,
-            )  # fmt: skip
-            self._clients[leader] = client
+        if client is None:
+            return {tp: ErrorCode.not_leader_or_follower for tp in marker.partitions}
         by_topic: dict[str, list[int]] = {}
         for tp in marker.partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -199,8 +185,7 @@ class MarkerSender:
                 ),
             )
         )
-        lock = self._locks.setdefault(leader, asyncio.Lock())
-        async with lock:  # the client keeps one request in flight
+        async with self._clients.lock(leader):  # the client keeps one request in flight
             response = await client.request(request)
         out: dict[TopicPartition, ErrorCode] = {}
         for result in response.markers:

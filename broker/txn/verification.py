@@ -18,7 +18,6 @@ NOT_ENOUGH_REPLICAS, as Kafka's ReplicaManager does).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -30,11 +29,11 @@ from kio.schema.add_partitions_to_txn.v5.request import (
 from kio.schema.types import TransactionalId
 from kio.static.primitive import i16, i32
 
-from broker.replication.leader_client import LeaderClient, LeaderConnectionError
+from broker.replication.leader_client import BrokerClients, LeaderConnectionError
 from broker.security.client import ClientSecurity
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
-from protocol.types import BrokerId, ProducerId, TopicName
+from protocol.types import ProducerId, TopicName
 
 if TYPE_CHECKING:
     from controller.interface import Controller
@@ -45,37 +44,15 @@ log = logging.getLogger("samsa.txn")
 class RemoteVerifier:
     def __init__(
         self, broker_id: int, controller: Controller, *, listener: str, timeout_ms: int,
-        security: ClientSecurity | None = None,
+        security: ClientSecurity | None,
     ) -> None:
-        self._broker_id = broker_id
-        self._controller = controller
-        self._listener = listener
-        self._timeout_ms = timeout_ms
-        self._security = security
-        """the inter-broker listener's TLS/SASL (None: PLAINTEXT)"""
-        self._clients: dict[int, LeaderClient] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._clients = BrokerClients(
+            lambda: controller.image, listener, client_id=f"samsa-txn-verification-{broker_id}",
+            timeout_s=timeout_ms / 1000, security=security,
+        )  # fmt: skip
 
     def close(self) -> None:
-        for client in self._clients.values():
-            client.close()
-        self._clients.clear()
-
-    def _client(self, broker_id: int) -> LeaderClient | None:
-        broker = self._controller.image.brokers.get(BrokerId(broker_id))
-        endpoint = broker.endpoint(self._listener) if broker is not None else None
-        if endpoint is None:
-            return None
-        client = self._clients.get(broker_id)
-        if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
-            if client is not None:
-                client.close()
-            client = LeaderClient(
-                endpoint.host, endpoint.port, client_id=f"samsa-txn-verification-{self._broker_id}",
-                timeout_s=self._timeout_ms / 1000, security=self._security,
-            )  # fmt: skip
-            self._clients[broker_id] = client
-        return client
+        self._clients.close()
 
     async def verify(
         self,
@@ -89,7 +66,7 @@ class RemoteVerifier:
     ) -> dict[TopicPartition, ErrorCode]:
         """The partitions that failed verification (or, not `verify_only`, could not be added)
         with the producer's error (absent = verified or added)."""
-        client = self._client(coordinator_id)
+        client = self._clients.get(coordinator_id)
         if client is None:
             return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
         by_topic: dict[str, list[int]] = {}
@@ -110,7 +87,7 @@ class RemoteVerifier:
             )
         )
         try:
-            async with self._locks.setdefault(coordinator_id, asyncio.Lock()):
+            async with self._clients.lock(coordinator_id):
                 response = await client.request(request)
         except LeaderConnectionError as exc:
             log.info(
