@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 
 @dataclass
@@ -193,6 +193,29 @@ def run_consumer(
         c.close()
 
 
+_LEADERSHIP_MOVING = frozenset({
+    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.FENCED_LEADER_EPOCH,
+    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError._TRANSPORT,
+})  # fmt: skip
+
+
+def _watermarks(c: Consumer, topic: str, p: int, timeout: float = 30.0) -> tuple[int, int]:
+    """The partition's (log start, high watermark), asked again while the answer is a retriable
+    error: right after a leadership change the broker a client asks may still name the old
+    leader, which answers NOT_LEADER_OR_FOLLOWER (Kafka's brokers too); librdkafka's
+    query_watermark_offsets does not retry by itself."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=max(1.0, deadline - time.monotonic()))
+            return low, high
+        except KafkaException as e:
+            error = e.args[0]
+            if not (error.retriable() or error.code() in _LEADERSHIP_MOVING) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def read_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 120.0) -> dict[tuple[int, int], bytes]:
     """Every record of the topic, (partition, offset) -> value, from each partition's log start to its
     high watermark (the final log the checks compare acknowledgements and reads with)."""
@@ -200,7 +223,7 @@ def read_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 120
     out: dict[tuple[int, int], bytes] = {}
     try:
         for p in range(partitions):
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            low, high = _watermarks(c, topic, p)
             c.assign([TopicPartition(topic, p, low)])
             last, deadline = low - 1, time.monotonic() + timeout
             while last < high - 1 and time.monotonic() < deadline:
