@@ -55,11 +55,12 @@ def atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
-    fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
-def fsync_dir(path: Path) -> None:
-    """fsync a directory so a rename or a new file in it is durable."""
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory (so that a rename or a new file in it is durable) through a
+    descriptor of its own; a failure is ignored (the caller's own flush or check reports it)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from broker import clock
 from broker.config import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogConfig
-from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
+from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_path
 from broker.log.epoch_cache import LeaderEpochFileCache
 from broker.log.info import (
     AppendOrigin,
@@ -936,13 +936,13 @@ class UnifiedLog:
             raise ValueError("old segments are not consecutive closed segments of this log")
         for segment in new_segments:
             segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
-        fsync_dir(self._dir)
+        fsync_path(self._dir)
         self._segments[first : first + len(old_segments)] = new_segments
         self._bases[first : first + len(old_segments)] = [s.base_offset for s in new_segments]
         self._schedule_segment_deletion(old_segments)
         for segment in new_segments:
             segment.change_file_suffixes(SWAP_SUFFIX, "")
-        fsync_dir(self._dir)
+        fsync_path(self._dir)
 
     # ------------------------------------------------------------------ flush
     def flush(self, up_to: int | None = None, *, now_ms: int | None = None) -> None:

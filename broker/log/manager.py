@@ -34,6 +34,7 @@ from broker.log.checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
+    fsync_path,
 )
 from broker.log.cleaner import CleanerConfig, LogCleaner
 from broker.log.log import UnifiedLog
@@ -144,7 +145,7 @@ class LogManager:
             return
 
         async def run() -> None:
-            await loop.run_in_executor(None, _presync, path)
+            await loop.run_in_executor(None, fsync_path, path)
             then()
 
         task = loop.create_task(run(), name=f"presync {path.name}")
@@ -455,16 +456,3 @@ class LogManager:
             except OSError as exc:
                 log.warning("clean shutdown marker not written dir=%s error=%s", d, exc)
         log.info("log manager closed logs=%d", len(self._logs))
-
-
-def _presync(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -344,13 +344,13 @@ def test_a_rolled_segment_is_synced_off_the_loop_before_its_flush(tmp_path, monk
 
     tp = TopicPartition("rolled", 0)
     events: list[tuple[str, str]] = []
-    real_presync = manager_module._presync
+    real_presync = manager_module.fsync_path
 
     def presync(path):
         events.append(("presync", threading.current_thread().name))
         real_presync(path)
 
-    monkeypatch.setattr(manager_module, "_presync", presync)
+    monkeypatch.setattr(manager_module, "fsync_path", presync)
 
     async def scenario() -> None:
         manager = LogManager([tmp_path], LogConfig(segment_bytes=100))
