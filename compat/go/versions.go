@@ -137,6 +137,8 @@ var sweeps = map[int16]func(r *run){
 	42: sweepDeleteGroups,
 	43: sweepElectLeaders,
 	44: sweepIncrementalAlterConfigs,
+	45: sweepReassignments, // AlterPartitionReassignments
+	46: sweepReassignments, // ListPartitionReassignments
 	47: sweepOffsetDelete,
 	48: sweepClientQuotas, // DescribeClientQuotas
 	49: sweepClientQuotas, // AlterClientQuotas
@@ -1194,4 +1196,54 @@ func sweepDescribeLogDirs(r *run) {
 	named.Add(topic, 0, 1)
 	describe("named", named)
 	describe("all", nil)
+}
+
+// AlterPartitionReassignments (45) or ListPartitionReassignments (46) pinned to v, on a one-broker
+// cluster: a reassignment to the partition's own replica (done at once), the refused ones (a
+// broker that does not exist, a replica twice, no replicas, an unknown topic and partition), a
+// cancel with nothing in progress; then the list for the topic's partition and an unknown topic
+// (nothing in progress: an empty answer).
+func sweepReassignments(r *run) {
+	topic := r.topic("ra", 1, nil)
+	alterer, lister := kadm.NewClient(r.plain()), kadm.NewClient(r.plain())
+	if r.key == 45 {
+		alterer = kadm.NewClient(r.pinned())
+	} else {
+		lister = kadm.NewClient(r.pinned())
+	}
+	bm, err := lister.BrokerMetadata(r.ctx)
+	r.must(err, "metadata")
+	id := bm.Brokers[0].NodeID
+	strip := func(s string) string { return strings.ReplaceAll(s, r.prefix+"-", "") }
+	alter := func(step string, ctx context.Context, assign func(q *kadm.AlterPartitionAssignmentsReq)) {
+		var req kadm.AlterPartitionAssignmentsReq
+		assign(&req)
+		rs, err := alterer.AlterPartitionAssignments(ctx, req)
+		r.must(err, step)
+		results := []string{}
+		for _, a := range rs.Sorted() {
+			results = append(results, fmt.Sprintf("%s-%d err=%s", strip(a.Topic), a.Partition, errName(a.Err)))
+		}
+		r.emit(obs{"step": step, "results": results})
+	}
+	alter("same", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.Assign(topic, 0, []int32{id}) })
+	alter("unknown-broker", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.Assign(topic, 0, []int32{id, id + 100}) })
+	alter("duplicate", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.Assign(topic, 0, []int32{id, id}) })
+	alter("empty", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.Assign(topic, 0, []int32{}) })
+	alter("unknown", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) {
+		q.Assign(r.name("missing"), 0, []int32{id})
+		q.Assign(topic, 7, []int32{id})
+	})
+	alter("cancel", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.CancelAssign(topic, 0) })
+	var set kadm.TopicsSet
+	set.Add(topic, 0)
+	set.Add(r.name("missing"), 0)
+	listed, err := lister.ListPartitionReassignments(r.ctx, set)
+	r.must(err, "list")
+	ongoing := []string{}
+	for _, l := range listed.Sorted() {
+		ongoing = append(ongoing, fmt.Sprintf("%s-%d replicas=%v adding=%v removing=%v",
+			strip(l.Topic), l.Partition, l.Replicas, l.AddingReplicas, l.RemovingReplicas))
+	}
+	r.emit(obs{"step": "listed", "ongoing": ongoing})
 }
