@@ -353,10 +353,12 @@ class ReplicaManager:
         required_acks: int,
         timeout_ms: int,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        appended: Callable[[], None] | None = None,
     ) -> dict[TopicPartition, ProduceResult]:
         """Kafka's appendRecords: check each leader partition's records (the record checker, off
         the loop when large), append them, and for acks=all wait until the HW covers them. A
-        coordinator's records (transaction markers, built here) are checked by the log."""
+        coordinator's records (transaction markers, built here) are checked by the log.
+        `appended` is called when the appends are done and the wait for the replicas begins."""
         if origin is AppendOrigin.COORDINATOR:
             results = await self.append_local(entries, required_acks, origin)
         else:
@@ -381,6 +383,8 @@ class ReplicaManager:
         def acks_done() -> bool:
             return all(self._acks_status(tp, *want)[0] for tp, want in pending.items())
 
+        if appended is not None:
+            appended()
         await self.delayed_produce.wait(pending.keys(), acks_done, timeout_ms / 1000)
         for tp, want in pending.items():
             done, error = self._acks_status(tp, *want)
