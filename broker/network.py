@@ -149,9 +149,10 @@ class _InFlight:
 
 
 class Connection(asyncio.BufferedProtocol):
-    """One client connection: request frames in, one handled at a time, responses out.
+    """One client connection: request frames in, one handled at a time (but for pipelined
+    produces, see the module docstring), responses out in request order.
 
-    Read states (one request is handled at a time; while it is, the next frame is read ahead):
+    Read states (while a request is handled, the next frame is read ahead):
       READING        bytes are parsed as they arrive; the first byte of a frame starts its
                      receive deadline (`frame_started`).
       WAITING_MEMORY a size prefix was read but queued.max.request.bytes has nothing left: the
