@@ -1,0 +1,684 @@
+"""The state of one share partition: one share group's view of one topic partition (KIP-932).
+
+Pure state and rules, as Kafka's SharePartition (core, kafka.server.share) and InFlightState
+have them: no clock (the caller passes `now_ms`, a monotonic time, and calls `expire_locks` when
+`next_lock_expiry_ms` passes), no I/O (the caller reads the log, and persists the state batches
+a change returns before committing it). Not reachable from any handler yet.
+
+Offsets. The share-partition start offset (SPSO, `start_offset`) is the first offset not yet
+delivered to completion: every record below it is ACKNOWLEDGED or ARCHIVED. The share-partition
+end offset (SPEO, `end_offset`) is the last offset acquired so far. The in-flight records lie
+between them, in `cached_state`: in-flight batches keyed by first offset, each holding one state
+for the whole batch or, once some of its records differ (a subset was acquired or acknowledged),
+one state per offset. A batch is removed once all its records are at or below the SPSO.
+
+Record states (`RecordState`, ids as Kafka persists them) and transitions:
+
+    AVAILABLE     may be handed to a consumer.
+        -> ACQUIRED       a share fetch acquires it for one member: its delivery count is raised
+                          and an acquisition lock of `record_lock_duration_ms` starts
+    ACQUIRED      held by one member until it acknowledges or its lock expires.
+        -> ACKNOWLEDGED   the member accepts it (ACCEPT)
+        -> ARCHIVED       the member rejects it (REJECT) or reports it a gap (GAP)
+        -> AVAILABLE      the member releases it (RELEASE), its lock expires, or its share session
+                          closes; the delivery count is kept, so the next acquisition raises it
+        -> ARCHIVED       instead of AVAILABLE when its delivery count has reached
+                          `delivery_count_limit`, or when it lies below the SPSO
+    ACKNOWLEDGED  terminal: delivered and processed.
+    ARCHIVING     part of Kafka's persisted format; never entered.
+    ARCHIVED      terminal: never delivered again.
+
+An acknowledgement is two steps, as in Kafka: `acknowledge` starts the transitions and returns a
+`StateTransition` listing the state batches to persist; while it is open those records refuse
+other changes (INVALID_RECORD_STATE), and `commit` ends it once the state is written (the SPSO
+then moves past every leading ACKNOWLEDGED or ARCHIVED record) or `rollback` restores the states
+(an ACQUIRED record whose lock expired meanwhile becomes AVAILABLE).
+
+Errors are Kafka's: acknowledging a record that is not ACQUIRED, or acquired by another member,
+or outside the in-flight records below the SPEO, is INVALID_RECORD_STATE; an offset past the
+acquired records or an unknown acknowledge type is INVALID_REQUEST.
+
+Not modelled yet (Kafka 4.3.1 has them): the record_limit acquire mode (KIP-1206), the RENEW
+acknowledge type (KIP-1222), read_committed gaps from aborted transactions, and the gap window
+after initialization from persisted state with holes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from protocol.errors import ErrorCode, KafkaError
+
+EMPTY_MEMBER_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+"""Kafka's Uuid.ZERO_UUID as a string: the member of records no member holds."""
+
+
+class RecordState(enum.IntEnum):
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVING = 3
+    ARCHIVED = 4
+
+
+class AcknowledgeType(enum.IntEnum):
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+
+
+_ACK_TARGET = {
+    AcknowledgeType.GAP: RecordState.ARCHIVED,
+    AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
+    AcknowledgeType.RELEASE: RecordState.AVAILABLE,
+    AcknowledgeType.REJECT: RecordState.ARCHIVED,
+}
+
+
+class DeliveryCountOp(enum.Enum):
+    INCREASE = "increase"
+    NO_OP = "no_op"
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionSettings:
+    """The group configs a share partition obeys (Kafka's defaults)."""
+
+    record_lock_duration_ms: int = 30_000
+    """`group.share.record.lock.duration.ms`"""
+    delivery_count_limit: int = 5
+    """`group.share.delivery.count.limit`"""
+    max_in_flight_records: int = 2_000
+    """`group.share.partition.max.record.locks`"""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedBatch:
+    """A record batch read from the log for a share fetch: its first and last offsets."""
+
+    base_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRecords:
+    """A range handed to a member (ShareFetchResponse AcquiredRecords)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgementBatch:
+    """A ShareAcknowledge (or piggy-backed ShareFetch) acknowledgement batch: one type for the
+    whole range, or one per offset."""
+
+    first_offset: int
+    last_offset: int
+    acknowledge_types: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PersisterStateBatch:
+    """A range of records in one state, as WriteShareGroupState and `__share_group_state` carry it."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: RecordState
+    delivery_count: int
+
+
+@dataclass(slots=True)
+class InFlightState:
+    """The state of one in-flight record, or of a whole in-flight batch."""
+
+    state: RecordState
+    delivery_count: int
+    member_id: str = EMPTY_MEMBER_ID
+    lock_expiry_ms: int | None = None
+    rollback: tuple[RecordState, int, str, int | None] | None = None
+    """The state before an open transition; None when none is open."""
+
+    def try_update(
+        self, new_state: RecordState, op: DeliveryCountOp, delivery_count_limit: int, member_id: str
+    ) -> bool:
+        """Kafka's InFlightState.tryUpdateState: a record made AVAILABLE again after its last
+        allowed delivery is ARCHIVED instead."""
+        if self.rollback is not None:
+            return False
+        if new_state is RecordState.AVAILABLE and self.delivery_count >= delivery_count_limit:
+            new_state = RecordState.ARCHIVED
+        if not _valid_transition(self.state, new_state):
+            return False
+        self.state = new_state
+        if new_state is not RecordState.ARCHIVED and op is DeliveryCountOp.INCREASE:
+            self.delivery_count += 1
+        self.member_id = member_id
+        if new_state is not RecordState.ACQUIRED:
+            self.lock_expiry_ms = None
+        return True
+
+    def start_transition(self, new_state: RecordState, delivery_count_limit: int, member_id: str) -> bool:
+        before = (self.state, self.delivery_count, self.member_id, self.lock_expiry_ms)
+        if not self.try_update(new_state, DeliveryCountOp.NO_OP, delivery_count_limit, member_id):
+            return False
+        self.rollback = before
+        return True
+
+    def complete_transition(self, commit: bool, now_ms: int) -> None:
+        before, self.rollback = self.rollback, None
+        if commit or before is None:
+            return
+        state, self.delivery_count, member_id, lock_expiry_ms = before
+        if state is RecordState.ACQUIRED and lock_expiry_ms is not None and lock_expiry_ms <= now_ms:
+            # The lock expired while the acknowledgement was being written: as Kafka, the record
+            # goes back to AVAILABLE rather than to a member whose lock is gone.
+            self.state, self.member_id, self.lock_expiry_ms = RecordState.AVAILABLE, EMPTY_MEMBER_ID, None
+        else:
+            self.state, self.member_id, self.lock_expiry_ms = state, member_id, lock_expiry_ms
+
+
+def _valid_transition(current: RecordState, new: RecordState) -> bool:
+    """Kafka's RecordState.validateTransition."""
+    if current is new or current in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+        return False
+    if current is RecordState.AVAILABLE:
+        return new is RecordState.ACQUIRED
+    return True
+
+
+def _completed(state: RecordState) -> bool:
+    return state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+@dataclass(slots=True)
+class InFlightBatch:
+    """Records `first_offset`..`last_offset` acquired together: one `batch_state`, or, once split,
+    one state per offset in `offset_state` (and `batch_state` None)."""
+
+    first_offset: int
+    last_offset: int
+    batch_state: InFlightState | None
+    offset_state: dict[int, InFlightState] | None = None
+
+    def split(self) -> dict[int, InFlightState]:
+        """Track this batch per offset from now on (Kafka's maybeInitializeOffsetStateUpdate)."""
+        if self.offset_state is None:
+            assert self.batch_state is not None
+            b = self.batch_state
+            self.offset_state = {
+                offset: InFlightState(b.state, b.delivery_count, b.member_id, b.lock_expiry_ms)
+                for offset in range(self.first_offset, self.last_offset + 1)
+            }
+            self.batch_state = None
+        return self.offset_state
+
+    def states(self) -> Iterator[tuple[int, int, InFlightState]]:
+        """(first, last, state) for each range of this batch that has one state object."""
+        if self.offset_state is None:
+            assert self.batch_state is not None
+            yield self.first_offset, self.last_offset, self.batch_state
+        else:
+            for offset, state in self.offset_state.items():
+                yield offset, offset, state
+
+
+@dataclass(slots=True)
+class StateTransition:
+    """An acknowledgement or release in progress: `state_batches` are what to persist; `commit`
+    once written, `rollback` if the write failed."""
+
+    share_partition: SharePartition
+    states: list[InFlightState]
+    state_batches: list[PersisterStateBatch]
+
+    def commit(self, now_ms: int) -> None:
+        for state in self.states:
+            state.complete_transition(True, now_ms)
+        self.share_partition.transition_completed(committed=True)
+
+    def rollback(self, now_ms: int) -> None:
+        for state in self.states:
+            state.complete_transition(False, now_ms)
+        self.share_partition.transition_completed(committed=False)
+
+
+class SharePartition:
+    """One share group's in-flight records of one topic partition (see the module docstring)."""
+
+    def __init__(
+        self,
+        group_id: str,
+        topic: str,
+        partition: int,
+        settings: SharePartitionSettings,
+        start_offset: int,
+        state_batches: Sequence[PersisterStateBatch] = (),
+    ) -> None:
+        """`start_offset` is the persisted SPSO or, for a share partition never initialized, the
+        offset `share.auto.offset.reset` resolves to (the caller asks the partition);
+        `state_batches` are the persisted in-flight records (Kafka's maybeInitialize)."""
+        self.group_id = group_id
+        self.topic = topic
+        self.partition = partition
+        self.settings = settings
+        self.start_offset = start_offset
+        self.cached_state: dict[int, InFlightBatch] = {}
+        self._keys: list[int] = []
+        for sb in state_batches:
+            if sb.first_offset < start_offset:
+                raise ValueError(
+                    f"state batch {sb.first_offset}-{sb.last_offset} starts below the start offset {start_offset}"
+                )
+            self._put(
+                InFlightBatch(
+                    sb.first_offset, sb.last_offset, InFlightState(sb.delivery_state, sb.delivery_count)
+                )
+            )
+        self._find_next_fetch_offset = bool(self._keys)
+        if self._keys:
+            self.end_offset = self.cached_state[self._keys[-1]].last_offset
+            self._maybe_update_cached_state_and_offsets()
+        else:
+            self.end_offset = start_offset
+
+    # -- the cache ---------------------------------------------------------------------------
+
+    def _put(self, batch: InFlightBatch) -> None:
+        bisect.insort(self._keys, batch.first_offset)
+        self.cached_state[batch.first_offset] = batch
+
+    def _floor_key(self, offset: int) -> int | None:
+        i = bisect.bisect_right(self._keys, offset)
+        return self._keys[i - 1] if i else None
+
+    def _sub_map(self, first_key: int, last_key: int) -> list[InFlightBatch]:
+        lo = bisect.bisect_left(self._keys, first_key)
+        hi = bisect.bisect_right(self._keys, last_key)
+        return [self.cached_state[k] for k in self._keys[lo:hi]]
+
+    def _all_states(self) -> Iterator[tuple[int, int, InFlightState]]:
+        for key in self._keys:
+            yield from self.cached_state[key].states()
+
+    def in_flight_records(self) -> int:
+        return 0 if not self._keys else self.end_offset - self.start_offset + 1
+
+    # -- acquiring ---------------------------------------------------------------------------
+
+    def next_fetch_offset(self) -> int:
+        """Where the next share fetch reads the log: the first AVAILABLE in-flight record, or the
+        record after the SPEO (Kafka's nextFetchOffset)."""
+        beyond = not self._keys or self.start_offset > self.cached_state[self._keys[-1]].last_offset
+        if beyond:
+            self._find_next_fetch_offset = False
+            return self.end_offset
+        if self._find_next_fetch_offset:
+            for first, _last, state in self._all_states():
+                if state.state is RecordState.AVAILABLE and state.rollback is None:
+                    return first
+            self._find_next_fetch_offset = False
+        return self.end_offset + 1
+
+    def can_acquire_records(self) -> bool:
+        """Whether a share fetch may acquire anything: some in-flight record is AVAILABLE, or fewer
+        than `max_in_flight_records` are in flight (Kafka's canAcquireRecords)."""
+        if self.next_fetch_offset() != self.end_offset + 1:
+            return True
+        return self.in_flight_records() < self.settings.max_in_flight_records
+
+    def acquire(
+        self, member_id: str, fetched: Sequence[FetchedBatch], max_fetch_records: int, now_ms: int
+    ) -> list[AcquiredRecords]:
+        """Acquire for `member_id` what is AVAILABLE among the fetched batches, whole batches at a
+        time (so possibly more than `max_fetch_records`, a soft limit), as Kafka's acquire in its
+        batch-optimized mode."""
+        if max_fetch_records <= 0 or not fetched:
+            return []
+        first_fetched, last_fetched = fetched[0].base_offset, fetched[-1].last_offset
+        base = first_fetched
+        floor = self._floor_key(base)
+        if floor is not None and self.cached_state[floor].last_offset >= base:
+            base = floor
+        overlapping = self._sub_map(base, last_fetched)
+        if not overlapping:
+            new = self._acquire_new_batch(
+                member_id, fetched, first_fetched, last_fetched, max_fetch_records, now_ms
+            )
+            return [new] if new is not None else []
+
+        result: list[AcquiredRecords] = []
+        count = 0
+        for batch in overlapping:
+            if count >= max_fetch_records:
+                break
+            full_match = batch.first_offset >= first_fetched and batch.last_offset <= last_fetched
+            if not full_match or batch.offset_state is not None:
+                if batch.offset_state is None:
+                    assert batch.batch_state is not None
+                    if batch.batch_state.state is not RecordState.AVAILABLE or batch.batch_state.rollback:
+                        continue
+                for offset, state in batch.split().items():
+                    if offset < first_fetched or offset < self.start_offset:
+                        continue
+                    if offset > last_fetched:
+                        break
+                    if state.state is not RecordState.AVAILABLE or not self._acquire_state(
+                        state, member_id, now_ms
+                    ):
+                        continue
+                    result.append(AcquiredRecords(offset, offset, state.delivery_count))
+                    count += 1
+                continue
+            assert batch.batch_state is not None
+            if batch.batch_state.state is not RecordState.AVAILABLE:
+                continue
+            if not self._acquire_state(batch.batch_state, member_id, now_ms):
+                continue
+            result.append(
+                AcquiredRecords(batch.first_offset, batch.last_offset, batch.batch_state.delivery_count)
+            )
+            count += batch.last_offset - batch.first_offset + 1
+
+        last_cached = overlapping[-1].last_offset
+        if count < max_fetch_records and last_cached < last_fetched:
+            new = self._acquire_new_batch(
+                member_id, fetched, last_cached + 1, last_fetched, max_fetch_records - count, now_ms
+            )
+            if new is not None:
+                result.append(new)
+        return result
+
+    def _acquire_state(self, state: InFlightState, member_id: str, now_ms: int) -> bool:
+        if not state.try_update(
+            RecordState.ACQUIRED, DeliveryCountOp.INCREASE, self.settings.delivery_count_limit, member_id
+        ):
+            return False
+        state.lock_expiry_ms = now_ms + self.settings.record_lock_duration_ms
+        return True
+
+    def _acquire_new_batch(
+        self,
+        member_id: str,
+        fetched: Sequence[FetchedBatch],
+        first: int,
+        last: int,
+        max_records: int,
+        now_ms: int,
+    ) -> AcquiredRecords | None:
+        """Records past the SPEO become one new ACQUIRED in-flight batch, cut after the fetched
+        batch holding the `max_records`-th record and kept under `max_in_flight_records`."""
+        if not self._keys:
+            first = max(first, self.end_offset, self.start_offset)
+        else:
+            first = max(first, self.end_offset + 1)
+            max_records = min(max_records, self.settings.max_in_flight_records - self.in_flight_records())
+        if first > last or max_records <= 0:
+            return None
+        if max_records < last - first + 1:
+            last = _last_offset_of_batch_holding(fetched, first + max_records - 1)
+        self._put(
+            InFlightBatch(
+                first,
+                last,
+                InFlightState(
+                    RecordState.ACQUIRED, 1, member_id, now_ms + self.settings.record_lock_duration_ms
+                ),
+            )
+        )
+        if self._keys[0] == first:
+            self.start_offset = first
+        self.end_offset = last
+        return AcquiredRecords(first, last, 1)
+
+    # -- acknowledging and releasing ------------------------------------------------------
+
+    def acknowledge(
+        self, member_id: str, batches: Sequence[AcknowledgementBatch], now_ms: int
+    ) -> StateTransition:
+        """Start the transitions `batches` ask for (Kafka's acknowledge); raises KafkaError, with
+        every state it changed rolled back, when any of them is refused."""
+        transition = StateTransition(self, [], [])
+        try:
+            for ack in batches:
+                self._acknowledge_one(member_id, ack, transition)
+        except KafkaError:
+            transition.rollback(now_ms)
+            raise
+        return transition
+
+    def _acknowledge_one(
+        self, member_id: str, ack: AcknowledgementBatch, transition: StateTransition
+    ) -> None:
+        targets = _ack_targets(ack)
+        if ack.last_offset < self.start_offset:
+            return  # already archived
+        floor = self._floor_key(ack.first_offset)
+        if floor is None:
+            if ack.first_offset < self.start_offset <= ack.last_offset:
+                floor = self._floor_key(self.start_offset)
+            if floor is None:
+                raise KafkaError(
+                    ErrorCode.invalid_record_state,
+                    "Batch record not found. The request batch offsets are not found in the cache.",
+                )
+        sub = self._sub_map(floor, ack.last_offset)
+        if not sub or sub[-1].last_offset < ack.first_offset:
+            raise KafkaError(
+                ErrorCode.invalid_request,
+                "Batch record not found. The first offset in request is past acquired records.",
+            )
+        if ack.last_offset > sub[-1].last_offset:
+            raise KafkaError(
+                ErrorCode.invalid_request,
+                "Batch record not found. The last offset in request is past acquired records.",
+            )
+        for batch in sub:
+            if batch.last_offset < self.start_offset:
+                continue
+            if batch.offset_state is None:
+                assert batch.batch_state is not None
+                if batch.batch_state.member_id == EMPTY_MEMBER_ID:
+                    raise KafkaError(
+                        ErrorCode.invalid_record_state,
+                        "The batch cannot be acknowledged. The batch is not in the acquired state.",
+                    )
+                if batch.batch_state.member_id != member_id:
+                    raise KafkaError(
+                        ErrorCode.invalid_record_state, "Member is not the owner of batch record"
+                    )
+            full_match = batch.first_offset >= ack.first_offset and batch.last_offset <= ack.last_offset
+            start_moved = batch.first_offset < self.start_offset <= batch.last_offset
+            if not full_match or batch.offset_state is not None or len(targets) > 1 or start_moved:
+                if batch.offset_state is None:
+                    assert batch.batch_state is not None
+                    if batch.batch_state.state is not RecordState.ACQUIRED:
+                        raise KafkaError(
+                            ErrorCode.invalid_record_state,
+                            "The batch cannot be acknowledged. The subset batch is not in the acquired state.",
+                        )
+                for offset, state in batch.split().items():
+                    if offset < ack.first_offset or offset < self.start_offset:
+                        continue
+                    if offset > ack.last_offset:
+                        break
+                    if state.state is not RecordState.ACQUIRED:
+                        raise KafkaError(
+                            ErrorCode.invalid_record_state,
+                            "The batch cannot be acknowledged. The offset is not acquired.",
+                        )
+                    if state.member_id != member_id:
+                        raise KafkaError(ErrorCode.invalid_record_state, "Member is not the owner of offset")
+                    target = targets[offset - ack.first_offset] if len(targets) > 1 else targets[0]
+                    self._start(state, target, offset, offset, transition)
+            else:
+                assert batch.batch_state is not None
+                if batch.batch_state.state is not RecordState.ACQUIRED:
+                    raise KafkaError(
+                        ErrorCode.invalid_record_state,
+                        "The batch cannot be acknowledged. The batch is not in the acquired state.",
+                    )
+                self._start(batch.batch_state, targets[0], batch.first_offset, batch.last_offset, transition)
+
+    def _start(
+        self, state: InFlightState, target: RecordState, first: int, last: int, transition: StateTransition
+    ) -> None:
+        if not state.start_transition(target, self.settings.delivery_count_limit, EMPTY_MEMBER_ID):
+            raise KafkaError(ErrorCode.invalid_record_state, "Unable to acknowledge records for the batch")
+        transition.states.append(state)
+        transition.state_batches.append(PersisterStateBatch(first, last, state.state, state.delivery_count))
+        if state.state is RecordState.AVAILABLE:
+            self._find_next_fetch_offset = True
+
+    def release_acquired_records(self, member_id: str) -> StateTransition:
+        """Release every record `member_id` holds, as when its share session closes or it leaves
+        the group (Kafka's releaseAcquiredRecords): AVAILABLE again, or ARCHIVED below the SPSO or
+        at the delivery limit."""
+        transition = StateTransition(self, [], [])
+        for batch in [self.cached_state[key] for key in self._keys]:
+            if batch.offset_state is None and batch.first_offset < self.start_offset <= batch.last_offset:
+                batch.split()
+            for first, last, state in batch.states():
+                if state.state is not RecordState.ACQUIRED or state.member_id != member_id or state.rollback:
+                    continue
+                target = RecordState.ARCHIVED if last < self.start_offset else RecordState.AVAILABLE
+                self._start(state, target, first, last, transition)
+        return transition
+
+    # -- acquisition locks -----------------------------------------------------------------
+
+    def next_lock_expiry_ms(self) -> int | None:
+        """When the earliest acquisition lock expires; None when no record is held."""
+        expiries = [
+            s.lock_expiry_ms
+            for _f, _l, s in self._all_states()
+            if s.lock_expiry_ms is not None and s.rollback is None
+        ]
+        return min(expiries, default=None)
+
+    def expire_locks(self, now_ms: int) -> list[PersisterStateBatch]:
+        """Release every record whose acquisition lock has expired by `now_ms` (Kafka's
+        releaseAcquisitionLockOnTimeout); returns the state batches to persist. Records with an
+        acknowledgement being written are left to its outcome (`StateTransition.rollback`)."""
+        changed: list[PersisterStateBatch] = []
+        for key in list(self._keys):
+            batch = self.cached_state[key]
+            for first, last, state in list(batch.states()):
+                if (
+                    state.state is not RecordState.ACQUIRED
+                    or state.rollback is not None
+                    or state.lock_expiry_ms is None
+                    or state.lock_expiry_ms > now_ms
+                ):
+                    continue
+                if batch.offset_state is None and first < self.start_offset <= last:
+                    # Part of the batch is below the SPSO: release it offset by offset.
+                    for offset, s in batch.split().items():
+                        changed.extend(self._release_on_timeout(s, offset, offset))
+                    break
+                changed.extend(self._release_on_timeout(state, first, last))
+        if changed:
+            self._find_next_fetch_offset = True
+            self._maybe_update_cached_state_and_offsets()
+        return changed
+
+    def _release_on_timeout(self, state: InFlightState, first: int, last: int) -> list[PersisterStateBatch]:
+        if state.state is not RecordState.ACQUIRED or state.rollback is not None:
+            return []
+        target = RecordState.ARCHIVED if last < self.start_offset else RecordState.AVAILABLE
+        if not state.try_update(
+            target, DeliveryCountOp.NO_OP, self.settings.delivery_count_limit, EMPTY_MEMBER_ID
+        ):
+            return []
+        return [PersisterStateBatch(first, last, state.state, state.delivery_count)]
+
+    # -- the start offset ------------------------------------------------------------------
+
+    def transition_completed(self, committed: bool) -> None:
+        """A `StateTransition` ended: the SPSO may move, or rolled-back records may be AVAILABLE."""
+        if committed:
+            self._maybe_update_cached_state_and_offsets()
+        else:
+            self._find_next_fetch_offset = True
+
+    def _maybe_update_cached_state_and_offsets(self) -> None:
+        """Move the SPSO past every leading ACKNOWLEDGED or ARCHIVED record and drop the in-flight
+        batches wholly below it (Kafka's maybeUpdateCachedStateAndOffsets)."""
+        last_done = -1
+        for _first, last, state in self._all_states():
+            if last < self.start_offset:
+                continue
+            if not _completed(state.state) or state.rollback is not None:
+                break
+            last_done = last
+        if last_done == -1:
+            return
+        last_cached = self.cached_state[self._keys[-1]].last_offset
+        if last_done == last_cached:
+            self.start_offset = self.end_offset = last_cached + 1
+            self.cached_state.clear()
+            self._keys.clear()
+            return
+        self.start_offset = last_done + 1
+        while self._keys and self.cached_state[self._keys[0]].last_offset <= last_done:
+            del self.cached_state[self._keys.pop(0)]
+
+    def state_batches(self) -> list[PersisterStateBatch]:
+        """The in-flight records at or above the SPSO as runs of one state and delivery count:
+        what a snapshot of this share partition persists."""
+        runs: list[PersisterStateBatch] = []
+        for first, last, state in self._all_states():
+            if last < self.start_offset:
+                continue
+            first = max(first, self.start_offset)
+            persisted = RecordState.AVAILABLE if state.state is RecordState.ACQUIRED else state.state
+            prev = runs[-1] if runs else None
+            if (
+                prev is not None
+                and prev.last_offset + 1 == first
+                and prev.delivery_state is persisted
+                and prev.delivery_count == state.delivery_count
+            ):
+                runs[-1] = PersisterStateBatch(prev.first_offset, last, persisted, state.delivery_count)
+            else:
+                runs.append(PersisterStateBatch(first, last, persisted, state.delivery_count))
+        return runs
+
+    def record_state(self, offset: int) -> InFlightState | None:
+        """The in-flight state of `offset`; None when it is not in flight."""
+        key = self._floor_key(offset)
+        if key is None or self.cached_state[key].last_offset < offset:
+            return None
+        batch = self.cached_state[key]
+        return batch.batch_state if batch.offset_state is None else batch.offset_state.get(offset)
+
+
+def _ack_targets(ack: AcknowledgementBatch) -> list[RecordState]:
+    span = ack.last_offset - ack.first_offset + 1
+    if ack.last_offset < ack.first_offset or len(ack.acknowledge_types) not in (1, span):
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Invalid acknowledgement batch {ack.first_offset}-{ack.last_offset}"
+        )
+    try:
+        return [_ACK_TARGET[AcknowledgeType(t)] for t in ack.acknowledge_types]
+    except ValueError:
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Invalid acknowledge type: {list(ack.acknowledge_types)}"
+        ) from None
+
+
+def _last_offset_of_batch_holding(fetched: Sequence[FetchedBatch], offset: int) -> int:
+    """The last offset of the fetched batch that holds `offset` (a batch is acquired whole)."""
+    holding = None
+    for batch in fetched:
+        if offset < batch.base_offset:
+            break
+        holding = batch
+    if holding is not None and offset <= holding.last_offset:
+        return holding.last_offset
+    return offset
