@@ -17,7 +17,8 @@ Record states (`RecordState`, ids as Kafka persists them) and transitions:
     AVAILABLE     may be handed to a consumer.
         -> ACQUIRED       a share fetch acquires it for one member: its delivery count is raised
                           and an acquisition lock of `record_lock_duration_ms` starts
-    ACQUIRED      held by one member until it acknowledges or its lock expires.
+    ACQUIRED      held by one member until it acknowledges or its lock expires; RENEW restarts
+                  the lock.
         -> ACKNOWLEDGED   the member accepts it (ACCEPT)
         -> ARCHIVED       the member rejects it (REJECT) or reports it a gap (GAP)
         -> AVAILABLE      the member releases it (RELEASE), its lock expires, or its share session
@@ -34,198 +35,44 @@ other changes (INVALID_RECORD_STATE), and `commit` ends it once the state is wri
 then moves past every leading ACKNOWLEDGED or ARCHIVED record) or `rollback` restores the states
 (an ACQUIRED record whose lock expired meanwhile becomes AVAILABLE).
 
+Acquisition (Kafka's batch-optimized mode) hands out whole fetched batches, so the fetch's record
+count is a soft limit, and cuts new records into in-flight batches of the fetch's batch size. It
+keeps at most `max_in_flight_records` between the SPSO and the SPEO, and throttles records
+delivered at least half the delivery limit times (fewer per fetch, a record on its last attempt
+alone), so a record that fails every time does not take its neighbours to the limit with it.
+
 Errors are Kafka's: acknowledging a record that is not ACQUIRED, or acquired by another member,
 or outside the in-flight records below the SPEO, is INVALID_RECORD_STATE; an offset past the
 acquired records or an unknown acknowledge type is INVALID_REQUEST.
 
-Not modelled yet (Kafka 4.3.1 has them): the record_limit acquire mode (KIP-1206), the RENEW
-acknowledge type (KIP-1222), read_committed gaps from aborted transactions, and the gap window
-after initialization from persisted state with holes.
+Not modelled yet (Kafka 4.3.1 has them): the record_limit acquire mode (KIP-1206), read_committed
+filtering of aborted transactions' records, archiving in-flight batches compaction removed
+(maybeArchiveStaleBatches), the gap window after initialization from persisted state with holes,
+and the SPSO following the log start offset when retention or DeleteRecords moves it.
 """
 
 from __future__ import annotations
 
 import bisect
-import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from broker.share.in_flight import (
+    ACK_TYPE_TO_RECORD_STATE,
+    EMPTY_MEMBER_ID,
+    AcknowledgementBatch,
+    AcknowledgeType,
+    AcquiredRecords,
+    DeliveryCountOp,
+    FetchedBatch,
+    InFlightBatch,
+    InFlightState,
+    PersisterStateBatch,
+    RecordState,
+    SharePartitionSettings,
+    is_terminal,
+)
 from protocol.errors import ErrorCode, KafkaError
-
-EMPTY_MEMBER_ID = "AAAAAAAAAAAAAAAAAAAAAA"
-"""Kafka's Uuid.ZERO_UUID as a string: the member of records no member holds."""
-
-
-class RecordState(enum.IntEnum):
-    AVAILABLE = 0
-    ACQUIRED = 1
-    ACKNOWLEDGED = 2
-    ARCHIVING = 3
-    ARCHIVED = 4
-
-
-class AcknowledgeType(enum.IntEnum):
-    GAP = 0
-    ACCEPT = 1
-    RELEASE = 2
-    REJECT = 3
-
-
-_ACK_TARGET = {
-    AcknowledgeType.GAP: RecordState.ARCHIVED,
-    AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
-    AcknowledgeType.RELEASE: RecordState.AVAILABLE,
-    AcknowledgeType.REJECT: RecordState.ARCHIVED,
-}
-
-
-class DeliveryCountOp(enum.Enum):
-    INCREASE = "increase"
-    NO_OP = "no_op"
-
-
-@dataclass(frozen=True, slots=True)
-class SharePartitionSettings:
-    """The group configs a share partition obeys (Kafka's defaults)."""
-
-    record_lock_duration_ms: int = 30_000
-    """`group.share.record.lock.duration.ms`"""
-    delivery_count_limit: int = 5
-    """`group.share.delivery.count.limit`"""
-    max_in_flight_records: int = 2_000
-    """`group.share.partition.max.record.locks`"""
-
-
-@dataclass(frozen=True, slots=True)
-class FetchedBatch:
-    """A record batch read from the log for a share fetch: its first and last offsets."""
-
-    base_offset: int
-    last_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class AcquiredRecords:
-    """A range handed to a member (ShareFetchResponse AcquiredRecords)."""
-
-    first_offset: int
-    last_offset: int
-    delivery_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class AcknowledgementBatch:
-    """A ShareAcknowledge (or piggy-backed ShareFetch) acknowledgement batch: one type for the
-    whole range, or one per offset."""
-
-    first_offset: int
-    last_offset: int
-    acknowledge_types: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class PersisterStateBatch:
-    """A range of records in one state, as WriteShareGroupState and `__share_group_state` carry it."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: RecordState
-    delivery_count: int
-
-
-@dataclass(slots=True)
-class InFlightState:
-    """The state of one in-flight record, or of a whole in-flight batch."""
-
-    state: RecordState
-    delivery_count: int
-    member_id: str = EMPTY_MEMBER_ID
-    lock_expiry_ms: int | None = None
-    rollback: tuple[RecordState, int, str, int | None] | None = None
-    """The state before an open transition; None when none is open."""
-
-    def try_update(
-        self, new_state: RecordState, op: DeliveryCountOp, delivery_count_limit: int, member_id: str
-    ) -> bool:
-        """Kafka's InFlightState.tryUpdateState: a record made AVAILABLE again after its last
-        allowed delivery is ARCHIVED instead."""
-        if self.rollback is not None:
-            return False
-        if new_state is RecordState.AVAILABLE and self.delivery_count >= delivery_count_limit:
-            new_state = RecordState.ARCHIVED
-        if not _valid_transition(self.state, new_state):
-            return False
-        self.state = new_state
-        if new_state is not RecordState.ARCHIVED and op is DeliveryCountOp.INCREASE:
-            self.delivery_count += 1
-        self.member_id = member_id
-        if new_state is not RecordState.ACQUIRED:
-            self.lock_expiry_ms = None
-        return True
-
-    def start_transition(self, new_state: RecordState, delivery_count_limit: int, member_id: str) -> bool:
-        before = (self.state, self.delivery_count, self.member_id, self.lock_expiry_ms)
-        if not self.try_update(new_state, DeliveryCountOp.NO_OP, delivery_count_limit, member_id):
-            return False
-        self.rollback = before
-        return True
-
-    def complete_transition(self, commit: bool, now_ms: int) -> None:
-        before, self.rollback = self.rollback, None
-        if commit or before is None:
-            return
-        state, self.delivery_count, member_id, lock_expiry_ms = before
-        if state is RecordState.ACQUIRED and lock_expiry_ms is not None and lock_expiry_ms <= now_ms:
-            # The lock expired while the acknowledgement was being written: as Kafka, the record
-            # goes back to AVAILABLE rather than to a member whose lock is gone.
-            self.state, self.member_id, self.lock_expiry_ms = RecordState.AVAILABLE, EMPTY_MEMBER_ID, None
-        else:
-            self.state, self.member_id, self.lock_expiry_ms = state, member_id, lock_expiry_ms
-
-
-def _valid_transition(current: RecordState, new: RecordState) -> bool:
-    """Kafka's RecordState.validateTransition."""
-    if current is new or current in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
-        return False
-    if current is RecordState.AVAILABLE:
-        return new is RecordState.ACQUIRED
-    return True
-
-
-def _completed(state: RecordState) -> bool:
-    return state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
-
-
-@dataclass(slots=True)
-class InFlightBatch:
-    """Records `first_offset`..`last_offset` acquired together: one `batch_state`, or, once split,
-    one state per offset in `offset_state` (and `batch_state` None)."""
-
-    first_offset: int
-    last_offset: int
-    batch_state: InFlightState | None
-    offset_state: dict[int, InFlightState] | None = None
-
-    def split(self) -> dict[int, InFlightState]:
-        """Track this batch per offset from now on (Kafka's maybeInitializeOffsetStateUpdate)."""
-        if self.offset_state is None:
-            assert self.batch_state is not None
-            b = self.batch_state
-            self.offset_state = {
-                offset: InFlightState(b.state, b.delivery_count, b.member_id, b.lock_expiry_ms)
-                for offset in range(self.first_offset, self.last_offset + 1)
-            }
-            self.batch_state = None
-        return self.offset_state
-
-    def states(self) -> Iterator[tuple[int, int, InFlightState]]:
-        """(first, last, state) for each range of this batch that has one state object."""
-        if self.offset_state is None:
-            assert self.batch_state is not None
-            yield self.first_offset, self.last_offset, self.batch_state
-        else:
-            for offset, state in self.offset_state.items():
-                yield offset, offset, state
 
 
 @dataclass(slots=True)
@@ -240,12 +87,12 @@ class StateTransition:
     def commit(self, now_ms: int) -> None:
         for state in self.states:
             state.complete_transition(True, now_ms)
-        self.share_partition.transition_completed(committed=True)
+        self.share_partition.transitionis_terminal(committed=True)
 
     def rollback(self, now_ms: int) -> None:
         for state in self.states:
             state.complete_transition(False, now_ms)
-        self.share_partition.transition_completed(committed=False)
+        self.share_partition.transitionis_terminal(committed=False)
 
 
 class SharePartition:
@@ -268,6 +115,8 @@ class SharePartition:
         self.partition = partition
         self.settings = settings
         self.start_offset = start_offset
+        self._throttle_limit = max(2, -(-settings.delivery_count_limit // 2))
+        """Delivery count from which records are handed out in ever smaller groups."""
         self.cached_state: dict[int, InFlightBatch] = {}
         self._keys: list[int] = []
         for sb in state_batches:
@@ -333,47 +182,62 @@ class SharePartition:
         return self.in_flight_records() < self.settings.max_in_flight_records
 
     def acquire(
-        self, member_id: str, fetched: Sequence[FetchedBatch], max_fetch_records: int, now_ms: int
+        self,
+        member_id: str,
+        fetched: Sequence[FetchedBatch],
+        fetch_offset: int,
+        max_fetch_records: int,
+        batch_size: int,
+        now_ms: int,
     ) -> list[AcquiredRecords]:
-        """Acquire for `member_id` what is AVAILABLE among the fetched batches, whole batches at a
-        time (so possibly more than `max_fetch_records`, a soft limit), as Kafka's acquire in its
-        batch-optimized mode."""
+        """Acquire for `member_id` what is AVAILABLE among the batches a log read from
+        `fetch_offset` returned (Kafka's acquire, batch-optimized mode). Whole fetched batches are
+        acquired, so `max_fetch_records` is a soft limit; new records are cut into in-flight
+        batches of about `batch_size` records at fetched batch boundaries; records at or past
+        half the delivery limit are handed out in ever smaller groups, a record on its last
+        attempt alone, so one bad record does not take its neighbours to the limit with it."""
         if max_fetch_records <= 0 or not fetched:
             return []
-        first_fetched, last_fetched = fetched[0].base_offset, fetched[-1].last_offset
+        last_to_acquire, max_records = self._last_offset_and_max_records(
+            fetch_offset, max_fetch_records, fetched[-1].last_offset
+        )
+        if max_records <= 0:
+            return []
+        first_fetched = fetched[0].base_offset
         base = first_fetched
         floor = self._floor_key(base)
-        if floor is not None and self.cached_state[floor].last_offset >= base:
+        if floor is None:
+            base = max(base, self.start_offset)
+        elif self.cached_state[floor].last_offset >= base:
             base = floor
-        overlapping = self._sub_map(base, last_fetched)
+        overlapping = self._sub_map(base, last_to_acquire)
         if not overlapping:
-            new = self._acquire_new_batch(
-                member_id, fetched, first_fetched, last_fetched, max_fetch_records, now_ms
+            return self._acquire_new_batches(
+                member_id, fetched, first_fetched, last_to_acquire, batch_size, max_records, now_ms
             )
-            return [new] if new is not None else []
 
         result: list[AcquiredRecords] = []
         count = 0
         for batch in overlapping:
-            if count >= max_fetch_records:
+            if count >= max_records:
                 break
-            full_match = batch.first_offset >= first_fetched and batch.last_offset <= last_fetched
-            if not full_match or batch.offset_state is not None:
+            full_match = batch.first_offset >= first_fetched and batch.last_offset <= last_to_acquire
+            throttle = self._should_throttle(batch, first_fetched, last_to_acquire)
+            if throttle and count > 0:
+                max_records = 0  # the throttled records go out on their own in a later fetch
+                break
+            if not full_match or batch.offset_state is not None or throttle:
                 if batch.offset_state is None:
                     assert batch.batch_state is not None
                     if batch.batch_state.state is not RecordState.AVAILABLE or batch.batch_state.rollback:
                         continue
-                for offset, state in batch.split().items():
-                    if offset < first_fetched or offset < self.start_offset:
-                        continue
-                    if offset > last_fetched:
-                        break
-                    if state.state is not RecordState.AVAILABLE or not self._acquire_state(
-                        state, member_id, now_ms
-                    ):
-                        continue
-                    result.append(AcquiredRecords(offset, offset, state.delivery_count))
-                    count += 1
+                acquired = self._acquire_subset(
+                    member_id, first_fetched, last_to_acquire, batch, result, now_ms
+                )
+                count += acquired
+                if throttle and acquired > 0:
+                    max_records = 0
+                    break
                 continue
             assert batch.batch_state is not None
             if batch.batch_state.state is not RecordState.AVAILABLE:
@@ -386,13 +250,72 @@ class SharePartition:
             count += batch.last_offset - batch.first_offset + 1
 
         last_cached = overlapping[-1].last_offset
-        if count < max_fetch_records and last_cached < last_fetched:
-            new = self._acquire_new_batch(
-                member_id, fetched, last_cached + 1, last_fetched, max_fetch_records - count, now_ms
+        if count < max_records and last_cached < last_to_acquire:
+            result += self._acquire_new_batches(
+                member_id, fetched, last_cached + 1, last_to_acquire, batch_size, max_records - count, now_ms
             )
-            if new is not None:
-                result.append(new)
         return result
+
+    def _last_offset_and_max_records(
+        self, fetch_offset: int, max_fetch_records: int, last: int
+    ) -> tuple[int, int]:
+        """Keep the in-flight records under `max_in_flight_records`; at the limit, only records
+        inside the in-flight range (released or expired ones) may be acquired (Kafka's
+        lastOffsetAndMaxRecordsToAcquire)."""
+        max_records = min(max_fetch_records, self.settings.max_in_flight_records - self.in_flight_records())
+        if max_records <= 0 and fetch_offset <= self.end_offset:
+            max_records = min(max_fetch_records, self.end_offset - fetch_offset + 1)
+            last = min(last, self.end_offset)
+        return last, max_records
+
+    def _should_throttle(self, batch: InFlightBatch, first: int, last: int) -> bool:
+        """Whether records of `batch` have been delivered at least half the delivery limit times
+        (Kafka's shouldThrottleRecordsDelivery)."""
+        if batch.offset_state is None:
+            assert batch.batch_state is not None
+            return batch.batch_state.delivery_count >= self._throttle_limit
+        counts = [
+            s.delivery_count
+            for offset, s in batch.offset_state.items()
+            if first <= offset <= last and s.state is RecordState.AVAILABLE
+        ]
+        return max(counts, default=0) >= self._throttle_limit
+
+    def _acquire_subset(
+        self,
+        member_id: str,
+        first: int,
+        last: int,
+        batch: InFlightBatch,
+        result: list[AcquiredRecords],
+        now_ms: int,
+    ) -> int:
+        """Acquire the AVAILABLE offsets of `batch` within `first`..`last`, one range each
+        (Kafka's acquireSubsetBatchRecords); throttled as `acquire` says."""
+        limit = self.settings.delivery_count_limit
+        offsets = batch.split()
+        acquired = 0
+        throttled_max = -1
+        for offset, state in offsets.items():
+            if offset < first or offset < self.start_offset:
+                continue
+            if offset > last:
+                break
+            if state.state is not RecordState.AVAILABLE or state.rollback is not None:
+                continue
+            if limit > 2 and state.delivery_count == limit - 1 and acquired > 0:
+                break  # its last attempt: delivered alone, in the next fetch
+            if state.delivery_count >= self._throttle_limit and throttled_max < 0:
+                throttled_max = max(1, len(offsets) >> (state.delivery_count - self._throttle_limit + 1))
+            if not self._acquire_state(state, member_id, now_ms):
+                continue
+            result.append(AcquiredRecords(offset, offset, state.delivery_count))
+            acquired += 1
+            if limit > 2 and state.delivery_count == limit:
+                break
+            if acquired == throttled_max:
+                break
+        return acquired
 
     def _acquire_state(self, state: InFlightState, member_id: str, now_ms: int) -> bool:
         if not state.try_update(
@@ -402,39 +325,40 @@ class SharePartition:
         state.lock_expiry_ms = now_ms + self.settings.record_lock_duration_ms
         return True
 
-    def _acquire_new_batch(
+    def _acquire_new_batches(
         self,
         member_id: str,
         fetched: Sequence[FetchedBatch],
         first: int,
         last: int,
+        batch_size: int,
         max_records: int,
         now_ms: int,
-    ) -> AcquiredRecords | None:
-        """Records past the SPEO become one new ACQUIRED in-flight batch, cut after the fetched
-        batch holding the `max_records`-th record and kept under `max_in_flight_records`."""
-        if not self._keys:
-            first = max(first, self.end_offset, self.start_offset)
-        else:
-            first = max(first, self.end_offset + 1)
-            max_records = min(max_records, self.settings.max_in_flight_records - self.in_flight_records())
-        if first > last or max_records <= 0:
-            return None
+    ) -> list[AcquiredRecords]:
+        """Records never acquired become ACQUIRED in-flight batches: cut after the fetched batch
+        holding the `max_records`-th record, and into batches of `batch_size` records or more
+        at fetched batch boundaries (Kafka's acquireNewBatchRecords and createBatches)."""
+        if not self._keys and self.end_offset > first:
+            first = self.end_offset
+        if first > last:
+            return []
         if max_records < last - first + 1:
             last = _last_offset_of_batch_holding(fetched, first + max_records - 1)
-        self._put(
-            InFlightBatch(
-                first,
-                last,
-                InFlightState(
-                    RecordState.ACQUIRED, 1, member_id, now_ms + self.settings.record_lock_duration_ms
-                ),
-            )
-        )
+        cuts = [first]
+        if last - first + 1 > batch_size:
+            for batch in fetched:
+                if batch.base_offset > last:
+                    break
+                if batch.base_offset - cuts[-1] >= batch_size:
+                    cuts.append(batch.base_offset)
+        ends = [c - 1 for c in cuts[1:]] + [last]
+        expiry = now_ms + self.settings.record_lock_duration_ms
+        for lo, hi in zip(cuts, ends, strict=True):
+            self._put(InFlightBatch(lo, hi, InFlightState(RecordState.ACQUIRED, 1, member_id, expiry)))
         if self._keys[0] == first:
             self.start_offset = first
-        self.end_offset = last
-        return AcquiredRecords(first, last, 1)
+        self.end_offset = max(self.end_offset, last)
+        return [AcquiredRecords(lo, hi, 1) for lo, hi in zip(cuts, ends, strict=True)]
 
     # -- acknowledging and releasing ------------------------------------------------------
 
@@ -446,14 +370,14 @@ class SharePartition:
         transition = StateTransition(self, [], [])
         try:
             for ack in batches:
-                self._acknowledge_one(member_id, ack, transition)
+                self._acknowledge_one(member_id, ack, transition, now_ms)
         except KafkaError:
             transition.rollback(now_ms)
             raise
         return transition
 
     def _acknowledge_one(
-        self, member_id: str, ack: AcknowledgementBatch, transition: StateTransition
+        self, member_id: str, ack: AcknowledgementBatch, transition: StateTransition, now_ms: int
     ) -> None:
         targets = _ack_targets(ack)
         if ack.last_offset < self.start_offset:
@@ -515,6 +439,9 @@ class SharePartition:
                     if state.member_id != member_id:
                         raise KafkaError(ErrorCode.invalid_record_state, "Member is not the owner of offset")
                     target = targets[offset - ack.first_offset] if len(targets) > 1 else targets[0]
+                    if target is None:
+                        self._renew(state, now_ms)
+                        continue
                     self._start(state, target, offset, offset, transition)
             else:
                 assert batch.batch_state is not None
@@ -523,7 +450,16 @@ class SharePartition:
                         ErrorCode.invalid_record_state,
                         "The batch cannot be acknowledged. The batch is not in the acquired state.",
                     )
-                self._start(batch.batch_state, targets[0], batch.first_offset, batch.last_offset, transition)
+                if targets[0] is None:
+                    self._renew(batch.batch_state, now_ms)
+                else:
+                    self._start(
+                        batch.batch_state, targets[0], batch.first_offset, batch.last_offset, transition
+                    )
+
+    def _renew(self, state: InFlightState, now_ms: int) -> None:
+        """RENEW: the member keeps the record for another lock duration; nothing is persisted."""
+        state.lock_expiry_ms = now_ms + self.settings.record_lock_duration_ms
 
     def _start(
         self, state: InFlightState, target: RecordState, first: int, last: int, transition: StateTransition
@@ -599,7 +535,7 @@ class SharePartition:
 
     # -- the start offset ------------------------------------------------------------------
 
-    def transition_completed(self, committed: bool) -> None:
+    def transitionis_terminal(self, committed: bool) -> None:
         """A `StateTransition` ended: the SPSO may move, or rolled-back records may be AVAILABLE."""
         if committed:
             self._maybe_update_cached_state_and_offsets()
@@ -613,7 +549,7 @@ class SharePartition:
         for _first, last, state in self._all_states():
             if last < self.start_offset:
                 continue
-            if not _completed(state.state) or state.rollback is not None:
+            if not is_terminal(state.state) or state.rollback is not None:
                 break
             last_done = last
         if last_done == -1:
@@ -658,18 +594,20 @@ class SharePartition:
         return batch.batch_state if batch.offset_state is None else batch.offset_state.get(offset)
 
 
-def _ack_targets(ack: AcknowledgementBatch) -> list[RecordState]:
+def _ack_targets(ack: AcknowledgementBatch) -> list[RecordState | None]:
+    """The state each acknowledge type asks for; None for RENEW."""
     span = ack.last_offset - ack.first_offset + 1
     if ack.last_offset < ack.first_offset or len(ack.acknowledge_types) not in (1, span):
         raise KafkaError(
             ErrorCode.invalid_request, f"Invalid acknowledgement batch {ack.first_offset}-{ack.last_offset}"
         )
     try:
-        return [_ACK_TARGET[AcknowledgeType(t)] for t in ack.acknowledge_types]
+        types = [AcknowledgeType(t) for t in ack.acknowledge_types]
     except ValueError:
         raise KafkaError(
             ErrorCode.invalid_request, f"Invalid acknowledge type: {list(ack.acknowledge_types)}"
         ) from None
+    return [None if t is AcknowledgeType.RENEW else ACK_TYPE_TO_RECORD_STATE[t] for t in types]
 
 
 def _last_offset_of_batch_holding(fetched: Sequence[FetchedBatch], offset: int) -> int:

@@ -1,0 +1,187 @@
+"""In-flight records of a share partition: their states, as Kafka's RecordState, InFlightState
+and InFlightBatch (server, org.apache.kafka.server.share.fetch), and the values a share partition
+exchanges with share fetches, acknowledgements and the persister. The transitions are listed in
+share_partition.py's docstring."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+EMPTY_MEMBER_ID = ""
+"""The member of records no member holds (Kafka's SharePartition.EMPTY_MEMBER_ID)."""
+
+
+class RecordState(enum.IntEnum):
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVING = 3
+    ARCHIVED = 4
+
+
+class AcknowledgeType(enum.IntEnum):
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+    """KIP-1222: extend the acquisition lock; the record stays ACQUIRED."""
+
+
+ACK_TYPE_TO_RECORD_STATE = {
+    AcknowledgeType.GAP: RecordState.ARCHIVED,
+    AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
+    AcknowledgeType.RELEASE: RecordState.AVAILABLE,
+    AcknowledgeType.REJECT: RecordState.ARCHIVED,
+}
+
+
+class DeliveryCountOp(enum.Enum):
+    INCREASE = "increase"
+    NO_OP = "no_op"
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionSettings:
+    """The group configs a share partition obeys (Kafka's defaults)."""
+
+    record_lock_duration_ms: int = 30_000
+    """`group.share.record.lock.duration.ms`"""
+    delivery_count_limit: int = 5
+    """`group.share.delivery.count.limit`"""
+    max_in_flight_records: int = 2_000
+    """`group.share.partition.max.record.locks`"""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedBatch:
+    """A record batch read from the log for a share fetch: its first and last offsets."""
+
+    base_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRecords:
+    """A range handed to a member (ShareFetchResponse AcquiredRecords)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgementBatch:
+    """A ShareAcknowledge (or piggy-backed ShareFetch) acknowledgement batch: one type for the
+    whole range, or one per offset."""
+
+    first_offset: int
+    last_offset: int
+    acknowledge_types: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PersisterStateBatch:
+    """A range of records in one state, as WriteShareGroupState and `__share_group_state` carry it."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: RecordState
+    delivery_count: int
+
+
+@dataclass(slots=True)
+class InFlightState:
+    """The state of one in-flight record, or of a whole in-flight batch."""
+
+    state: RecordState
+    delivery_count: int
+    member_id: str = EMPTY_MEMBER_ID
+    lock_expiry_ms: int | None = None
+    rollback: tuple[RecordState, int, str, int | None] | None = None
+    """The state before an open transition; None when none is open."""
+
+    def try_update(
+        self, new_state: RecordState, op: DeliveryCountOp, delivery_count_limit: int, member_id: str
+    ) -> bool:
+        """Kafka's InFlightState.tryUpdateState: a record made AVAILABLE again after its last
+        allowed delivery is ARCHIVED instead."""
+        if self.rollback is not None:
+            return False
+        if new_state is RecordState.AVAILABLE and self.delivery_count >= delivery_count_limit:
+            new_state = RecordState.ARCHIVED
+        if not valid_transition(self.state, new_state):
+            return False
+        self.state = new_state
+        if new_state is not RecordState.ARCHIVED and op is DeliveryCountOp.INCREASE:
+            self.delivery_count += 1
+        self.member_id = member_id
+        if new_state is not RecordState.ACQUIRED:
+            self.lock_expiry_ms = None
+        return True
+
+    def start_transition(self, new_state: RecordState, delivery_count_limit: int, member_id: str) -> bool:
+        before = (self.state, self.delivery_count, self.member_id, self.lock_expiry_ms)
+        if not self.try_update(new_state, DeliveryCountOp.NO_OP, delivery_count_limit, member_id):
+            return False
+        self.rollback = before
+        return True
+
+    def complete_transition(self, commit: bool, now_ms: int) -> None:
+        before, self.rollback = self.rollback, None
+        if commit or before is None:
+            return
+        state, self.delivery_count, member_id, lock_expiry_ms = before
+        if state is RecordState.ACQUIRED and lock_expiry_ms is not None and lock_expiry_ms <= now_ms:
+            # The lock expired while the acknowledgement was being written: as Kafka, the record
+            # goes back to AVAILABLE rather than to a member whose lock is gone.
+            self.state, self.member_id, self.lock_expiry_ms = RecordState.AVAILABLE, EMPTY_MEMBER_ID, None
+        else:
+            self.state, self.member_id, self.lock_expiry_ms = state, member_id, lock_expiry_ms
+
+
+def valid_transition(current: RecordState, new: RecordState) -> bool:
+    """Kafka's RecordState.validateTransition."""
+    if current is new or current in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+        return False
+    if current is RecordState.AVAILABLE:
+        return new is RecordState.ACQUIRED
+    return True
+
+
+def is_terminal(state: RecordState) -> bool:
+    return state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+@dataclass(slots=True)
+class InFlightBatch:
+    """Records `first_offset`..`last_offset` acquired together: one `batch_state`, or, once split,
+    one state per offset in `offset_state` (and `batch_state` None)."""
+
+    first_offset: int
+    last_offset: int
+    batch_state: InFlightState | None
+    offset_state: dict[int, InFlightState] | None = None
+
+    def split(self) -> dict[int, InFlightState]:
+        """Track this batch per offset from now on (Kafka's maybeInitializeOffsetStateUpdate)."""
+        if self.offset_state is None:
+            assert self.batch_state is not None
+            b = self.batch_state
+            self.offset_state = {
+                offset: InFlightState(b.state, b.delivery_count, b.member_id, b.lock_expiry_ms)
+                for offset in range(self.first_offset, self.last_offset + 1)
+            }
+            self.batch_state = None
+        return self.offset_state
+
+    def states(self) -> Iterator[tuple[int, int, InFlightState]]:
+        """(first, last, state) for each range of this batch that has one state object."""
+        if self.offset_state is None:
+            assert self.batch_state is not None
+            yield self.first_offset, self.last_offset, self.batch_state
+        else:
+            for offset, state in self.offset_state.items():
+                yield offset, offset, state
