@@ -102,6 +102,9 @@ class InFlightState:
     lock_expiry_ms: int | None = None
     rollback: tuple[RecordState, int, str, int | None] | None = None
     """The state before an open transition; None when none is open."""
+    terminal: bool = False
+    """ARCHIVED for good (the log start offset passed it, or compaction removed it): an open
+    transition's outcome no longer changes it."""
 
     def try_update(
         self, new_state: RecordState, op: DeliveryCountOp, delivery_count_limit: int, member_id: str
@@ -129,9 +132,14 @@ class InFlightState:
         self.rollback = before
         return True
 
+    def archive(self) -> None:
+        """Kafka's InFlightState.archive."""
+        self.terminal = True
+        self.state, self.member_id, self.lock_expiry_ms = RecordState.ARCHIVED, EMPTY_MEMBER_ID, None
+
     def complete_transition(self, commit: bool, now_ms: int) -> None:
         before, self.rollback = self.rollback, None
-        if commit or before is None:
+        if commit or before is None or self.terminal:
             return
         state, self.delivery_count, member_id, lock_expiry_ms = before
         if state is RecordState.ACQUIRED and lock_expiry_ms is not None and lock_expiry_ms <= now_ms:

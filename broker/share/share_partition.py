@@ -45,10 +45,13 @@ Errors are Kafka's: acknowledging a record that is not ACQUIRED, or acquired by 
 or outside the in-flight records below the SPEO, is INVALID_RECORD_STATE; an offset past the
 acquired records or an unknown acknowledge type is INVALID_REQUEST.
 
+AVAILABLE records are archived for good when the log no longer has them: below a log start offset
+that passed the SPSO (`update_cache_and_offsets`), or between the fetch offset and the first
+batch a read returned (compaction).
+
 Not modelled yet (Kafka 4.3.1 has them): the record_limit acquire mode (KIP-1206), read_committed
-filtering of aborted transactions' records, archiving in-flight batches compaction removed
-(maybeArchiveStaleBatches), the gap window after initialization from persisted state with holes,
-and the SPSO following the log start offset when retention or DeleteRecords moves it.
+filtering of aborted transactions' records, and the gap window after initialization from
+persisted state with holes.
 """
 
 from __future__ import annotations
@@ -196,7 +199,7 @@ class SharePartition:
         batches of about `batch_size` records at fetched batch boundaries; records at or past
         half the delivery limit are handed out in ever smaller groups, a record on its last
         attempt alone, so one bad record does not take its neighbours to the limit with it."""
-        if max_fetch_records <= 0 or not fetched:
+        if max_fetch_records <= 0 or not fetched or fetched[-1].last_offset < self.start_offset:
             return []
         last_to_acquire, max_records = self._last_offset_and_max_records(
             fetch_offset, max_fetch_records, fetched[-1].last_offset
@@ -205,15 +208,27 @@ class SharePartition:
             return []
         first_fetched = fetched[0].base_offset
         base = first_fetched
+        if self._keys and fetch_offset < base:
+            # The records between the fetch offset and the first fetched batch are gone from the
+            # log (compaction): archive what of them is in flight, so the SPSO can move on.
+            floor = self._floor_key(fetch_offset)
+            low = (
+                floor
+                if floor is not None and self.cached_state[floor].last_offset >= fetch_offset
+                else fetch_offset
+            )
+            stale = [b for b in self._sub_map(low, base) if b.first_offset < base]
+            if self._archive_available(fetch_offset, base, stale):
+                self._find_next_fetch_offset = True
         floor = self._floor_key(base)
         if floor is None:
             base = max(base, self.start_offset)
         elif self.cached_state[floor].last_offset >= base:
             base = floor
-        overlapping = self._sub_map(base, last_to_acquire)
+        overlapping = self._sub_map(min(first_fetched, base), last_to_acquire)
         if not overlapping:
             return self._acquire_new_batches(
-                member_id, fetched, first_fetched, last_to_acquire, batch_size, max_records, now_ms
+                member_id, fetched, base, last_to_acquire, batch_size, max_records, now_ms
             )
 
         result: list[AcquiredRecords] = []
@@ -272,8 +287,13 @@ class SharePartition:
         """Whether records of `batch` have been delivered at least half the delivery limit times
         (Kafka's shouldThrottleRecordsDelivery)."""
         if batch.offset_state is None:
-            assert batch.batch_state is not None
-            return batch.batch_state.delivery_count >= self._throttle_limit
+            b = batch.batch_state
+            assert b is not None
+            return (
+                b.state is RecordState.AVAILABLE
+                and b.rollback is None
+                and b.delivery_count >= self._throttle_limit
+            )
         counts = [
             s.delivery_count
             for offset, s in batch.offset_state.items()
@@ -290,14 +310,16 @@ class SharePartition:
         result: list[AcquiredRecords],
         now_ms: int,
     ) -> int:
-        """Acquire the AVAILABLE offsets of `batch` within `first`..`last`, one range each
-        (Kafka's acquireSubsetBatchRecords); throttled as `acquire` says."""
+        """Acquire the AVAILABLE offsets of `batch` within `first`..`last` (Kafka's
+        acquireSubsetBatchRecords), contiguous ones with one delivery count as one range;
+        throttled as `acquire` says."""
         limit = self.settings.delivery_count_limit
         offsets = batch.split()
         acquired = 0
+        ranges: list[AcquiredRecords] = []
         throttled_max = -1
         for offset, state in offsets.items():
-            if offset < first or offset < self.start_offset:
+            if offset < first:
                 continue
             if offset > last:
                 break
@@ -309,12 +331,21 @@ class SharePartition:
                 throttled_max = max(1, len(offsets) >> (state.delivery_count - self._throttle_limit + 1))
             if not self._acquire_state(state, member_id, now_ms):
                 continue
-            result.append(AcquiredRecords(offset, offset, state.delivery_count))
+            prev = ranges[-1] if ranges else None
+            if (
+                prev is not None
+                and prev.last_offset + 1 == offset
+                and prev.delivery_count == state.delivery_count
+            ):
+                ranges[-1] = AcquiredRecords(prev.first_offset, offset, state.delivery_count)
+            else:
+                ranges.append(AcquiredRecords(offset, offset, state.delivery_count))
             acquired += 1
             if limit > 2 and state.delivery_count == limit:
                 break
             if acquired == throttled_max:
                 break
+        result += ranges
         return acquired
 
     def _acquire_state(self, state: InFlightState, member_id: str, now_ms: int) -> bool:
@@ -471,19 +502,33 @@ class SharePartition:
         if state.state is RecordState.AVAILABLE:
             self._find_next_fetch_offset = True
 
-    def release_acquired_records(self, member_id: str) -> StateTransition:
+    def release_acquired_records(self, member_id: str, now_ms: int) -> StateTransition:
         """Release every record `member_id` holds, as when its share session closes or it leaves
         the group (Kafka's releaseAcquiredRecords): AVAILABLE again, or ARCHIVED below the SPSO or
-        at the delivery limit."""
+        at the delivery limit. Raises KafkaError, with nothing changed, when one of them has an
+        acknowledgement being written."""
         transition = StateTransition(self, [], [])
-        for batch in [self.cached_state[key] for key in self._keys]:
-            if batch.offset_state is None and batch.first_offset < self.start_offset <= batch.last_offset:
-                batch.split()
-            for first, last, state in batch.states():
-                if state.state is not RecordState.ACQUIRED or state.member_id != member_id or state.rollback:
-                    continue
-                target = RecordState.ARCHIVED if last < self.start_offset else RecordState.AVAILABLE
-                self._start(state, target, first, last, transition)
+        try:
+            for batch in [self.cached_state[key] for key in self._keys]:
+                b = batch.batch_state
+                if (
+                    b is not None
+                    and b.state is RecordState.ACQUIRED
+                    and b.member_id == member_id
+                    and batch.first_offset < self.start_offset <= batch.last_offset
+                ):
+                    batch.split()
+                for first, last, state in batch.states():
+                    if (
+                        state.member_id not in (member_id, EMPTY_MEMBER_ID)
+                        or state.state is not RecordState.ACQUIRED
+                    ):
+                        continue
+                    target = RecordState.ARCHIVED if last < self.start_offset else RecordState.AVAILABLE
+                    self._start(state, target, first, last, transition)
+        except KafkaError:
+            transition.rollback(now_ms)
+            raise
         return transition
 
     # -- acquisition locks -----------------------------------------------------------------
@@ -534,6 +579,44 @@ class SharePartition:
         return [PersisterStateBatch(first, last, state.state, state.delivery_count)]
 
     # -- the start offset ------------------------------------------------------------------
+
+    def update_cache_and_offsets(self, log_start_offset: int) -> None:
+        """The log start offset moved past the SPSO (retention, DeleteRecords): the AVAILABLE
+        records below it are archived and the SPSO moves to it (Kafka's updateCacheAndOffsets;
+        the new SPSO is persisted with the next state write)."""
+        if log_start_offset <= self.start_offset:
+            return
+        if not self._keys:
+            self.start_offset = self.end_offset = log_start_offset
+            return
+        if self._archive_available(
+            self.start_offset, log_start_offset, [self.cached_state[k] for k in self._keys]
+        ):
+            self._find_next_fetch_offset = True
+        self.start_offset = log_start_offset
+        self.end_offset = max(self.end_offset, self.start_offset)
+
+    def _archive_available(self, first: int, end: int, batches: list[InFlightBatch]) -> bool:
+        """Archive for good the AVAILABLE records in `first`..`end`-1 (Kafka's archiveRecords)."""
+        archived = False
+        for batch in batches:
+            if batch.first_offset >= end:
+                break
+            if batch.offset_state is None and batch.first_offset >= first and batch.last_offset <= end - 1:
+                assert batch.batch_state is not None
+                if batch.batch_state.state is RecordState.AVAILABLE:
+                    batch.batch_state.archive()
+                    archived = True
+                continue
+            if batch.offset_state is None:
+                assert batch.batch_state is not None
+                if batch.batch_state.state is not RecordState.AVAILABLE:
+                    continue
+            for offset, state in batch.split().items():
+                if first <= offset < end and state.state is RecordState.AVAILABLE:
+                    state.archive()
+                    archived = True
+        return archived
 
     def transitionis_terminal(self, committed: bool) -> None:
         """A `StateTransition` ended: the SPSO may move, or rolled-back records may be AVAILABLE."""
