@@ -6,8 +6,10 @@ share_partition.py's docstring."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+from protocol.errors import ErrorCode, KafkaError
 
 EMPTY_MEMBER_ID = ""
 """The member of records no member holds (Kafka's SharePartition.EMPTY_MEMBER_ID)."""
@@ -193,3 +195,31 @@ class InFlightBatch:
         else:
             for offset, state in self.offset_state.items():
                 yield offset, offset, state
+
+
+def ack_targets(ack: AcknowledgementBatch) -> list[RecordState | None]:
+    """The state each acknowledge type asks for; None for RENEW."""
+    span = ack.last_offset - ack.first_offset + 1
+    if ack.last_offset < ack.first_offset or len(ack.acknowledge_types) not in (1, span):
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Invalid acknowledgement batch {ack.first_offset}-{ack.last_offset}"
+        )
+    try:
+        types = [AcknowledgeType(t) for t in ack.acknowledge_types]
+    except ValueError:
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Invalid acknowledge type: {list(ack.acknowledge_types)}"
+        ) from None
+    return [None if t is AcknowledgeType.RENEW else ACK_TYPE_TO_RECORD_STATE[t] for t in types]
+
+
+def last_offset_of_batch_holding(fetched: Sequence[FetchedBatch], offset: int) -> int:
+    """The last offset of the fetched batch that holds `offset` (a batch is acquired whole)."""
+    holding = None
+    for batch in fetched:
+        if offset < batch.base_offset:
+            break
+        holding = batch
+    if holding is not None and offset <= holding.last_offset:
+        return holding.last_offset
+    return offset

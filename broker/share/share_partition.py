@@ -61,10 +61,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from broker.share.in_flight import (
-    ACK_TYPE_TO_RECORD_STATE,
     EMPTY_MEMBER_ID,
     AcknowledgementBatch,
-    AcknowledgeType,
     AcquiredRecords,
     DeliveryCountOp,
     FetchedBatch,
@@ -73,7 +71,9 @@ from broker.share.in_flight import (
     PersisterStateBatch,
     RecordState,
     SharePartitionSettings,
+    ack_targets,
     is_terminal,
+    last_offset_of_batch_holding,
 )
 from protocol.errors import ErrorCode, KafkaError
 
@@ -374,7 +374,7 @@ class SharePartition:
         if first > last:
             return []
         if max_records < last - first + 1:
-            last = _last_offset_of_batch_holding(fetched, first + max_records - 1)
+            last = last_offset_of_batch_holding(fetched, first + max_records - 1)
         cuts = [first]
         if last - first + 1 > batch_size:
             for batch in fetched:
@@ -410,7 +410,7 @@ class SharePartition:
     def _acknowledge_one(
         self, member_id: str, ack: AcknowledgementBatch, transition: StateTransition, now_ms: int
     ) -> None:
-        targets = _ack_targets(ack)
+        targets = ack_targets(ack)
         if ack.last_offset < self.start_offset:
             return  # already archived
         floor = self._floor_key(ack.first_offset)
@@ -675,31 +675,3 @@ class SharePartition:
             return None
         batch = self.cached_state[key]
         return batch.batch_state if batch.offset_state is None else batch.offset_state.get(offset)
-
-
-def _ack_targets(ack: AcknowledgementBatch) -> list[RecordState | None]:
-    """The state each acknowledge type asks for; None for RENEW."""
-    span = ack.last_offset - ack.first_offset + 1
-    if ack.last_offset < ack.first_offset or len(ack.acknowledge_types) not in (1, span):
-        raise KafkaError(
-            ErrorCode.invalid_request, f"Invalid acknowledgement batch {ack.first_offset}-{ack.last_offset}"
-        )
-    try:
-        types = [AcknowledgeType(t) for t in ack.acknowledge_types]
-    except ValueError:
-        raise KafkaError(
-            ErrorCode.invalid_request, f"Invalid acknowledge type: {list(ack.acknowledge_types)}"
-        ) from None
-    return [None if t is AcknowledgeType.RENEW else ACK_TYPE_TO_RECORD_STATE[t] for t in types]
-
-
-def _last_offset_of_batch_holding(fetched: Sequence[FetchedBatch], offset: int) -> int:
-    """The last offset of the fetched batch that holds `offset` (a batch is acquired whole)."""
-    holding = None
-    for batch in fetched:
-        if offset < batch.base_offset:
-            break
-        holding = batch
-    if holding is not None and offset <= holding.last_offset:
-        return holding.last_offset
-    return offset
