@@ -214,3 +214,12 @@ def read_update_value(buf: bytes) -> ShareUpdateValue:
     snapshot_epoch, leader_epoch, start = r.i32(), r.i32(), r.i64()
     batches = r.batches()
     return ShareUpdateValue(snapshot_epoch, leader_epoch, start, batches, r.delivery_complete_count())
+
+
+def value_bytes(v: ShareSnapshotValue | ShareUpdateValue) -> bytes:
+    return snapshot_value_bytes(v) if isinstance(v, ShareSnapshotValue) else update_value_bytes(v)
+
+
+def read_value(record_type: int, buf: bytes) -> ShareSnapshotValue | ShareUpdateValue:
+    """The value of a record of `record_type` (from its key)."""
+    return read_snapshot_value(buf) if record_type == SHARE_SNAPSHOT else read_update_value(buf)
