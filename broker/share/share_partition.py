@@ -161,6 +161,15 @@ class SharePartition:
     def in_flight_records(self) -> int:
         return 0 if not self._keys else self.end_offset - self.start_offset + 1
 
+    def delivery_complete_count(self) -> int:
+        """In-flight records at or above the SPSO that are ACKNOWLEDGED or ARCHIVED (Kafka's
+        deliveryCompleteCount, persisted with every write for the group's lag)."""
+        return sum(
+            last - max(first, self.start_offset) + 1
+            for first, last, state in self._all_states()
+            if last >= self.start_offset and is_terminal(state.state)
+        )
+
     # -- acquiring ---------------------------------------------------------------------------
 
     def next_fetch_offset(self) -> int:
