@@ -59,10 +59,23 @@ class SharePartitionSettings:
 
 @dataclass(frozen=True, slots=True)
 class FetchedBatch:
-    """A record batch read from the log for a share fetch: its first and last offsets."""
+    """A record batch read from the log for a share fetch: its offsets and, for read_committed
+    share groups, what its header says of transactions."""
 
     base_offset: int
     last_offset: int
+    producer_id: int = -1
+    transactional: bool = False
+    abort_marker: bool = False
+    """A control batch holding an ABORT marker."""
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTransaction:
+    """A Fetch's aborted transaction: its producer and first offset (from the transaction index)."""
+
+    producer_id: int
+    first_offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,3 +236,47 @@ def last_offset_of_batch_holding(fetched: Sequence[FetchedBatch], offset: int) -
     if holding is not None and offset <= holding.last_offset:
         return holding.last_offset
     return offset
+
+
+def aborted_batches(
+    fetched: Sequence[FetchedBatch], aborted: Sequence[AbortedTransaction]
+) -> list[FetchedBatch]:
+    """The fetched batches of aborted transactions (Kafka's fetchAbortedTransactionRecordBatches):
+    a transactional batch whose producer has an aborted transaction starting at or before it and
+    not yet closed by its ABORT marker."""
+    pending = sorted(aborted, key=lambda t: t.first_offset)
+    aborting: set[int] = set()
+    doomed: list[FetchedBatch] = []
+    for batch in fetched:
+        if batch.producer_id < 0:
+            continue
+        while pending and pending[0].first_offset <= batch.last_offset:
+            aborting.add(pending.pop(0).producer_id)
+        if batch.abort_marker:
+            aborting.discard(batch.producer_id)
+        elif batch.transactional and batch.producer_id in aborting:
+            doomed.append(batch)
+    return doomed
+
+
+def without_batches(
+    acquired: Sequence[AcquiredRecords], batches: Sequence[FetchedBatch]
+) -> list[AcquiredRecords]:
+    """`acquired` with the offsets of `batches` cut out (Kafka's
+    filterRecordBatchesFromAcquiredRecords)."""
+    result: list[AcquiredRecords] = []
+    for a in acquired:
+        pieces = [a]
+        for batch in batches:
+            kept = []
+            for p in pieces:
+                if p.last_offset < batch.base_offset or p.first_offset > batch.last_offset:
+                    kept.append(p)
+                    continue
+                if p.first_offset < batch.base_offset:
+                    kept.append(AcquiredRecords(p.first_offset, batch.base_offset - 1, p.delivery_count))
+                if p.last_offset > batch.last_offset:
+                    kept.append(AcquiredRecords(batch.last_offset + 1, p.last_offset, p.delivery_count))
+            pieces = kept
+        result += pieces
+    return result

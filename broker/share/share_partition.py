@@ -1,3 +1,4 @@
+# Over 700 lines: SharePartition is one state machine (acquire, acknowledge, release, locks, SPSO) whose rules change together, as Kafka's.
 """The state of one share partition: one share group's view of one topic partition (KIP-932).
 
 Pure state and rules, as Kafka's SharePartition (core, kafka.server.share) and InFlightState
@@ -49,9 +50,11 @@ AVAILABLE records are archived for good when the log no longer has them: below a
 that passed the SPSO (`update_cache_and_offsets`), or between the fetch offset and the first
 batch a read returned (compaction).
 
-Not modelled yet (Kafka 4.3.1 has them): the record_limit acquire mode (KIP-1206), read_committed
-filtering of aborted transactions' records, and the gap window after initialization from
-persisted state with holes.
+With read_committed (the group's `share.isolation.level`), acquired records of aborted
+transactions are archived at once and left out of the answer.
+
+Not modelled yet (Kafka 4.3.1 has them): the record_limit acquire mode (KIP-1206) and the gap
+window after initialization from persisted state with holes.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from dataclasses import dataclass
 
 from broker.share.in_flight import (
     EMPTY_MEMBER_ID,
+    AbortedTransaction,
     AcknowledgementBatch,
     AcquiredRecords,
     DeliveryCountOp,
@@ -71,9 +75,11 @@ from broker.share.in_flight import (
     PersisterStateBatch,
     RecordState,
     SharePartitionSettings,
+    aborted_batches,
     ack_targets,
     is_terminal,
     last_offset_of_batch_holding,
+    without_batches,
 )
 from protocol.errors import ErrorCode, KafkaError
 
@@ -90,12 +96,12 @@ class StateTransition:
     def commit(self, now_ms: int) -> None:
         for state in self.states:
             state.complete_transition(True, now_ms)
-        self.share_partition.transitionis_terminal(committed=True)
+        self.share_partition.transition_completed(committed=True)
 
     def rollback(self, now_ms: int) -> None:
         for state in self.states:
             state.complete_transition(False, now_ms)
-        self.share_partition.transitionis_terminal(committed=False)
+        self.share_partition.transition_completed(committed=False)
 
 
 class SharePartition:
@@ -201,13 +207,30 @@ class SharePartition:
         max_fetch_records: int,
         batch_size: int,
         now_ms: int,
+        aborted: Sequence[AbortedTransaction] | None = None,
     ) -> list[AcquiredRecords]:
         """Acquire for `member_id` what is AVAILABLE among the batches a log read from
         `fetch_offset` returned (Kafka's acquire, batch-optimized mode). Whole fetched batches are
         acquired, so `max_fetch_records` is a soft limit; new records are cut into in-flight
         batches of about `batch_size` records at fetched batch boundaries; records at or past
         half the delivery limit are handed out in ever smaller groups, a record on its last
-        attempt alone, so one bad record does not take its neighbours to the limit with it."""
+        attempt alone, so one bad record does not take its neighbours to the limit with it.
+        `aborted` (read_committed: the aborted transactions the read returned) archives what it
+        acquired of aborted transactions and leaves it out of the answer."""
+        acquired = self._acquire(member_id, fetched, fetch_offset, max_fetch_records, batch_size, now_ms)
+        if not aborted or not acquired:
+            return acquired
+        return self._drop_aborted(fetched, acquired, aborted)
+
+    def _acquire(
+        self,
+        member_id: str,
+        fetched: Sequence[FetchedBatch],
+        fetch_offset: int,
+        max_fetch_records: int,
+        batch_size: int,
+        now_ms: int,
+    ) -> list[AcquiredRecords]:
         if max_fetch_records <= 0 or not fetched or fetched[-1].last_offset < self.start_offset:
             return []
         last_to_acquire, max_records = self._last_offset_and_max_records(
@@ -279,6 +302,22 @@ class SharePartition:
                 member_id, fetched, last_cached + 1, last_to_acquire, batch_size, max_records - count, now_ms
             )
         return result
+
+    def _drop_aborted(
+        self,
+        fetched: Sequence[FetchedBatch],
+        acquired: list[AcquiredRecords],
+        aborted: Sequence[AbortedTransaction],
+    ) -> list[AcquiredRecords]:
+        """Archive the acquired records of aborted transactions and cut them out of `acquired`
+        (Kafka's filterAbortedTransactionalAcquiredRecords)."""
+        doomed = aborted_batches(fetched, aborted)
+        for batch in doomed:
+            floor = self._floor_key(batch.base_offset)
+            if floor is not None:
+                in_flight = self._sub_map(floor, batch.last_offset)
+                self._archive(batch.base_offset, batch.last_offset + 1, in_flight, RecordState.ACQUIRED)
+        return without_batches(acquired, doomed)
 
     def _last_offset_and_max_records(
         self, fetch_offset: int, max_fetch_records: int, last: int
@@ -606,28 +645,31 @@ class SharePartition:
         self.end_offset = max(self.end_offset, self.start_offset)
 
     def _archive_available(self, first: int, end: int, batches: list[InFlightBatch]) -> bool:
-        """Archive for good the AVAILABLE records in `first`..`end`-1 (Kafka's archiveRecords)."""
+        return self._archive(first, end, batches, RecordState.AVAILABLE)
+
+    def _archive(self, first: int, end: int, batches: list[InFlightBatch], initial: RecordState) -> bool:
+        """Archive for good the `initial` records in `first`..`end`-1 (Kafka's archiveRecords)."""
         archived = False
         for batch in batches:
             if batch.first_offset >= end:
                 break
             if batch.offset_state is None and batch.first_offset >= first and batch.last_offset <= end - 1:
                 assert batch.batch_state is not None
-                if batch.batch_state.state is RecordState.AVAILABLE:
+                if batch.batch_state.state is initial:
                     batch.batch_state.archive()
                     archived = True
                 continue
             if batch.offset_state is None:
                 assert batch.batch_state is not None
-                if batch.batch_state.state is not RecordState.AVAILABLE:
+                if batch.batch_state.state is not initial:
                     continue
             for offset, state in batch.split().items():
-                if first <= offset < end and state.state is RecordState.AVAILABLE:
+                if first <= offset < end and state.state is initial:
                     state.archive()
                     archived = True
         return archived
 
-    def transitionis_terminal(self, committed: bool) -> None:
+    def transition_completed(self, committed: bool) -> None:
         """A `StateTransition` ended: the SPSO may move, or rolled-back records may be AVAILABLE."""
         if committed:
             self._maybe_update_cached_state_and_offsets()

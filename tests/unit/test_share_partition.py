@@ -8,6 +8,7 @@ import pytest
 
 from broker.share.in_flight import (
     EMPTY_MEMBER_ID,
+    AbortedTransaction,
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRecords,
@@ -419,3 +420,19 @@ def test_releasing_a_member_leaves_its_acknowledgements_being_written() -> None:
     assert state(sp, 0) == (RecordState.AVAILABLE, 1, EMPTY_MEMBER_ID)
     pending.commit(0)
     assert sp.start_offset == 0 and state(sp, 5)[0] is RecordState.ACKNOWLEDGED
+
+
+def test_read_committed_archives_acquired_records_of_aborted_transactions() -> None:
+    sp = share_partition()
+    fetched = [
+        FetchedBatch(0, 1, producer_id=7, transactional=True),  # aborted below
+        FetchedBatch(2, 3),  # not transactional
+        FetchedBatch(4, 4, producer_id=7, transactional=True, abort_marker=True),
+        FetchedBatch(5, 6, producer_id=7, transactional=True),  # a later transaction: committed
+    ]
+    got = sp.acquire(A, fetched, 0, 500, 500, 0, aborted=[AbortedTransaction(producer_id=7, first_offset=0)])
+    assert got == [AcquiredRecords(2, 6, 1)]
+    assert state(sp, 0)[0] is RecordState.ARCHIVED and state(sp, 1)[0] is RecordState.ARCHIVED
+    # The marker (4) is acquired with the rest and acknowledged as a gap by the client.
+    ack(sp, A, 2, 6, ACCEPT)
+    assert (sp.start_offset, sp.cached_state) == (7, {})
