@@ -53,8 +53,11 @@ batch a read returned (compaction).
 With read_committed (the group's `share.isolation.level`), acquired records of aborted
 transactions are archived at once and left out of the answer.
 
-Not modelled yet (Kafka 4.3.1 has them): the record_limit acquire mode (KIP-1206) and the gap
-window after initialization from persisted state with holes.
+Initialized from persisted state with holes (records acquired before a leader change but never
+written), the holes are fetched first and the SPSO does not pass them (Kafka's persister read gap
+window), so no record whose delivery was not completed is skipped.
+
+Not modelled yet (Kafka 4.3.1 has it): the record_limit acquire mode (KIP-1206).
 """
 
 from __future__ import annotations
@@ -139,8 +142,18 @@ class SharePartition:
                 )
             )
         self._find_next_fetch_offset = bool(self._keys)
+        self._gap: list[int] | None = None
+        """[end offset, first gap]: persisted state with holes (records acquired but never written,
+        so never completed); while the SPEO is still the persisted one, the holes are fetched first
+        and the SPSO stops at the first (Kafka's persister read gap window)."""
         if self._keys:
             self.end_offset = self.cached_state[self._keys[-1]].last_offset
+            previous_last = start_offset - 1
+            for sb in state_batches:
+                if sb.first_offset > previous_last + 1:
+                    self._gap = [self.end_offset, previous_last + 1]
+                    break
+                previous_last = sb.last_offset
             self._maybe_update_cached_state_and_offsets()
         else:
             self.end_offset = start_offset
@@ -164,6 +177,20 @@ class SharePartition:
         for key in self._keys:
             yield from self.cached_state[key].states()
 
+    def _gap_start(self) -> int | None:
+        """The first hole of the persisted state while its gap window is active."""
+        if self._gap is None or self._gap[0] != self.end_offset:
+            return None
+        return self._gap[1]
+
+    def _gap_filled_up_to(self, offset: int) -> None:
+        """Records up to `offset` - 1 were acquired (Kafka's maybeUpdatePersisterGapWindowStartOffset)."""
+        if self._gap is not None:
+            if self._gap[0] == self.end_offset and offset <= self._gap[0]:
+                self._gap[1] = offset
+            else:
+                self._gap = None
+
     def in_flight_records(self) -> int:
         return 0 if not self._keys else self.end_offset - self.start_offset + 1
 
@@ -186,9 +213,16 @@ class SharePartition:
             self._find_next_fetch_offset = False
             return self.end_offset
         if self._find_next_fetch_offset:
-            for first, _last, state in self._all_states():
-                if state.state is RecordState.AVAILABLE and state.rollback is None:
-                    return first
+            gap = self._gap_start()
+            for key in self._keys:
+                batch = self.cached_state[key]
+                if gap is not None:
+                    if key > gap:
+                        return gap
+                    gap = max(batch.last_offset + 1, gap)
+                for first, _last, state in batch.states():
+                    if state.state is RecordState.AVAILABLE and state.rollback is None:
+                        return first
             self._find_next_fetch_offset = False
         return self.end_offset + 1
 
@@ -265,9 +299,27 @@ class SharePartition:
 
         result: list[AcquiredRecords] = []
         count = 0
+        maybe_gap = base
         for batch in overlapping:
             if count >= max_records:
                 break
+            if self._gap_start() is not None:
+                if maybe_gap < batch.first_offset:
+                    # A hole of the persisted state: its records are acquired as new ones.
+                    new = self._acquire_new_batches(
+                        member_id,
+                        fetched,
+                        maybe_gap,
+                        batch.first_offset - 1,
+                        batch_size,
+                        max_records - count,
+                        now_ms,
+                    )
+                    result += new
+                    count += sum(a.last_offset - a.first_offset + 1 for a in new)
+                maybe_gap = batch.last_offset + 1
+                if count >= max_records:
+                    break
             full_match = batch.first_offset >= first_fetched and batch.last_offset <= last_to_acquire
             throttle = self._should_throttle(batch, first_fetched, last_to_acquire)
             if throttle and count > 0:
@@ -301,6 +353,8 @@ class SharePartition:
             result += self._acquire_new_batches(
                 member_id, fetched, last_cached + 1, last_to_acquire, batch_size, max_records - count, now_ms
             )
+        if result:
+            self._gap_filled_up_to(result[-1].last_offset + 1)
         return result
 
     def _drop_aborted(
@@ -422,7 +476,9 @@ class SharePartition:
         if first > last:
             return []
         if max_records < last - first + 1:
-            last = last_offset_of_batch_holding(fetched, first + max_records - 1)
+            cut = last_offset_of_batch_holding(fetched, first + max_records - 1)
+            # Inside the gap window fetched batches need not align with the holes.
+            last = min(cut, last) if self._gap_start() is not None else cut
         cuts = [first]
         if last - first + 1 > batch_size:
             for batch in fetched:
@@ -437,6 +493,7 @@ class SharePartition:
         if self._keys[0] == first:
             self.start_offset = first
         self.end_offset = max(self.end_offset, last)
+        self._gap_filled_up_to(last + 1)
         return [AcquiredRecords(lo, hi, 1) for lo, hi in zip(cuts, ends, strict=True)]
 
     # -- acknowledging and releasing ------------------------------------------------------
@@ -678,15 +735,26 @@ class SharePartition:
 
     def _maybe_update_cached_state_and_offsets(self) -> None:
         """Move the SPSO past every leading ACKNOWLEDGED or ARCHIVED record and drop the in-flight
-        batches wholly below it (Kafka's maybeUpdateCachedStateAndOffsets)."""
+        batches wholly below it (Kafka's maybeUpdateCachedStateAndOffsets): not past a hole of the
+        persisted state, nor while the record at the SPSO has a transition open."""
+        floor = self._floor_key(self.start_offset)
+        if floor is None or self.cached_state[floor].last_offset < self.start_offset:
+            return  # the SPSO is in a hole: its records have yet to be fetched
+        gap = self._gap_start()
         last_done = -1
-        for _first, last, state in self._all_states():
-            if last < self.start_offset:
-                continue
-            if not is_terminal(state.state) or state.rollback is not None:
+        for key in self._keys:
+            batch = self.cached_state[key]
+            if gap is not None and batch.last_offset >= gap:
                 break
-            last_done = last
-        if last_done == -1:
+            done = True
+            for _first, last, state in batch.states():
+                if not is_terminal(state.state) or state.rollback is not None:
+                    done = False
+                    break
+                last_done = last
+            if not done:
+                break
+        if last_done < self.start_offset:
             return
         last_cached = self.cached_state[self._keys[-1]].last_offset
         if last_done == last_cached:
@@ -694,9 +762,20 @@ class SharePartition:
             self.cached_state.clear()
             self._keys.clear()
             return
-        self.start_offset = last_done + 1
-        while self._keys and self.cached_state[self._keys[0]].last_offset <= last_done:
-            del self.cached_state[self._keys.pop(0)]
+        holder = self._floor_key(last_done)
+        assert holder is not None
+        if last_done == self.cached_state[holder].last_offset:
+            following = self._keys[bisect.bisect_right(self._keys, last_done)]
+            self.start_offset = max(self.start_offset, following)
+            if gap is not None:
+                self.start_offset = min(gap, self.start_offset)
+            drop_through: int | None = holder
+        else:
+            self.start_offset = max(self.start_offset, last_done + 1)
+            drop_through = self._keys[self._keys.index(holder) - 1] if holder != self._keys[0] else None
+        if drop_through is not None:
+            while self._keys and self._keys[0] <= drop_through:
+                del self.cached_state[self._keys.pop(0)]
 
     def state_batches(self) -> list[PersisterStateBatch]:
         """The in-flight records at or above the SPSO as runs of one state and delivery count:

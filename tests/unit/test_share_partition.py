@@ -380,7 +380,13 @@ def test_the_log_start_offset_passing_the_start_offset_archives_what_is_availabl
     assert state(sp, 2)[0] is RecordState.ARCHIVED
     assert state(sp, 6) == (RecordState.ACQUIRED, 1, A)  # held records are left to their holder
     assert (sp.start_offset, sp.end_offset, sp.next_fetch_offset()) == (7, 9, 10)
-    ack(sp, A, 5, 9, ACCEPT)
+    ack(sp, A, 5, 9, ACCEPT)  # 5-6 lie below the SPSO now: left to their lock, as in Kafka
+    assert (sp.start_offset, state(sp, 5)[0], state(sp, 7)[0]) == (
+        7,
+        RecordState.ACQUIRED,
+        RecordState.ACKNOWLEDGED,
+    )
+    assert sp.expire_locks(LOCK)[0] == PersisterStateBatch(5, 5, RecordState.ARCHIVED, 1)
     assert (sp.start_offset, sp.cached_state) == (10, {})
     # With nothing in flight, both offsets follow the log start offset.
     sp.update_cache_and_offsets(50)
@@ -436,3 +442,31 @@ def test_read_committed_archives_acquired_records_of_aborted_transactions() -> N
     # The marker (4) is acquired with the rest and acknowledged as a gap by the client.
     ack(sp, A, 2, 6, ACCEPT)
     assert (sp.start_offset, sp.cached_state) == (7, {})
+
+
+def test_holes_in_the_persisted_state_are_fetched_first_and_hold_the_start_offset() -> None:
+    # 0-4 were acquired before the failover but never written: only 5-9 (accepted) were.
+    persisted = [PersisterStateBatch(5, 9, RecordState.ACKNOWLEDGED, 1)]
+    sp = SharePartition("g", "t", 0, SharePartitionSettings(), 0, persisted)
+    assert (sp.start_offset, sp.end_offset, sp.next_fetch_offset()) == (0, 9, 0)
+    got = sp.acquire(B, batches((0, 4), (5, 9), (10, 14)), 0, 500, 500, 0)
+    assert got == [AcquiredRecords(0, 4, 1), AcquiredRecords(10, 14, 1)]
+    ack(sp, B, 0, 4, ACCEPT)
+    assert sp.start_offset == 10  # through the accepted 5-9
+    ack(sp, B, 10, 14, ACCEPT)
+    assert (sp.start_offset, sp.cached_state) == (15, {})
+
+
+def test_a_hole_between_persisted_batches() -> None:
+    persisted = [
+        PersisterStateBatch(0, 2, RecordState.ACKNOWLEDGED, 1),
+        PersisterStateBatch(6, 9, RecordState.AVAILABLE, 1),
+    ]
+    sp = SharePartition("g", "t", 0, SharePartitionSettings(), 0, persisted)
+    assert (sp.start_offset, sp.next_fetch_offset()) == (3, 3)  # not past the hole 3-5
+    # The read at 3 returns the whole batch 0-4 and the next one.
+    got = sp.acquire(B, batches((0, 4), (5, 9)), 3, 500, 500, 0)
+    assert got == [AcquiredRecords(3, 5, 1), AcquiredRecords(6, 9, 2)]
+    assert sp.next_fetch_offset() == 10
+    ack(sp, B, 3, 9, ACCEPT)
+    assert (sp.start_offset, sp.cached_state) == (10, {})
