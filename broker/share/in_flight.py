@@ -280,3 +280,27 @@ def without_batches(
             pieces = kept
         result += pieces
     return result
+
+
+def acknowledgement_batches_valid(
+    batches: Sequence[AcknowledgementBatch], supports_renew: bool, is_renew_ack: bool
+) -> bool:
+    """Whether one partition's acknowledgement batches in a ShareFetch or ShareAcknowledge are
+    well formed; if not, the partition gets INVALID_REQUEST (Kafka's KafkaApis
+    validateAcknowledgementBatches): first <= last, batches in order (each starting at or after
+    the previous one's last offset), one type or one per offset, types 0-3 (0-4 with RENEW, a
+    version that supports it, and the request flagged IsRenewAck)."""
+    previous_last = -1
+    max_type = AcknowledgeType.RENEW if supports_renew else AcknowledgeType.REJECT
+    for b in batches:
+        types = b.acknowledge_types
+        if b.first_offset > b.last_offset or b.first_offset < previous_last or not types:
+            return False
+        if len(types) > 1 and b.last_offset - b.first_offset != len(types) - 1:
+            return False
+        if any(t < 0 or t > max_type for t in types):
+            return False
+        if AcknowledgeType.RENEW in types and not is_renew_ack:
+            return False
+        previous_last = b.last_offset
+    return True

@@ -16,6 +16,7 @@ from broker.share.in_flight import (
     PersisterStateBatch,
     RecordState,
     SharePartitionSettings,
+    acknowledgement_batches_valid,
 )
 from broker.share.share_partition import SharePartition
 from protocol.errors import ErrorCode, KafkaError
@@ -470,3 +471,21 @@ def test_a_hole_between_persisted_batches() -> None:
     assert sp.next_fetch_offset() == 10
     ack(sp, B, 3, 9, ACCEPT)
     assert (sp.start_offset, sp.cached_state) == (10, {})
+
+
+def test_acknowledgement_batches_are_validated_as_kafka_does() -> None:
+    def valid(*bs: tuple[int, int, tuple[int, ...]], renew: bool = False, flagged: bool = False) -> bool:
+        return acknowledgement_batches_valid(
+            [AcknowledgementBatch(first, last, types) for first, last, types in bs], renew, flagged
+        )
+
+    assert valid((0, 4, (ACCEPT,)), (4, 6, (RELEASE, REJECT, 0)))  # may start at the previous last offset
+    assert not valid((5, 4, (ACCEPT,)))
+    assert not valid((5, 9, (ACCEPT,)), (3, 4, (ACCEPT,)))
+    assert not valid((0, 4, ()))
+    assert not valid((0, 4, (ACCEPT, ACCEPT)))
+    assert not valid((0, 0, (7,)))
+    renew = int(AcknowledgeType.RENEW)
+    assert not valid((0, 0, (renew,)))  # a version without RENEW
+    assert not valid((0, 0, (renew,)), renew=True)  # not flagged IsRenewAck
+    assert valid((0, 0, (renew,)), renew=True, flagged=True)
