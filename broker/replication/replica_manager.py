@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from broker import clock
 from broker.log.info import AppendOrigin
 from broker.metrics.stats import BrokerMetrics
+from broker.replication.alter_log_dirs import ReplicaAlterLogDirsManager
 from broker.replication.fetcher_manager import ReplicaFetcherManager
 from broker.replication.isr import AlterPartition, IsrManager
 from broker.replication.partition import FetchIsolation, Partition, ReadResult
@@ -187,6 +188,8 @@ class ReplicaManager:
             fetcher_settings, self.partitions.get, stats=self.metrics.topics)
         """Replica fetchers for the partitions this broker follows (and the follower's throttle)."""
         self._record_checker = RecordChecker()
+        self.alter_log_dirs_manager = ReplicaAlterLogDirsManager(log_manager.replace_current_with_future_log)
+        """The copiers of replicas moving between this broker's log dirs (AlterReplicaLogDirs)."""
 
     def start(self) -> None:
         """Start the ISR checks (on the running loop)."""
@@ -196,6 +199,7 @@ class ReplicaManager:
         """Stop fetching and checking, let every append in progress end, and end every waiting
         produce and fetch."""
         await self.fetcher_manager.shutdown()
+        await self.alter_log_dirs_manager.shutdown()  # future logs stay: the copies resume at start-up
         for partition in list(self.partitions.values()):
             await partition.quiesce()
         await self.isr_manager.stop()
@@ -240,6 +244,10 @@ class ReplicaManager:
                         writer=self.log_manager.writer,
                     )
                     self.partitions[tp] = partition
+                    future = self.log_manager.get_future_log(tp)
+                    if future is not None:  # a move interrupted by a restart resumes (Kafka)
+                        partition.add_future_replica(future)
+                        self.alter_log_dirs_manager.start(partition)
                 elif config_changed:
                     partition.update_log_config(config)
                 was_leader = partition.is_leader
@@ -265,6 +273,8 @@ class ReplicaManager:
         for tp in [tp for tp in self.partitions if tp not in seen]:
             partition = self.partitions.pop(tp)
             was_leader = partition.is_leader
+            self.alter_log_dirs_manager.stop(tp)
+            partition.remove_future_replica()
             partition.make_offline()
             self.log_manager.delete_log(tp)
             self.delayed_fetch.check_and_complete(tp)
@@ -274,6 +284,39 @@ class ReplicaManager:
                     listener(tp, False)
             log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
         self.fetcher_manager.update(new, self.partitions)
+
+    def alter_replica_log_dirs(self, dirs: Mapping[TopicPartition, str]) -> dict[TopicPartition, ErrorCode]:
+        """Kafka's ReplicaManager.alterReplicaLogDirs: per partition, move this broker's replica to
+        the log dir named (its absolute path). LOG_DIR_NOT_FOUND for a dir not in log.dirs,
+        KAFKA_STORAGE_ERROR for an offline one; a move elsewhere in progress is cancelled; the dir
+        is remembered for the partition's next log; then REPLICA_NOT_AVAILABLE if the partition
+        has no replica here (UNKNOWN_TOPIC_OR_PARTITION if it does not exist), nothing to do if the
+        replica is already there or moving there, else a future log is created there and a
+        copier started."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        for tp, path in dirs.items():
+            try:
+                if len(f"{tp}.{'0' * 32}-future") > 255:
+                    raise KafkaError(ErrorCode.invalid_topic_exception, "The topic name is too long.")
+                log_dir = self.log_manager.log_dir_named(path)
+                partition = self.partitions.get(tp)
+                future_dir = self.log_manager.future_log_dir_of(tp)
+                if partition is not None and future_dir is not None and future_dir != log_dir:
+                    log.info("cancelling replica move partition=%s from_dir=%s", tp, future_dir)
+                    self.alter_log_dirs_manager.stop(tp)
+                    partition.remove_future_replica()
+                    self.log_manager.remove_future_log(tp)
+                self.log_manager.maybe_update_preferred_log_dir(tp, log_dir)
+                partition = self.get_partition(tp)
+                if self.log_manager.log_dir_of(tp) != log_dir and self.log_manager.get_future_log(tp) is None:
+                    partition.add_future_replica(self.log_manager.get_or_create_future_log(tp, log_dir))
+                    self.alter_log_dirs_manager.start(partition)
+                results[tp] = ErrorCode.none
+            except KafkaError as e:
+                code = ErrorCode.replica_not_available if e.code == ErrorCode.not_leader_or_follower else e.code
+                log.warning("cannot alter log dir partition=%s dir=%s error=%s", tp, path, code.name)
+                results[tp] = code
+        return results
 
     def update_replication_throttles(self, leader_rate: int, follower_rate: int, samples: int, window_ms: int) -> None:
         """leader/follower.replication.throttled.rate and the rate windows (dynamic broker configs)."""
@@ -551,6 +594,8 @@ class ReplicaInfo:
     tp: TopicPartition
     size: int
     offset_lag: int
+    is_future: bool = False
+    """A future log: the copy of a replica moving into this dir (AlterReplicaLogDirs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -569,8 +614,8 @@ def describe_log_dirs(
 ) -> list[LogDirInfo]:
     """Kafka's ReplicaManager.describeLogDirs: every configured log dir (once each), with the logs
     of the asked partitions it holds (all when None): size and offset lag, max(high watermark -
-    log end offset, 0), which only a future log (a replica moving between dirs) can make
-    non-zero."""
+    log end offset, 0) for a current log and, for a future log (a replica moving into the
+    dir), how far it is behind the current log (Kafka's getLogEndOffsetLag)."""
     wanted = None if partitions is None else set(partitions)
     by_dir: dict[str, list[ReplicaInfo]] = {}
     for tp, log_ in replica_manager.log_manager.all_logs().items():
@@ -580,6 +625,13 @@ def describe_log_dirs(
         hw = partition.high_watermark if partition is not None else log_.log_end_offset
         by_dir.setdefault(str(log_.dir.parent.absolute()), []).append(
             ReplicaInfo(tp, log_.size, max(hw - log_.log_end_offset, 0))
+        )
+    for tp, future in replica_manager.log_manager.all_future_logs().items():
+        current = replica_manager.log_manager.get_log(tp)
+        if (wanted is not None and tp not in wanted) or current is None:
+            continue
+        by_dir.setdefault(str(future.dir.parent.absolute()), []).append(
+            ReplicaInfo(tp, future.size, current.log_end_offset - future.log_end_offset, is_future=True)
         )
     out = []
     for d in dict.fromkeys(str(p.absolute()) for p in replica_manager.log_manager.log_dirs):
