@@ -87,6 +87,7 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(config)
         """This broker's config with the dynamic broker configs applied (the image's)."""
         self._stopped = asyncio.Event()
+        self._self_stop: asyncio.Task[None] | None = None
         self.serving = False
         """start() completed; stop() also cleans up after a start that failed part way."""
 
@@ -136,6 +137,8 @@ class Broker:
             isr_settings=IsrSettings.from_config(self.config, self.controller.suspected_peers),
             fetcher_settings=FetcherSettings.from_config(self.config),
             metrics=self.metrics,
+            report_offline_replicas=self.controller.report_offline_replicas,
+            on_all_log_dirs_failed=self._spawn_stop,
         )  # fmt: skip
         self._configure_replication_throttles(self.config)
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
@@ -274,6 +277,11 @@ class Broker:
             self.log_manager.close()
         self._stopped.set()
         log.info("broker stopped broker_id=%d", self.broker_id)
+
+    def _spawn_stop(self) -> None:
+        """Stop from within (every log dir failed): `samsa serve` then exits with status 1."""
+        task = asyncio.get_running_loop().create_task(self.stop(), name="stop")
+        self._self_stop = task
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()

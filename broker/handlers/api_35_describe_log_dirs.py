@@ -22,7 +22,7 @@ from kio.static.primitive import i32, i64
 
 from broker.context import RequestContext
 from broker.handlers import registry
-from broker.replication.replica_manager import ReplicaInfo, describe_log_dirs
+from broker.replication.log_dirs import ReplicaInfo, describe_log_dirs
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE

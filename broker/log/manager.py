@@ -25,6 +25,7 @@ A replica moving to another log dir (AlterReplicaLogDirs) has a second, future l
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import shutil
@@ -57,6 +58,10 @@ INITIAL_TASK_DELAY_MS = 30_000
 """Kafka's LogManager.InitialTaskDelayMs: the first retention pass after start-up."""
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
+NOT_A_FAILED_DIR = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE})
+"""Errors that leave a log dir online: a full disk (the log refuses the write and resumes when
+space is back, docs/architecture.md, Storage faults) and no file descriptor left (the process's
+limit, not the disk's). Any other I/O error takes the dir offline."""
 
 
 def future_dir_name(tp: TopicPartition) -> str:
@@ -113,6 +118,11 @@ class LogManager:
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._future_logs: dict[TopicPartition, UnifiedLog] = {}
         """Logs of replicas moving to another dir (`<tp>.<uuid>-future` there)."""
+        self.offline_dirs: set[Path] = set()
+        """Log dirs taken offline by an I/O error (Kafka's LogDirFailureChannel); their logs are
+        no longer served, nothing is created in them again until a restart."""
+        self.on_log_dir_failure: Callable[[Path], None] | None = None
+        """Told, on the loop, of each log dir that fails (the replica manager)."""
         self._preferred_dirs: dict[TopicPartition, Path] = {}
         """Where a partition's next log is to be created (AlterReplicaLogDirs for a replica this
         broker does not hold yet: Kafka's preferredLogDirs)."""
@@ -231,6 +241,7 @@ class LogManager:
                     syncer=self.sync_then,
                     producer_id_expiration_ms=self.producer_id_expiration_ms,
                 )
+                self._watch(logs[tp], log_dir)
                 if not future:
                     self._log_dir_of[tp] = log_dir
                 log.info(
@@ -279,8 +290,12 @@ class LogManager:
             if config is not None:
                 existing.config = config
             return existing
-        log_dir = self._preferred_dirs.pop(tp, None) or min(
-            self.log_dirs, key=lambda d: sum(1 for v in self._log_dir_of.values() if v == d)
+        live = self.live_log_dirs
+        if not live:
+            raise KafkaError(ErrorCode.kafka_storage_error, f"no log dir is online for {tp}")
+        preferred = self._preferred_dirs.pop(tp, None)
+        log_dir = preferred if preferred in live else min(
+            live, key=lambda d: sum(1 for v in self._log_dir_of.values() if v == d)
         )
         try:
             created = UnifiedLog.open(
@@ -300,7 +315,7 @@ class LogManager:
             raise KafkaError(
                 ErrorCode.kafka_storage_error, f"cannot create the log of {tp}: {exc.strerror or exc}"
             ) from None
-        self._logs[tp] = created
+        self._logs[tp] = self._watch(created, log_dir)
         self._log_dir_of[tp] = log_dir
         log.info("created log partition=%s dir=%s", tp, log_dir)
         return created
@@ -333,10 +348,57 @@ class LogManager:
         KAFKA_STORAGE_ERROR for one that is no longer a writable directory (offline)."""
         for d in self.log_dirs:
             if str(d.absolute()) == path:
-                if not (d.is_dir() and os.access(d, os.W_OK | os.X_OK)):
+                if d in self.offline_dirs or not (d.is_dir() and os.access(d, os.W_OK | os.X_OK)):
                     raise KafkaError(ErrorCode.kafka_storage_error, f"Log directory {path} is offline")
                 return d
         raise KafkaError(ErrorCode.log_dir_not_found, f"Failed to find the log directory {path} in log.dirs")
+
+    # ------------------------------------------------------------ failed dirs
+    @property
+    def live_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
+
+    def _watch(self, the_log: UnifiedLog, log_dir: Path) -> UnifiedLog:
+        the_log.on_storage_error = lambda exc: self.log_dir_failed(log_dir, exc)
+        return the_log
+
+    def log_dir_failed(self, log_dir: Path, exc: OSError) -> None:
+        """Kafka's LogDirFailureChannel.maybeAddOfflineLogDir: an I/O error on a log of `log_dir`
+        takes the dir offline, once, unless the disk is only full (NOT_A_FAILED_DIR); the listener
+        (`on_log_dir_failure`) is told on the loop, after the failed operation has returned."""
+        if exc.errno in NOT_A_FAILED_DIR or log_dir in self.offline_dirs:
+            return
+        self.offline_dirs.add(log_dir)
+        log.error("log dir failed dir=%s error=%s detail=%s", log_dir,
+                  errno.errorcode.get(exc.errno or 0, type(exc).__name__), exc.strerror or exc)
+        listener = self.on_log_dir_failure
+        if listener is None:
+            return
+        try:
+            asyncio.get_running_loop().call_soon(listener, log_dir)
+        except RuntimeError:
+            listener(log_dir)
+
+    def handle_log_dir_failure(self, log_dir: Path) -> set[TopicPartition]:
+        """Kafka's LogManager.handleLogDirFailure: forget every log, current or future, of the
+        failed dir (their handles closed, their files left as they are); the partitions whose
+        current log was there."""
+        self.offline_dirs.add(log_dir)
+        lost = {tp for tp, d in self._log_dir_of.items() if d == log_dir}
+        gone = [self._logs.pop(tp) for tp in lost]
+        for tp in lost:
+            del self._log_dir_of[tp]
+            if self.cleaner is not None:
+                self.cleaner.forget(tp)
+        for tp, future in list(self._future_logs.items()):
+            if tp in lost or future.dir.parent == log_dir:
+                gone.append(self._future_logs.pop(tp))
+        for the_log in gone:
+            try:
+                the_log.close_handles()
+            except OSError as exc:
+                log.warning("closing log of a failed dir partition=%s error=%s", the_log.topic_partition, exc)
+        return lost
 
     def log_dir_of(self, tp: TopicPartition) -> Path | None:
         """The log dir holding the current log of `tp` (None: no log here)."""
@@ -385,7 +447,7 @@ class LogManager:
                 ErrorCode.kafka_storage_error,
                 f"cannot create the future log of {tp}: {exc.strerror or exc}",
             ) from None
-        self._future_logs[tp] = created
+        self._future_logs[tp] = self._watch(created, log_dir)
         log.info("created future log partition=%s dir=%s", tp, log_dir)
         return created
 
@@ -424,7 +486,7 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.forget(tp)
         self._schedule_deletion(tp, current)
-        self._logs[tp] = moved
+        self._logs[tp] = self._watch(moved, target.parent)
         self._log_dir_of[tp] = target.parent
         log.info("replaced current log with future log partition=%s dir=%s", tp, target.parent)
         return moved
@@ -461,7 +523,7 @@ class LogManager:
     def _by_dir(self, value: Callable[[UnifiedLog], int]) -> dict[Path, dict[TopicPartition, int]]:
         """Per log dir, `value` of each log there (future logs in theirs: a partition has at most
         one log in a dir)."""
-        result: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        result: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.live_log_dirs}
         for tp, the_log in self._logs.items():
             result[self._log_dir_of[tp]][tp] = value(the_log)
         for tp, the_log in self._future_logs.items():
@@ -487,10 +549,10 @@ class LogManager:
         )
         if hws is None:
             return
-        per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.live_log_dirs}
         for tp, hw in hws.items():
             d = self._log_dir_of.get(tp)
-            if d is not None:
+            if d in per_dir:
                 per_dir[d][tp] = hw
         for d, offsets in per_dir.items():
             OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(offsets)
@@ -601,7 +663,7 @@ class LogManager:
                 ",".join(failed[:10]) + (f",... ({len(failed)} in all)" if len(failed) > 10 else ""),
             )
             return
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             try:
                 (d / CLEAN_SHUTDOWN_FILE).touch()
             except OSError as exc:

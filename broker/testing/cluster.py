@@ -418,11 +418,12 @@ class SamsaCluster:
     def start_zookeeper(self) -> None:
         self.zookeeper.start()
 
-    def slow_disk(self, i: int, write_ms: int = 0, fsync_ms: int = 0) -> None:
-        """Slow every write (and fsync) broker i makes to its data directory; 0 heals."""
+    def slow_disk(self, i: int, write_ms: int = 0, fsync_ms: int = 0, fail_errno: int = 0) -> None:
+        """Slow every write (and fsync) broker i makes to its data directory, or with `fail_errno`
+        make them fail (errno.EIO: a failed disk); 0 heals."""
         if i not in self.slow_disks:
             raise RuntimeError("start the cluster with SamsaCluster(..., slow_disk=True)")
-        self.slow_disks[i].set(write_ms, fsync_ms)
+        self.slow_disks[i].set(write_ms, fsync_ms, fail_errno)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,24 +1,30 @@
 """Moving a replica between log dirs (AlterReplicaLogDirs) through the replica manager and a real
 LogManager over two dirs: the future log is filled from the current one while appends go on and
 swapped in once caught up, nothing lost; Kafka's errors; the preferred dir of a partition not
-here yet; a copy interrupted by a restart resumes from the reloaded future log."""
+here yet; a copy interrupted by a restart resumes from the reloaded future log. And a log dir
+failing (an I/O error injected under the segment writes) takes only its partitions offline."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import uuid
 from pathlib import Path
 from types import MappingProxyType
 
+import pytest
 from test_log_support import TP, batch, close_opened_logs  # noqa: F401 - fixture
 
 from broker.config import LogConfig
+from broker.log import segment
 from broker.log.manager import FUTURE_DIR_SUFFIX, LogManager
+from broker.replication.log_dirs import describe_log_dirs
 from broker.replication.partition import FetchIsolation, Partition
-from broker.replication.replica_manager import ReplicaManager, describe_log_dirs
+from broker.replication.replica_manager import ReplicaManager
 from broker.replication.settings import FetcherSettings, IsrSettings
 from controller.model import BrokerRegistration, ClusterImage, PartitionRegistration, TopicRegistration
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import decode_batch, iter_batch_headers
 from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, ControllerEpoch, LeaderEpoch, Offset
@@ -235,6 +241,77 @@ def test_truncation_of_the_current_log_truncates_the_future_log(tmp_path: Path) 
         assert await partition.maybe_replace_current_with_future_replica(
             lambda: lm.replace_current_with_future_log(TP))
         assert lm.log_dir_of(TP) == b and partition.log_start_offset == partition.log_end_offset == 50
+        await rm.shutdown()
+        lm.close()
+
+    asyncio.run(main())
+
+
+def test_a_failed_log_dir_takes_only_its_partitions_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An I/O error (EIO) on a log of dir a takes a offline: its partition answers
+    KAFKA_STORAGE_ERROR, the controller is told, b's partition goes on; a full disk (ENOSPC) does
+    not fail b; once b fails too the broker is stopped (Kafka's LogDirFailureChannel and
+    ReplicaManager.handleLogDirFailure)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    failing: dict[Path, int] = {}
+    real = segment._pwritev
+
+    def pwritev(fd: int, buffers: list[memoryview], offset: int) -> int:
+        path = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        for d, code in failing.items():
+            if d in path.parents:
+                raise OSError(code, os.strerror(code))
+        return real(fd, buffers, offset)
+
+    monkeypatch.setattr(segment, "_pwritev", pwritev)
+    x, y = TopicPartition("x", 0), TopicPartition("y", 0)
+    reported: list[frozenset[TopicPartition]] = []
+    halted: list[bool] = []
+
+    async def report(replicas: frozenset[TopicPartition]) -> None:
+        reported.append(replicas)
+
+    async def main() -> None:
+        lm = LogManager([a, b], LogConfig())
+        lm.load_logs()
+        view = SharedController().attach(BrokerRegistration(B1, (), None))
+        rm = ReplicaManager(
+            B1, lm, lambda t: LogConfig(), {}, alter_partition=view.alter_partition,
+            isr_settings=IsrSettings(), fetcher_settings=FetcherSettings(B1, "PLAINTEXT"),
+            report_offline_replicas=report, on_all_log_dirs_failed=lambda: halted.append(True),
+        )  # fmt: skip
+        image = image_of(x=(B1,), y=(B1,))
+        rm.on_image(None, image)
+        assert (lm.log_dir_of(x), lm.log_dir_of(y)) == (a, b)
+        failing[a] = errno.EIO
+        with pytest.raises(KafkaError) as e:
+            await rm.partitions[x].append_records_to_leader(batch(1), 1)
+        assert e.value.code == ErrorCode.kafka_storage_error
+        await asyncio.sleep(0.01)
+        assert lm.offline_dirs == {a} and x in rm.offline_partitions and x not in rm.partitions
+        with pytest.raises(KafkaError) as e:
+            rm.get_partition(x)
+        assert e.value.code == ErrorCode.kafka_storage_error
+        rm.on_image(image, image)  # still a replica here, still offline: not created again
+        assert x not in rm.partitions and lm.get_log(x) is None
+        assert reported == [frozenset({x})]
+        dirs = {d.path: d for d in describe_log_dirs(rm, None)}
+        assert dirs[str(a.absolute())].error == ErrorCode.kafka_storage_error
+        assert rm.alter_replica_log_dirs({y: str(a.absolute())}) == {y: ErrorCode.kafka_storage_error}
+        await rm.partitions[y].append_records_to_leader(batch(2), 1)  # the other dir goes on
+        assert rm.partitions[y].log_end_offset == 2
+
+        failing[b] = errno.ENOSPC  # a full disk: the write is refused, the dir stays online
+        with pytest.raises(KafkaError):
+            await rm.partitions[y].append_records_to_leader(batch(1), 1)
+        await asyncio.sleep(0.01)
+        assert lm.offline_dirs == {a} and not halted
+        failing[b] = errno.EIO
+        with pytest.raises(KafkaError):
+            await rm.partitions[y].append_records_to_leader(batch(1), 1)
+        await asyncio.sleep(0.01)
+        assert lm.offline_dirs == {a, b} and halted == [True] and reported == [frozenset({x})]
+        failing.clear()
         await rm.shutdown()
         lm.close()
 
