@@ -245,13 +245,13 @@ class SamsaTarget:
 class SamsaClusterTarget:
     name = "samsa"
 
-    def __init__(self, brokers: int = 3) -> None:
+    def __init__(self, brokers: int = 3, overrides: Mapping[str, str] | None = None) -> None:
         from broker.testing.cluster import SamsaCluster
 
         self.cluster = SamsaCluster(
             None,
             brokers,
-            overrides={**BENCH_SETTINGS, **CLUSTER_SETTINGS},
+            overrides={**BENCH_SETTINGS, **CLUSTER_SETTINGS, **(overrides or {})},
             log_level="WARNING",
             metrics=METRICS_SCRAPE_S is not None,
             proxied=False,  # Kafka's nodes talk directly too: no proxy in each replication round trip
@@ -275,6 +275,11 @@ class SamsaClusterTarget:
             for slot in self.cluster.brokers.values()
             if slot.process.proc is not None
         ]
+
+    def server_pids(self) -> list[int]:
+        """The brokers and their ZooKeeper."""
+        zk = self.cluster.zookeeper.proc
+        return self.pids() + ([zk.pid] if zk is not None else [])
 
     def close(self) -> None:
         if self.scraper is not None:
