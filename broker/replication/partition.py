@@ -204,7 +204,6 @@ class Partition:
         self._role_generation = 0
         """Bumped whenever role or leader epoch change: an append prepared under an older one is
         abandoned when its write returns (Kafka holds the leader-ISR lock across the append)."""
-
         self._future_log: UnifiedLog | None = None
         """The copy of this replica's log in the dir it is moving to (AlterReplicaLogDirs)."""
         self._truncations = 0

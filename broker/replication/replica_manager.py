@@ -201,8 +201,8 @@ class ReplicaManager:
         """Replica fetchers for the partitions this broker follows (and the follower's throttle)."""
         self._record_checker = RecordChecker()
         self.alter_log_dirs_manager = ReplicaAlterLogDirsManager(log_manager.replace_current_with_future_log)
-        log_manager.on_log_dir_failure = self.handle_log_dir_failure
         """The copiers of replicas moving between this broker's log dirs (AlterReplicaLogDirs)."""
+        log_manager.on_log_dir_failure = self.handle_log_dir_failure
 
     def start(self) -> None:
         """Start the ISR checks (on the running loop)."""

@@ -2,7 +2,8 @@
 with kafka-reassign-partitions.sh (`log_dirs` in its plan) while an acks=all producer keeps
 writing to it; kafka-log-dirs.sh shows where it lies; every acknowledged record is read back in
 order, from the new dir, before and after a restart. kafka-python's admin client sends the
-errors' cases (its alter_replica_log_dirs)."""
+errors' cases (its alter_replica_log_dirs), CLUSTER_AUTHORIZATION_FAILED under an authorizer
+included."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaAdminClient, TopicPartitionReplica
-from kafka.errors import KafkaStorageError, LogDirNotFoundError, NoError, UnknownTopicOrPartitionError
+from kafka.errors import (
+    ClusterAuthorizationFailedError,
+    KafkaStorageError,
+    LogDirNotFoundError,
+    NoError,
+    UnknownTopicOrPartitionError,
+)
 
 from broker.testing.process import SamsaProcess
 from compat.jvm import run_tool
@@ -133,5 +140,20 @@ def test_errors_with_kafka_python(samsa_broker_factory: Any, tmp_path: Path) -> 
         shutil.rmtree(other)
         other.write_text("")  # the dir is gone, a file in its place: offline
         assert admin.alter_replica_log_dirs({replica: str(other.absolute())}) == {replica: KafkaStorageError}
+    finally:
+        admin.close()
+
+
+def test_without_alter_on_the_cluster(samsa_broker_factory: Any, tmp_path: Path) -> None:
+    """With an authorizer and no ACL, ANONYMOUS may not ALTER the cluster: every partition asked
+    for answers CLUSTER_AUTHORIZATION_FAILED (Kafka's KafkaApis.handleAlterReplicaLogDirsRequest)."""
+    broker: SamsaProcess = samsa_broker_factory({
+        "log.dirs": str(tmp_path / "dir-a"), "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        replicas = [TopicPartitionReplica(TOPIC, p, BROKER_ID) for p in (0, 1)]
+        path = str((tmp_path / "dir-a").absolute())
+        assert admin.alter_replica_log_dirs(dict.fromkeys(replicas, path)) == dict.fromkeys(
+            replicas, ClusterAuthorizationFailedError)
     finally:
         admin.close()
