@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +128,7 @@ class PartitionView:
     replicas: list[int]
     isr: list[int]
     error: int
+    offline: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -162,7 +163,7 @@ def fetch_metadata(host: str, port: int, topics: Sequence[str] | None = None, ti
             t.name: {
                 int(p.partition_index): PartitionView(
                     int(p.leader_id), int(p.leader_epoch), [int(r) for r in p.replica_nodes],
-                    [int(r) for r in p.isr_nodes], int(p.error_code),
+                    [int(r) for r in p.isr_nodes], int(p.error_code), [int(r) for r in p.offline_replicas],
                 )
                 for p in t.partitions
             }

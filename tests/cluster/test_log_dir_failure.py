@@ -71,6 +71,9 @@ def test_failed_log_dir_takes_only_its_partitions_offline(cluster: SamsaCluster,
         after = cluster.metadata(topics=[TOPIC]).topics[TOPIC]
         for p in in_other:  # the other dir's replicas are untouched
             assert VICTIM in after[p].isr and after[p].leader == before[p].leader, (p, before[p], after[p])
+            assert after[p].offline == []
+        for p in in_failed:  # Metadata lists the failed dir's replicas as offline
+            assert after[p].offline == [VICTIM], (p, after[p])
         out = run_tool("kafka-log-dirs", "--bootstrap-server", cluster.bootstrap_servers, "--describe",
                        "--broker-list", str(VICTIM), "--topic-list", TOPIC).stdout  # fmt: skip
         answer = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
