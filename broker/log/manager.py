@@ -122,7 +122,8 @@ class LogManager:
         """Log dirs taken offline by an I/O error (Kafka's LogDirFailureChannel); their logs are
         no longer served, nothing is created in them again until a restart."""
         self.on_log_dir_failure: Callable[[Path], None] | None = None
-        """Told, on the loop, of each log dir that fails (the replica manager)."""
+        """Told, on the loop, of each log dir that fails (the replica manager), until `stop`."""
+        self._closing = False
         self._preferred_dirs: dict[TopicPartition, Path] = {}
         """Where a partition's next log is to be created (AlterReplicaLogDirs for a replica this
         broker does not hold yet: Kafka's preferredLogDirs)."""
@@ -372,7 +373,7 @@ class LogManager:
         log.error("log dir failed dir=%s error=%s detail=%s", log_dir,
                   errno.errorcode.get(exc.errno or 0, type(exc).__name__), exc.strerror or exc)
         listener = self.on_log_dir_failure
-        if listener is None:
+        if listener is None or self._closing:
             return
         try:
             asyncio.get_running_loop().call_soon(listener, log_dir)
@@ -530,13 +531,24 @@ class LogManager:
             result.setdefault(the_log.dir.parent, {})[tp] = value(the_log)
         return result
 
+    def _write_checkpoints(self, name: str, per_dir: dict[Path, dict[TopicPartition, int]]) -> None:
+        """Write checkpoint file `name` in each dir; a dir whose write fails may be a failed dir
+        (as in Kafka); the first failure is raised once every dir was tried."""
+        failure: OSError | None = None
+        for d, offsets in per_dir.items():
+            try:
+                OffsetCheckpointFile(d / name).write(offsets)
+            except OSError as exc:
+                self.log_dir_failed(d, exc)
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
     def checkpoint_recovery_points(self) -> None:
-        for d, offsets in self._by_dir(lambda lg: lg.recovery_point).items():
-            OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(offsets)
+        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT, self._by_dir(lambda lg: lg.recovery_point))
 
     def checkpoint_log_start_offsets(self) -> None:
-        for d, offsets in self._by_dir(lambda lg: lg.log_start_offset).items():
-            OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(offsets)
+        self._write_checkpoints(LOG_START_OFFSET_CHECKPOINT, self._by_dir(lambda lg: lg.log_start_offset))
 
     def checkpoint_high_watermarks(
         self, high_watermarks: Mapping[TopicPartition, int] | None = None
@@ -554,8 +566,7 @@ class LogManager:
             d = self._log_dir_of.get(tp)
             if d in per_dir:
                 per_dir[d][tp] = hw
-        for d, offsets in per_dir.items():
-            OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(offsets)
+        self._write_checkpoints(REPLICATION_OFFSET_CHECKPOINT, per_dir)
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         """The HWs checkpointed in every log dir (partition state starts from these)."""
@@ -618,7 +629,9 @@ class LogManager:
             self.cleaner.start()
 
     async def stop(self) -> None:
-        """Cancel the background tasks and wait for them to end; let the writer threads go."""
+        """Cancel the background tasks and wait for them to end; let the writer threads go. A dir
+        failing from now on is no longer reported (the broker is stopping)."""
+        self._closing = True
         if self.cleaner is not None:
             await self.cleaner.stop()
         tasks, self._tasks = [*self._tasks, *self._syncs], []

@@ -3,10 +3,12 @@ with kafka-reassign-partitions.sh (`log_dirs` in its plan) while an acks=all pro
 writing to it; kafka-log-dirs.sh shows where it lies; every acknowledged record is read back in
 order, from the new dir, before and after a restart. kafka-python's admin client sends the
 errors' cases (its alter_replica_log_dirs), CLUSTER_AUTHORIZATION_FAILED under an authorizer
-included."""
+included. And a broker whose only log dir fails stops (the failed-dir rules themselves:
+tests/unit/test_alter_log_dirs.py, tests/cluster/test_log_dir_failure.py)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import threading
@@ -25,6 +27,7 @@ from kafka.errors import (
 )
 
 from broker.testing.process import SamsaProcess
+from broker.testing.slowdisk import SlowDisk
 from compat.jvm import run_tool
 from tests.support import fidelity
 from tests.support.raw_client import RawClient
@@ -157,3 +160,25 @@ def test_without_alter_on_the_cluster(samsa_broker_factory: Any, tmp_path: Path)
             replicas, ClusterAuthorizationFailedError)
     finally:
         admin.close()
+
+
+def test_a_broker_whose_every_log_dir_failed_stops(tmp_path: Path) -> None:
+    """Kafka halts a broker with no log dir left; `samsa serve` stops and exits with status 1.
+    The fault: every write to the broker's one log dir fails with EIO (the LD_PRELOAD layer)."""
+    data = tmp_path / "data"
+    disk = SlowDisk(tmp_path / "disk.control", data)
+    with SamsaProcess(data, {"log.dirs": str(data)}, env=disk.environment()) as broker:
+        with RawClient(broker.port) as c:
+            fidelity.create_topic(c, TOPIC, partitions=1)
+            fidelity.wait_for_leader(c, TOPIC, 0)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "message.timeout.ms": 5000})
+        producer.produce(TOPIC, b"before", partition=0)
+        assert producer.flush(10) == 0
+        disk.set(fail_errno=errno.EIO)
+        time.sleep(0.3)  # the fault layer reads its control file every 100 ms
+        producer.produce(TOPIC, b"after", partition=0)
+        producer.flush(10)
+        assert broker.proc is not None
+        assert broker.proc.wait(30) == 1
+        log = broker.read_log()
+        assert "log dir failed" in log and "stopping the broker: every log dir has failed" in log
