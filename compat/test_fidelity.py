@@ -320,3 +320,23 @@ def test_config_names(differential: Any) -> None:
     assert obs[0]["error"] == 0 and obs[0]["described"]["compression.gzip.level"] == ["5", 1, False]
     assert [o["error"] for o in obs[1:8]] == [40] * 7
     assert obs[-1] == {"step": "describe all", "internalListed": False}
+
+
+def observe_samsa_topic_configs(target: Any) -> list[dict[str, Any]]:
+    """CreateTopics with Samsa's own topic config (replication.pipeline.enable), which Kafka does
+    not know, and how the topic created with it describes it."""
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-samsa-configs"
+        error, message = fidelity.create_topics(client, topic, {"replication.pipeline.enable": "true"})
+        step: dict[str, Any] = {"step": "create", "error": error, "message": message}
+        if error == 0:
+            fidelity.wait_for_leader(client, topic)
+            step["described"] = fidelity.describe_configs(
+                client, fidelity.TOPIC, topic, ["replication.pipeline.enable"])
+    return json.loads(json.dumps([step]))
+
+
+@pytest.mark.compat(client="raw protocol", scenario="Samsa's own topic config replication.pipeline.enable")
+def test_samsa_topic_configs(differential: Any) -> None:
+    (obs,) = differential("raw-samsa-configs", observe_samsa_topic_configs)
+    assert obs == {"step": "create", "error": 40}  # Kafka's INVALID_CONFIG; Samsa's acceptance normalised to it

@@ -61,9 +61,10 @@ from broker.handlers._leaders import LeaderDiscovery
 from broker.replication.partition import FetchIsolation
 from broker.replication.replica_manager import FetchRequestPartition, FetchResult
 from controller.security_model import AclOperation, ResourceType
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.kio_compat import as_records
 from protocol.messages import convert, replace
+from protocol.schemas.fetch_v12_chain import ChainReport, decode_chain_reports
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, BrokerId, Offset, ProducerId, TopicName
 
@@ -78,8 +79,23 @@ _LEADER_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_l
 
 
 def _upgrade(api_version: int, request: Any) -> FetchRequestV12 | FetchRequest:
-    """v4-12 as v12 (topics by name), v13+ as v17 (topics by id)."""
+    """v4-12 as v12 (topics by name), v13+ as v17 (topics by id); v12 as decoded (Samsa's class,
+    with the chain reports)."""
+    if api_version == 12:
+        return request
     return convert(request, FetchRequestV12 if api_version <= 12 else FetchRequest)
+
+
+def _chain_reports(p: Any) -> tuple[ChainReport, ...]:
+    """A follower's reports on its chain successors (v12, Samsa's tagged field); a malformed field
+    is INVALID_REQUEST for the request, as any malformed field."""
+    data = getattr(p, "chain_reports", None)
+    if not data:
+        return ()
+    try:
+        return decode_chain_reports(data)
+    except ValueError as e:
+        raise KafkaError(ErrorCode.invalid_request, str(e)) from None
 
 
 def _partition_fields(result: FetchResult, read_committed: bool, aborted_kind: type) -> dict[str, Any]:
@@ -155,6 +171,7 @@ async def handle(ctx: RequestContext, request: FetchRequestV12 | FetchRequest) -
                 max_bytes=p.partition_max_bytes,
                 current_leader_epoch=p.current_leader_epoch,
                 log_start_offset=Offset(p.log_start_offset),
+                chain_reports=_chain_reports(p) if is_follower else (),
             )
     # Kafka's order of the refused: unknown ids, then in request order the partitions not
     # authorized or not in the cluster's metadata; they are answered after those read.

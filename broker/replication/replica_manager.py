@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from broker.log.manager import LogManager
     from broker.log.validation import CheckedRecords
     from protocol.record_check import RecordError
+    from protocol.schemas.fetch_v12_chain import ChainReport
 
 log = logging.getLogger("samsa.replica_manager")
 
@@ -72,6 +73,8 @@ class FetchRequestPartition:
     max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: Offset = Offset(-1)
+    chain_reports: tuple[ChainReport, ...] = ()
+    """a follower's fetch: its chain successors' states (broker/replication/chain.py)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +187,8 @@ class ReplicaManager:
         self.leader_quota = ReplicationQuota()
         """The leader's replication throttle (leader.replication.throttled.rate, throttle.py)."""
         self.fetcher_manager = ReplicaFetcherManager(
-            fetcher_settings, self.partitions.get, stats=self.metrics.topics)
+            fetcher_settings, self.partitions.get, stats=self.metrics.topics,
+            on_append=self.delayed_fetch.check_and_complete)
         """Replica fetchers for the partitions this broker follows (and the follower's throttle)."""
         self._record_checker = RecordChecker()
 
@@ -444,15 +448,22 @@ class ReplicaManager:
         for req in requests:
             try:
                 partition = self.get_partition(req.tp)
+                chain = replica_id >= 0 and not partition.is_leader
+                if chain:  # a chain successor fetching from this follower
+                    partition.check_serves_chain(BrokerId(replica_id), req.current_leader_epoch)
                 read = partition.read_records(
                     req.fetch_offset,
                     max(0, min(req.max_bytes, remaining)),
                     isolation,
                     current_leader_epoch=req.current_leader_epoch,
-                    fetch_only_from_leader=fetch_only_from_leader,
+                    fetch_only_from_leader=fetch_only_from_leader and not chain,
                     min_one_message=min_one,
                 )
-                if replica_id >= 0:
+                if chain:
+                    partition.update_chain_successor_fetch_state(
+                        BrokerId(replica_id), req.fetch_offset, clock.now_ms(), req.chain_reports
+                    )
+                elif replica_id >= 0:
                     now = clock.now_ms()
                     if self._leader_throttled(partition, replica_id, now):
                         read = replace(read, info=None)
@@ -461,6 +472,8 @@ class ReplicaManager:
                     partition.update_follower_fetch_state(
                         BrokerId(replica_id), req.fetch_offset, now, read.log_end_offset
                     )
+                    if req.chain_reports:
+                        partition.update_chain_fetch_states(BrokerId(replica_id), req.chain_reports, now)
                 size = read.info.size if read.info is not None else 0
                 if size:
                     remaining -= size
@@ -515,8 +528,9 @@ class ReplicaManager:
             return self._count_fetch(results, replica_id)
 
         throttled_now = None if replica_id < 0 else lambda p: self._leader_throttled(p, replica_id, clock.now_ms())
-        delayed = DelayedFetch(
-            self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader, throttled_now
+        delayed = DelayedFetch(  # a follower's fetch may be a chain successor's, served by a follower
+            self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader and replica_id < 0,
+            throttled_now,
         )
         await self.delayed_fetch.wait([r.tp for r in requests], delayed.try_complete, max_wait_ms / 1000)
         return self._count_fetch(self.read_local(
