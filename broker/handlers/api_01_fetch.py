@@ -32,6 +32,11 @@
 # KafkaApis orders its response: unknown ids first, then the others in request order.
 # Requests up to v12 are taken and answered in v12's classes, v13+ in v17's (a follower's v12
 # fetch is not converted).
+# Chain replication (Samsa's, replication.pipeline.enable: broker/replication/chain.py): a follower
+# serves its chain successor's replica fetch from its own log up to its LEO (leader epoch fenced as
+# on the leader; NOT_LEADER_OR_FOLLOWER to any other replica), and a v12 follower fetch may carry
+# its successors' states in a Samsa-reserved tagged field (protocol/schemas/fetch_v12_chain.py;
+# malformed: INVALID_REQUEST), which the leader applies to those replicas' states.
 # Not supported: v18 (the follower's high watermark, KIP-1166), rack-aware preferred read replicas.
 from __future__ import annotations
 

@@ -78,6 +78,9 @@ METADATA_RACE_ERRORS = frozenset(
 right after an election): retried after METADATA_RACE_BACKOFF_MS, not the full backoff, because
 the failover time waits on them."""
 METADATA_RACE_BACKOFF_MS = 50
+CHAIN_REPORT_WAIT_MS = 2
+"""A chain member's fetch wait while a successor's progress is to be reported (the leader's HW
+waits on it): the report goes up within this long of the successor's fetch."""
 
 
 # -- truncation (pure) -----------------------------------------------------------------------------
@@ -456,6 +459,7 @@ class ReplicaFetcher:
         sent: dict[TopicPartition, tuple[PartitionFetchState, Offset]] = {}
         by_topic: dict[str, list[FetchPartition]] = {}
         held_back = False
+        now_ms = clock.now_ms()
         for st in states:
             partition = self._partition(st, FetchState.FETCHING)
             if partition is None:
@@ -467,7 +471,7 @@ class ReplicaFetcher:
             if st.fetch_offset != partition.log_end_offset:
                 st.fetch_offset = partition.log_end_offset
             sent[st.tp] = (st, st.fetch_offset)
-            reports = partition.chain_reports(clock.now_ms())
+            reports = partition.chain_reports(now_ms)
             by_topic.setdefault(st.tp.topic, []).append(
                 FetchPartition(
                     partition=i32(st.tp.partition),
@@ -487,9 +491,16 @@ class ReplicaFetcher:
                     pass
             return
         s = self.settings
+        # a chain successor's progress not reported yet holds the leader's HW back: no long poll
+        # then, the next fetch carries the report at once (broker/replication/chain.py)
+        report_pending = any(
+            p is not None and p.chain_report_pending(now_ms, s.max_wait_ms)
+            for p in (self._partition_of(tp) for tp in sent)
+        )
+        max_wait_ms = min(s.max_wait_ms, CHAIN_REPORT_WAIT_MS) if report_pending else s.max_wait_ms
         request = FetchRequest(
             replica_id=BrokerId(s.broker_id),
-            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=s.max_wait_ms)),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
             min_bytes=i32(s.min_bytes),
             max_bytes=i32(s.response_max_bytes),
             isolation_level=0,  # type: ignore[arg-type]

@@ -207,6 +207,8 @@ class Partition:
         self._chain_states: dict[BrokerId, ReplicaState] = {}
         """A follower serving chain successors (broker/replication/chain.py): what it knows of
         each successor down the chain, from their fetches here and the reports on them."""
+        self._chain_reported: dict[BrokerId, Offset] = {}
+        """Each successor's log end offset as last reported upstream."""
         self._chain_truncated_epoch: LeaderEpoch = NO_LEADER_EPOCH
         """The leader epoch this follower finished truncating for: it serves successors from then."""
         self._role_generation = 0
@@ -576,7 +578,20 @@ class Partition:
 
     def chain_reports(self, now_ms: int) -> tuple[ChainReport, ...]:
         """What this follower reports upstream on its next fetch: its successors' states."""
+        self._chain_reported = {b: s.log_end_offset for b, s in self._chain_states.items()}
         return tuple(report_of(b, s, now_ms) for b, s in self._chain_states.items())
+
+    def chain_report_pending(self, now_ms: int, active_ms: int) -> bool:
+        """Whether a successor's progress is not reported upstream yet, or a successor that
+        fetched within `active_ms` is behind this follower (it will make progress soon): the
+        leader's HW waits on that report, so the next upstream fetch must not long-poll."""
+        leo = self._log.log_end_offset
+        for b, s in self._chain_states.items():
+            if self._chain_reported.get(b) != s.log_end_offset:
+                return True
+            if s.log_end_offset < leo and now_ms - s.last_fetch_time_ms <= active_ms:
+                return True
+        return False
 
     def _propose(self, new_isr: frozenset[BrokerId]) -> PartitionRegistration:
         """Mark `new_isr` pending and send it to the controller (one change in flight at a time)."""

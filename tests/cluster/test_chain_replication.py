@@ -2,7 +2,9 @@
 a topic with replication.pipeline.enable=true and replicas [1, 2, 3] replicates 1 -> 2 -> 3.
 
 - the leader's ReplicationBytesOut for the chain topic is about half of the star topic's (fails when
-  the tail fetches from the leader), the middle follower sends the tail its bytes, and every
+  the tail fetches from the leader), the middle follower sends the tail its bytes, an acks=all
+  record is acknowledged well within replica.fetch.wait.max.ms (the chain's reports do not wait
+  for a long poll to expire), and every
   acknowledged record is readable from each replica (each is made leader in turn by killing the
   one before);
 - kill -9 the middle follower while an acks=all producer writes (min.insync.replicas=2): writes
@@ -27,6 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from broker.testing.cluster import SamsaCluster
 
 LAG_MS = 3000
+FETCH_WAIT_MS = 500
 VALUE = b"x" * 1000
 
 
@@ -35,6 +38,7 @@ def cluster(tmp_path: Path) -> Iterator[SamsaCluster]:
     overrides = {
         "min.insync.replicas": "2",
         "replica.lag.time.max.ms": str(LAG_MS),
+        "replica.fetch.wait.max.ms": str(FETCH_WAIT_MS),
         "offsets.topic.num.partitions": "1",
         "group.initial.rebalance.delay.ms": "0",
     }
@@ -130,6 +134,17 @@ def test_chain_halves_leader_replication_bytes_and_every_replica_has_every_recor
     print(f"CHAIN leader replication bytes out: star={star} chain={chained} ({chained / star:.2f}x) middle={middle}")
     assert chained < 0.6 * star, (chained, star)
     assert middle >= len(values) * len(VALUE), middle
+
+    # one acks=all record at a time: the tail's progress reaches the leader without waiting for the
+    # middle's long poll on it to expire (replica.fetch.wait.max.ms) at every hop
+    latencies = []
+    for i in range(20):
+        t0 = time.monotonic()
+        produce(p, "chain", [b"one-%d" % i], acked)
+        latencies.append(time.monotonic() - t0)
+    median = sorted(latencies)[len(latencies) // 2]
+    print(f"CHAIN acks=all one record at a time: median {median * 1000:.0f} ms")
+    assert median < FETCH_WAIT_MS / 2000, latencies
 
     want = dict(acked)
     for killed in (None, 1, 2):  # read from 1, then 3's turn comes after 1 and 2 are gone

@@ -4,11 +4,15 @@ reports (Partition)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from kio.schema.fetch.v12.request import FetchRequest as KioFetchRequest
 from kio.static.primitive import i32, i32Timedelta, i64
+from test_log_support import TP, batch, close_opened_logs, open_log  # noqa: F401 - fixture
 
 from broker.replication.chain import (
     ChainHealth,
@@ -18,8 +22,10 @@ from broker.replication.chain import (
     report_of,
     successor,
 )
-from broker.replication.partition import ReplicaState
+from broker.replication.partition import FetchIsolation, Partition, ReplicaState
+from controller.model import PartitionRegistration
 from protocol import messages
+from protocol.errors import ErrorCode, KafkaError
 from protocol.schemas.fetch_v12_chain import (
     CHAIN_REPORTS_TAG,
     ChainReport,
@@ -29,7 +35,7 @@ from protocol.schemas.fetch_v12_chain import (
     decode_chain_reports,
     encode_chain_reports,
 )
-from protocol.types import BrokerId, Offset
+from protocol.types import BrokerId, LeaderEpoch, Offset
 
 B = BrokerId
 
@@ -148,3 +154,84 @@ def test_apply_report_caps_at_reporter_and_counts_caught_up_at_leader_end() -> N
 def test_report_of_uses_ages() -> None:
     state = ReplicaState(log_end_offset=Offset(7), last_caught_up_time_ms=400, last_fetch_time_ms=900)
     assert report_of(B(3), state, 1000) == ChainReport(3, 7, 100, 600)
+
+
+# -- a Partition with a real log: the leader applying reports, a follower serving its successor ------
+
+
+def _leader(tmp_path: Path) -> Partition:
+    p = Partition(TP, B(1), open_log(tmp_path / "orders-0"))
+    assert p.make_leader(PartitionRegistration((B(1), B(2), B(3)), (B(1), B(2), B(3)), B(1), LeaderEpoch(3), 7))
+    return p
+
+
+def _follower(tmp_path: Path, local: int, *, chain: bool) -> Partition:
+    log_ = open_log(tmp_path / f"orders-0-{local}")
+    if chain:
+        log_.config = replace(log_.config, replication_pipeline_enable=True)
+    p = Partition(TP, B(local), log_)
+    assert p.make_follower(PartitionRegistration((B(1), B(2), B(3)), (B(1), B(2), B(3)), B(1), LeaderEpoch(3), 7))
+    return p
+
+
+def test_leader_hw_waits_for_the_tail_reported_by_the_middle(tmp_path: Path) -> None:
+    p = _leader(tmp_path)
+    end = asyncio.run(p.append_records_to_leader(batch(5), -1)).last_offset + 1
+    p.update_follower_fetch_state(B(2), Offset(5), 1000, Offset(end))
+    assert p.high_watermark == 0  # the tail's LEO unknown
+    p.update_chain_fetch_states(B(2), [ChainReport(3, 4, fetch_age_ms=10, caught_up_age_ms=10)], 1000)
+    assert p.high_watermark == 4
+    p.update_chain_fetch_states(B(2), [ChainReport(3, 9, fetch_age_ms=5, caught_up_age_ms=5)], 1010)
+    assert p.high_watermark == 5  # capped at the reporter's LEO
+    p.update_chain_fetch_states(B(2), [ChainReport(1, 0, 0, 0), ChainReport(9, 0, 0, 0)], 1020)  # ignored
+    assert p.high_watermark == 5
+
+
+def test_follower_serves_only_its_successor_after_truncating(tmp_path: Path) -> None:
+    middle = _follower(tmp_path, 2, chain=True)
+
+    def code(replica: int, epoch: int) -> ErrorCode | None:
+        try:
+            middle.check_serves_chain(B(replica), epoch)
+        except KafkaError as e:
+            return e.code
+        return None
+
+    assert code(3, 3) == ErrorCode.not_leader_or_follower  # not truncated for epoch 3 yet
+    middle.chain_follower_truncated(LeaderEpoch(3))
+    assert code(3, 3) is None
+    assert code(1, 3) == ErrorCode.not_leader_or_follower  # not its successor
+    assert code(3, 2) == ErrorCode.fenced_leader_epoch
+    assert code(3, 4) == ErrorCode.unknown_leader_epoch
+    star = _follower(tmp_path, 2, chain=False)
+    star.chain_follower_truncated(LeaderEpoch(3))
+    with pytest.raises(KafkaError) as e:
+        star.check_serves_chain(B(3), 3)
+    assert e.value.code == ErrorCode.not_leader_or_follower
+
+
+def test_middle_relays_successor_state_and_report_pending(tmp_path: Path) -> None:
+    middle = _follower(tmp_path, 2, chain=True)
+    asyncio.run(middle.append_records_to_follower(_leader_batch(tmp_path)))
+    assert middle.log_end_offset == 3
+    middle.update_chain_successor_fetch_state(B(3), Offset(0), 1000, ())
+    assert middle.chain_report_pending(1000, 500)  # unreported
+    assert middle.chain_reports(1005) == (ChainReport(3, 0, 5, 5),)
+    assert middle.chain_report_pending(1005, 500)  # reported, but the active tail is behind
+    assert not middle.chain_report_pending(2000, 500)  # the tail went quiet: long-poll again
+    middle.update_chain_successor_fetch_state(B(3), Offset(3), 2000, ())
+    middle.chain_reports(2000)
+    assert not middle.chain_report_pending(2000, 500)  # caught up and reported
+    # a new leader epoch forgets the chain
+    middle.make_follower(PartitionRegistration((B(1), B(2), B(3)), (B(1), B(2), B(3)), B(1), LeaderEpoch(4), 8))
+    assert middle.chain_reports(2000) == ()
+
+
+def _leader_batch(tmp_path: Path) -> bytes:
+    """Three records as a leader wrote them (offsets and epoch assigned)."""
+    leader = _leader(tmp_path / "source")
+    asyncio.run(leader.append_records_to_leader(batch(3), 1))
+    read = leader.read_records(Offset(0), 1 << 20, FetchIsolation.LOG_END)
+    assert read.info is not None and read.info.records is not None
+    records = read.info.records
+    return records.read_bytes() if hasattr(records, "read_bytes") else bytes(records)
