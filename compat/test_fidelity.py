@@ -64,6 +64,31 @@ def test_fetch_sessions(differential: Any) -> None:
         assert (obs[key]["error"], obs[key]["partitions"]) == (70, []), obs[key]  # FETCH_SESSION_ID_NOT_FOUND
 
 
+def observe_chain_tag(target: Any) -> list[dict[str, Any]]:
+    """Fetch v12 with and without Samsa's chain-replication tagged field on the partition
+    (protocol/schemas/fetch_v12_chain.py): Kafka keeps a tag it does not know and ignores it, so the
+    answers are the same; Samsa ignores it from a consumer."""
+    from protocol.schemas.fetch_v12_chain import ChainReport, encode_chain_reports
+
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-chain-tag"
+        fidelity.create_topic(client, topic)
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(3)).error == 0
+        for reports in (None, encode_chain_reports([ChainReport(3, 2, 5, 5)])):
+            answer = fidelity.fetch(client, [(topic, 0, 0)], chain_reports=reports)
+            obs.append({"step": "fetch", "tagged": reports is not None, "error": answer.error,
+                        "partitions": _partitions(answer)})
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="Fetch v12 with Samsa's chain replication tagged field")
+def test_chain_tag_is_ignored(differential: Any) -> None:
+    plain, tagged = differential("raw-fetch-chain-tag", observe_chain_tag)
+    assert plain["partitions"] == [["fidelity-chain-tag", 0, 0, 3, [0]]]
+    assert {**tagged, "tagged": False} == plain
+
+
 def observe_fetch_by_id(target: Any) -> list[dict[str, Any]]:
     """Fetch v13 and v17 naming topics by id (KIP-516): a known topic, an id nobody has, the zero
     id, and a known and an unknown id in one request with a partition the topic lacks (Kafka

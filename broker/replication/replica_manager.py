@@ -105,9 +105,12 @@ class DelayedFetch:
         min_bytes: int,
         fetch_only_from_leader: bool,
         leader_throttled: Callable[[Partition], bool] | None = None,
+        replica_id: int = -1,
     ) -> None:
         """`leader_throttled`: a follower's fetch only, whether a partition gets it no records now
-        (a replication throttle); its bytes then do not count, as in Kafka's tryComplete."""
+        (a replication throttle); its bytes then do not count, as in Kafka's tryComplete.
+        `replica_id`: a follower's fetch, which a follower serves if it is its chain predecessor."""
+        self._replica_id = replica_id
         self._partitions = partitions
         self._leader_throttled = leader_throttled
         self._requests = requests
@@ -124,8 +127,12 @@ class DelayedFetch:
             if partition is None:
                 return True  # cases B, C
             try:
+                only_leader = self._fetch_only_from_leader
+                if self._replica_id >= 0 and not partition.is_leader:  # a chain successor's
+                    partition.check_serves_chain(BrokerId(self._replica_id), req.current_leader_epoch)
+                    only_leader = False
                 snapshot = partition.fetch_offset_snapshot(
-                    req.current_leader_epoch, fetch_only_from_leader=self._fetch_only_from_leader
+                    req.current_leader_epoch, fetch_only_from_leader=only_leader
                 )
                 fetch_offset = self._start.get(req.tp)
                 if fetch_offset is None:
@@ -528,9 +535,8 @@ class ReplicaManager:
             return self._count_fetch(results, replica_id)
 
         throttled_now = None if replica_id < 0 else lambda p: self._leader_throttled(p, replica_id, clock.now_ms())
-        delayed = DelayedFetch(  # a follower's fetch may be a chain successor's, served by a follower
-            self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader and replica_id < 0,
-            throttled_now,
+        delayed = DelayedFetch(
+            self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader, throttled_now, replica_id
         )
         await self.delayed_fetch.wait([r.tp for r in requests], delayed.try_complete, max_wait_ms / 1000)
         return self._count_fetch(self.read_local(
