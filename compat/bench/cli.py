@@ -357,7 +357,6 @@ class Run:
         finally:
             target.close()
 
-
     def pipeline(self, name: str, r: int, target: SamsaClusterTarget, mode: str) -> None:
         """Star versus chain replication (replication.pipeline.enable) on a topic whose leader is
         broker 1: throughput, the leader's CPU per GB and replication bytes sent per byte
@@ -368,7 +367,13 @@ class Run:
         topic, lat_topic = f"r3{mode}", f"r3{mode}lat"
         for t in (topic, lat_topic):
             create_topic(bs, t, assignment=[[1, 2, 3]], config=config)
-        loads.producer_perf(bs, topic, 2000, p.size, "all")  # the chain forms (followers truncate)
+        deadline = time.monotonic() + 30  # until the chain has formed: the middle follower serves the tail
+        while True:
+            middle = target.replication_bytes_out(2)
+            loads.producer_perf(bs, topic, 1000, p.size, "all")
+            time.sleep(0.5)
+            if mode == "star" or target.replication_bytes_out(2) > middle or time.monotonic() > deadline:
+                break
         before = target.replication_bytes_out(1)
         res, cpu = cpu_per_gb([target.pid_of(1)], p.records * p.size, lambda: loads.producer_perf(
             bs, topic, p.records, p.size, "all"))  # fmt: skip

@@ -241,7 +241,10 @@ def rdkafka_txn_produce(bootstrap: str, topic: str, records: int, size: int, per
     return Result(n, n * size, elapsed)
 
 
-def rdkafka_consume(bootstrap: str, topic: str, records: int, isolation: str = "read_uncommitted") -> Result:
+def rdkafka_consume(
+    bootstrap: str, topic: str, records: int, isolation: str = "read_uncommitted", partitions: int = 1
+) -> Result:
+    """One librdkafka consumer reading `records` from the start of the topic's `partitions`."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -252,12 +255,12 @@ def rdkafka_consume(bootstrap: str, topic: str, records: int, isolation: str = "
             "isolation.level": isolation,
         }
     )
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = nbytes = 0
     started = time.perf_counter()
     deadline = started + 300
     while got < records and time.perf_counter() < deadline:
-        for msg in consumer.consume(10_000, 1.0):
+        for msg in consumer.consume(min(10_000, records - got), 1.0):  # not waiting out the timeout at the end
             if msg.error() is None:
                 got += 1
                 nbytes += len(msg.value())

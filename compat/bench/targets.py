@@ -250,13 +250,13 @@ class SamsaTarget:
 class SamsaClusterTarget:
     name = "samsa"
 
-    def __init__(self, brokers: int = 3) -> None:
+    def __init__(self, brokers: int = 3, overrides: Mapping[str, str] | None = None) -> None:
         from broker.testing.cluster import SamsaCluster
 
         self.cluster = SamsaCluster(
             None,
             brokers,
-            overrides={**BENCH_SETTINGS, **CLUSTER_SETTINGS},
+            overrides={**BENCH_SETTINGS, **CLUSTER_SETTINGS, **(overrides or {})},
             log_level="WARNING",
             metrics=True,  # read at the start and end of the chain runs; scraped only with --metrics
             proxied=False,  # Kafka's nodes talk directly too: no proxy in each replication round trip
@@ -294,6 +294,11 @@ class SamsaClusterTarget:
             if line.startswith("kafka_server_brokertopicmetrics_replicationbytesout"):
                 return int(float(line.split()[-1]))
         raise RuntimeError("no replicationbytesout metric")
+
+    def server_pids(self) -> list[int]:
+        """The brokers and their ZooKeeper."""
+        zk = self.cluster.zookeeper.proc
+        return self.pids() + ([zk.pid] if zk is not None else [])
 
     def close(self) -> None:
         if self.scraper is not None:

@@ -141,7 +141,8 @@ def test_coordinator_killed_in_prepare_commit_of_transactions_v2(cluster_factory
         with RawClient(int(found.port), timeout=30) as coord, RawClient(cluster.process(now_leader).port, timeout=30) as data:
             # a retry, answered once CompleteCommit is written: that waits for __transaction_state's ISR
             # to be back at min.insync.replicas (2) after one replica was paused and another killed
-            assert txn.end(coord, txn_id, pid, e, commit=True, version=5, timeout=90) == (ErrorCode.none, pid, e + 1)
+            retried = txn.end(coord, txn_id, pid, e, commit=True, version=5, timeout=90)
+            assert retried == (ErrorCode.none, pid, e + 1), broker_logs(cluster, tail=20_000)
             assert txn.produce(data, txn_id, topic, 0, pid, e + 1, 0, b"v2-1", version=12) == ErrorCode.none
             assert txn.produce(data, txn_id, topic, 0, pid, e, 1, b"zombie", version=12) == ErrorCode.invalid_producer_epoch
             assert txn.end(coord, txn_id, pid, e + 1, commit=True, version=5) == (ErrorCode.none, pid, e + 2)

@@ -189,3 +189,28 @@ def test_corrupt_epoch_checkpoint_starts_empty(tmp_path):
     path = tmp_path / "leader-epoch-checkpoint"
     path.write_text("0\n5\n1 2\n")
     assert LeaderEpochFileCache(path).entries() == []
+
+
+def test_index_files_match_struct_packing_at_size(tmp_path):
+    """The columns are interleaved by strided copies: the bytes must be Kafka's entry by entry, from
+    any first unflushed entry, and read back the same."""
+    n = 5000
+    offsets = OffsetIndex(tmp_path / "big.index", 2**40, max_entries=n)
+    times = TimeIndex(tmp_path / "big.timeindex", 2**40, max_entries=n)
+    entries = [(2**40 + 7 * i + 3, 4096 * i + 11, 1_700_000_000_000 + 2**33 + 13 * i) for i in range(n)]
+    for offset, position, timestamp in entries[: n // 3]:
+        offsets.append(offset, position)
+        times.maybe_append(timestamp, offset)
+    offsets.flush()
+    times.flush()
+    for offset, position, timestamp in entries[n // 3 :]:
+        offsets.append(offset, position)
+        times.maybe_append(timestamp, offset)
+    offsets.flush()  # the rest written at its place
+    times.flush()
+    base = 2**40
+    assert (tmp_path / "big.index").read_bytes() == b"".join(struct.pack(">ii", o - base, p) for o, p, _ in entries)
+    assert (tmp_path / "big.timeindex").read_bytes() == b"".join(struct.pack(">qi", t, o - base) for o, _, t in entries)
+    loaded = TimeIndex(tmp_path / "big.timeindex", base, max_entries=n)
+    loaded.load(next_offset_bound=entries[-1][0] + 1)
+    assert loaded.entries() == [(t, o) for o, _, t in entries]
