@@ -163,20 +163,31 @@ def test_kill_middle_follower_mid_write(cluster: SamsaCluster) -> None:
     p = producer(c)
     wait_chain_formed(c, p, "chain")
     acked: list[tuple[int, bytes]] = []
-    writer = threading.Thread(target=produce, args=(p, "chain", [b"%d" % i for i in range(6000)], acked))
+    stop = threading.Event()
+    sent = [0]
+
+    def write() -> None:  # batches of 100 acks=all records until stopped
+        while not stop.is_set():
+            produce(p, "chain", [b"%d" % (sent[0] + i) for i in range(100)], acked)
+            sent[0] += 100
+
+    writer = threading.Thread(target=write)
     writer.start()
     c.wait_for(lambda: len(acked) >= 1000, 30, "the first acknowledgements")
     c.kill(2)  # mid-write: acks=all goes on with 1 and 3 (min.insync.replicas=2)
-    writer.join(90)
-    assert not writer.is_alive() and len(acked) == 6000
-    log3 = c.process(3).read_log()
-    assert re.search(r"follower assigned topic=chain partition=0 leader=1 leader_epoch=\d+ fetcher=1/", log3), \
-        "the tail never went to the leader"
+    at_kill = len(acked)
+    log3 = c.process(3)
+    c.wait_for(lambda: re.search(r"follower assigned topic=chain partition=0 leader=1 leader_epoch=\d+ fetcher=1/",
+                                 log3.read_log()), 15, "the tail fetching from the leader")  # fmt: skip
+    c.wait_for(lambda: len(acked) >= at_kill + 1000, 30, "writes going on without the middle follower")
+    stop.set()
+    writer.join(60)
+    assert not writer.is_alive() and len(acked) == sent[0]
     c.restart(2)
     got = read_all(c, "chain")
     want = dict(acked)
     assert all(got.get(o) == v for o, v in want.items())
-    c.kill(1)  # 3 has everything acknowledged: it is the ISR with 1 while 2 was down
+    c.kill(1)  # 3 has everything acknowledged: it was in the ISR with 1 while 2 was down
     c.wait_for(lambda: (m := c.metadata(3, topics=["chain"]).topics.get("chain")) is not None
                and m[0].leader not in (1, -1), 30, "a new leader")  # fmt: skip
     got = read_all(c, "chain")
