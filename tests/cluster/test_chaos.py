@@ -53,6 +53,7 @@ import itertools
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -678,6 +679,11 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
     final = group_committed(cluster)
     assert final == {q: group.committed[q] for q in range(PARTITIONS)} == {q: len(log[q]) for q in range(PARTITIONS)}
     check_transactions(txns, read_committed_txns(cluster))
+    if variant == "chain":  # the chain was used: some follower fetched the chaos topic from another follower
+        chained = [m for i in cluster.brokers for m in re.finditer(
+            r"follower assigned topic=chaos partition=\d+ leader=(\d+) leader_epoch=\d+ fetcher=(\d+)/",
+            cluster.process(i).read_log()) if m[1] != m[2]]  # fmt: skip
+        assert chained, "no follower ever fetched from its chain predecessor"
 
     acked = len(ck.records) + len(kp.records) + len(jv.records)
     moved = sum(1 for a, b in itertools.pairwise(coordinators) if a != b)
