@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as CKTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -85,7 +85,15 @@ def read_all(c: SamsaCluster, topic: str) -> dict[int, bytes]:
     consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": f"check-{time.monotonic()}",
                          "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 500})
     try:
-        low, high = consumer.get_watermark_offsets(CKTopicPartition(topic, 0), timeout=20)
+        deadline = time.monotonic() + 30
+        while True:  # right after a leader change the client may still ask the old leader, and
+            try:  # librdkafka's watermark query does not retry NOT_LEADER_OR_FOLLOWER
+                low, high = consumer.get_watermark_offsets(CKTopicPartition(topic, 0), timeout=10)
+                break
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         consumer.assign([CKTopicPartition(topic, 0, low)])
         out: dict[int, bytes] = {}
         deadline = time.monotonic() + 30
