@@ -443,12 +443,15 @@ class ReplicaManager:
         *,
         fetch_only_from_leader: bool = True,
         replica_id: int = -1,
+        chain_reports: bool = True,
     ) -> list[FetchResult]:
         """Read each partition in order; the response budget is max_bytes, but the first
         non-empty partition always returns at least one batch (KIP-74). A follower's read
         (replica_id >= 0) also records its fetch state on the leader partition, and gets no records
         for a partition throttled on the leader side while it is outside the ISR and the leader's
-        throttle is exceeded (Kafka's shouldLeaderThrottle: throttle.py)."""
+        throttle is exceeded (Kafka's shouldLeaderThrottle: throttle.py). `chain_reports`: apply
+        the chain reports the requests carry (once per request: on the read that ends a long
+        poll, their ages would date them later than they are)."""
         results: list[FetchResult] = []
         remaining = max_bytes
         min_one = True
@@ -468,7 +471,7 @@ class ReplicaManager:
                 )
                 if chain:
                     partition.update_chain_successor_fetch_state(
-                        BrokerId(replica_id), req.fetch_offset, clock.now_ms(), req.chain_reports
+                        BrokerId(replica_id), req.fetch_offset, clock.now_ms(), req.chain_reports if chain_reports else ()
                     )
                 elif replica_id >= 0:
                     now = clock.now_ms()
@@ -479,7 +482,7 @@ class ReplicaManager:
                     partition.update_follower_fetch_state(
                         BrokerId(replica_id), req.fetch_offset, now, read.log_end_offset
                     )
-                    if req.chain_reports:
+                    if req.chain_reports and chain_reports:
                         partition.update_chain_fetch_states(BrokerId(replica_id), req.chain_reports, now)
                 size = read.info.size if read.info is not None else 0
                 if size:
@@ -540,7 +543,8 @@ class ReplicaManager:
         )
         await self.delayed_fetch.wait([r.tp for r in requests], delayed.try_complete, max_wait_ms / 1000)
         return self._count_fetch(self.read_local(
-            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id
+            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id,
+            chain_reports=False,
         ), replica_id)
 
     def _count_fetch(self, results: list[FetchResult], replica_id: int) -> list[FetchResult]:
