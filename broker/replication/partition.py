@@ -539,10 +539,10 @@ class Partition:
         its chain predecessor: the request's leader epoch is this follower's (FENCED or UNKNOWN
         LEADER_EPOCH otherwise, as Kafka fences), it finished truncating for it, and `replica_id`
         is its successor in the chain; NOT_LEADER_OR_FOLLOWER otherwise."""
+        self.check_leader_epoch(current_leader_epoch)  # before leadership, as Kafka fences
         if self.role != PartitionRole.FOLLOWER:
             self._require_leader()
             return
-        self.check_leader_epoch(current_leader_epoch)
         enabled = self._log.config.replication_pipeline_enable
         if (
             self._chain_truncated_epoch != self.leader_epoch
