@@ -339,6 +339,7 @@ class Partition:
         if self.role != PartitionRole.FOLLOWER or reg.leader_epoch != self.leader_epoch:
             self._role_generation += 1
             self._chain_states = {}
+            self._chain_reported = {}
             self._chain_truncated_epoch = NO_LEADER_EPOCH
             log.info(
                 "became follower topic=%s partition=%d leader=%d leader_epoch=%d hw=%d leo=%d",
