@@ -47,7 +47,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING
 from broker import clock
 from broker.log.info import AppendOrigin, LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
 from broker.log.writer import INLINE_WRITER, LogWriter
+from broker.replication.chain import apply_report, report_of
+from broker.replication.chain import successor as chain_successor
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
     from broker.log.producer_state import ProducerStateEntry
     from broker.log.txn_index import AbortedTxn
     from broker.log.validation import CheckedRecords
+    from protocol.schemas.fetch_v12_chain import ChainReport
 
 AlterIsr = Callable[["Partition", PartitionRegistration], None]
 """Send a proposed ISR to the controller; the answer comes back through isr_change_committed or
@@ -201,9 +204,20 @@ class Partition:
         self._log_lock = asyncio.Lock()
         """Held by every append and truncation: one change of the log at a time, and none while
         an append's bytes are written (Kafka's log lock)."""
+        self._chain_states: dict[BrokerId, ReplicaState] = {}
+        """A follower serving chain successors (broker/replication/chain.py): what it knows of
+        each successor down the chain, from their fetches here and the reports on them."""
+        self._chain_reported: dict[BrokerId, Offset] = {}
+        """Each successor's log end offset as last reported upstream."""
+        self._chain_truncated_epoch: LeaderEpoch = NO_LEADER_EPOCH
+        """The leader epoch this follower finished truncating for: it serves successors from then."""
         self._role_generation = 0
         """Bumped whenever role or leader epoch change: an append prepared under an older one is
         abandoned when its write returns (Kafka holds the leader-ISR lock across the append)."""
+        self._future_log: UnifiedLog | None = None
+        """The copy of this replica's log in the dir it is moving to (AlterReplicaLogDirs)."""
+        self._truncations = 0
+        """Bumped by every truncation: a copy step that read before one starts over."""
 
     def __repr__(self) -> str:
         return (
@@ -328,6 +342,9 @@ class Partition:
             return False
         if self.role != PartitionRole.FOLLOWER or reg.leader_epoch != self.leader_epoch:
             self._role_generation += 1
+            self._chain_states = {}
+            self._chain_reported = {}
+            self._chain_truncated_epoch = NO_LEADER_EPOCH
             log.info(
                 "became follower topic=%s partition=%d leader=%d leader_epoch=%d hw=%d leo=%d",
                 self.tp.topic,
@@ -404,11 +421,13 @@ class Partition:
             self.maybe_increment_high_watermark()
             return info
 
-    async def _write(self, pending: PendingAppend) -> LogAppendInfo:
+    async def _write(self, pending: PendingAppend, future: UnifiedLog | None = None) -> LogAppendInfo:
         """Write an append's bytes (inline while the disk is fast, else on a writer thread) and
-        account them, unless role or leader epoch changed meanwhile."""
+        account them, unless role or leader epoch changed meanwhile (an append to the `future`
+        log, a copy of this replica's own log, does not depend on them)."""
+        target = self._log if future is None else future
         if self._writer.write_inline(pending):
-            return self._log.complete_append(pending)
+            return target.complete_append(pending)
         generation = self._role_generation
         write = asyncio.ensure_future(self._writer.write_threaded(pending))
         cancelled = False
@@ -422,17 +441,17 @@ class Partition:
         failure = None if write.cancelled() else write.exception()
         if cancelled or write.cancelled() or failure is not None:
             # nobody waits for the answer, or the writer failed: the append does not count
-            self._log.abandon_append(pending)
+            target.abandon_append(pending)
             if failure is not None:
                 raise failure
             raise asyncio.CancelledError
-        if generation != self._role_generation:
-            self._log.abandon_append(pending)
+        if future is None and generation != self._role_generation:
+            target.abandon_append(pending)
             raise KafkaError(
                 ErrorCode.not_leader_or_follower,
                 f"Leadership of {self.tp} changed while the append was written",
             )
-        return self._log.complete_append(pending)
+        return target.complete_append(pending)
 
     def acks_satisfied(
         self, required_offset: Offset, leader_epoch: int | None = None
@@ -491,6 +510,95 @@ class Partition:
         state.update_fetch_state(fetch_offset, fetch_time_ms, leader_end_offset)
         self.maybe_expand_isr(replica_id)
         self.maybe_increment_high_watermark()
+
+    # -- chain replication (broker/replication/chain.py) ----------------------------------------
+
+    def update_chain_fetch_states(self, reporter: BrokerId, reports: Sequence[ChainReport], now_ms: int) -> None:
+        """The leader: apply a chain member's reports on its successors (after its own fetch state),
+        then move the HW. Reports on unknown replicas, on the reporter or on this broker are
+        ignored, so are reports older than what is known (`chain.apply_report`). No ISR expansion
+        comes from a report: a follower outside the ISR fetches from the leader itself."""
+        self._require_leader()
+        reporter_state = self._replica_states.get(reporter)
+        if reporter_state is None:
+            return
+        for report in reports:
+            replica = BrokerId(report.replica_id)
+            state = self._replica_states.get(replica)
+            if state is None or replica == reporter:
+                continue
+            apply_report(
+                state, report, now_ms,
+                reporter_log_end_offset=reporter_state.log_end_offset,
+                reporter_caught_up_ms=reporter_state.last_caught_up_time_ms,
+                leader_end_offset=self._log.log_end_offset,
+            )  # fmt: skip
+        self.maybe_increment_high_watermark()
+
+    def chain_follower_truncated(self, leader_epoch: LeaderEpoch) -> None:
+        """The fetcher finished truncating this follower for `leader_epoch`: its log is now a
+        prefix of the leader's, and it may serve chain successors."""
+        if self.role == PartitionRole.FOLLOWER and leader_epoch == self.leader_epoch:
+            self._chain_truncated_epoch = leader_epoch
+
+    def check_serves_chain(self, replica_id: BrokerId, current_leader_epoch: int) -> None:
+        """Whether this follower may serve `replica_id`'s replica fetch or OffsetsForLeaderEpoch as
+        its chain predecessor: the request's leader epoch is this follower's (FENCED or UNKNOWN
+        LEADER_EPOCH otherwise, as Kafka fences), it finished truncating for it, and `replica_id`
+        is its successor in the chain; NOT_LEADER_OR_FOLLOWER otherwise."""
+        self.check_leader_epoch(current_leader_epoch)  # before leadership, as Kafka fences
+        if self.role != PartitionRole.FOLLOWER:
+            self._require_leader()
+            return
+        enabled = self._log.config.replication_pipeline_enable
+        if (
+            self._chain_truncated_epoch != self.leader_epoch
+            or current_leader_epoch != self.leader_epoch
+            or chain_successor(self.local_broker_id, self.replicas, self.leader_id, enabled=enabled) != replica_id
+        ):
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower,
+                f"This broker is not the leader for partition {self.tp} nor serves broker {replica_id} in its chain",
+            )
+
+    def update_chain_successor_fetch_state(
+        self, replica_id: BrokerId, fetch_offset: Offset, now_ms: int, reports: Sequence[ChainReport]
+    ) -> None:
+        """A chain successor fetched here at `fetch_offset` (checked by `check_serves_chain`):
+        record its state against this follower's log end offset (Kafka's rule, as a leader does),
+        and the reports it carried on the successors further down, to relay upstream."""
+        state = self._chain_states.get(replica_id)
+        if state is None:
+            state = self._chain_states[replica_id] = ReplicaState(last_caught_up_time_ms=now_ms)
+        state.update_fetch_state(fetch_offset, now_ms, self._log.log_end_offset)
+        for report in reports:
+            further = BrokerId(report.replica_id)
+            if further in (replica_id, self.local_broker_id) or further not in self.replicas:
+                continue
+            apply_report(
+                self._chain_states.setdefault(further, ReplicaState(last_caught_up_time_ms=now_ms)),
+                report, now_ms,
+                reporter_log_end_offset=state.log_end_offset,
+                reporter_caught_up_ms=state.last_caught_up_time_ms,
+                leader_end_offset=self._log.log_end_offset,
+            )  # fmt: skip
+
+    def chain_reports(self, now_ms: int) -> tuple[ChainReport, ...]:
+        """What this follower reports upstream on its next fetch: its successors' states."""
+        self._chain_reported = {b: s.log_end_offset for b, s in self._chain_states.items()}
+        return tuple(report_of(b, s, now_ms) for b, s in self._chain_states.items())
+
+    def chain_report_pending(self, now_ms: int, active_ms: int) -> bool:
+        """Whether a successor's progress is not reported upstream yet, or a successor that
+        fetched within `active_ms` is behind this follower (it will make progress soon): the
+        leader's HW waits on that report, so the next upstream fetch must not long-poll."""
+        leo = self._log.log_end_offset
+        for b, s in self._chain_states.items():
+            if self._chain_reported.get(b) != s.log_end_offset:
+                return True
+            if s.log_end_offset < leo and now_ms - s.last_fetch_time_ms <= active_ms:
+                return True
+        return False
 
     def _propose(self, new_isr: frozenset[BrokerId]) -> PartitionRegistration:
         """Mark `new_isr` pending and send it to the controller (one change in flight at a time)."""
@@ -634,6 +742,9 @@ class Partition:
         its leader); the HW never stays above the new LEO. True if anything was removed."""
         async with self._log_lock:
             removed = self._log.truncate_to(max(0, offset))
+            self._truncations += 1
+            if self._future_log is not None and self._future_log.log_end_offset > offset:
+                self._future_log.truncate_to(max(0, offset))
             self._cap_high_watermark()
             return removed
 
@@ -642,8 +753,78 @@ class Partition:
         everything this replica has); the HW moves to `offset` if it was above or below it."""
         async with self._log_lock:
             self._log.truncate_fully_and_start_at(offset)
+            self._truncations += 1
+            if self._future_log is not None:
+                self._future_log.truncate_fully_and_start_at(offset)
             self._cap_high_watermark()
             self.update_follower_high_watermark(offset)
+
+    # -- a replica moving between log dirs (AlterReplicaLogDirs) ---------------------------------
+
+    @property
+    def future_log_end_offset(self) -> Offset | None:
+        """Where the future log ends (None: the replica is not moving)."""
+        return None if self._future_log is None else self._future_log.log_end_offset
+
+    def add_future_replica(self, future: UnifiedLog) -> None:
+        """Start filling `future` (new, or reloaded at start-up) from this replica's log (Kafka's
+        createLogIfNotExists(isFuture) and the alter-log-dirs fetcher's first fetch): a future
+        log that holds nothing, or ends outside this log, restarts at this log's start."""
+        self._future_log = future
+        start, end = self._log.log_start_offset, self._log.log_end_offset
+        if future.log_end_offset == future.log_start_offset or not start <= future.log_end_offset <= end:
+            self._future_log.truncate_fully_and_start_at(start)
+        elif future.log_start_offset < start:
+            self._future_log.maybe_increment_log_start_offset(start)
+
+    def remove_future_replica(self) -> None:
+        """Stop moving (Kafka's removeFutureLocalReplica); the log manager deletes the files."""
+        self._future_log = None
+
+    async def append_records_to_future_replica(self, max_bytes: int) -> int:
+        """One step of the copy (Kafka's ReplicaAlterLogDirsThread: a fetch from this replica's
+        log, appended to the future log as a follower appends): the bytes copied, 0 when the
+        future log has caught up. The bytes are read off the loop and without the log lock; a
+        truncation meanwhile (`_truncations`) discards them. The log start offset is followed
+        (retention, DeleteRecords), restarting the copy when it passed the future log's end."""
+        future = self._future_log
+        if future is None:
+            return 0
+        truncations = self._truncations
+        start = future.log_end_offset
+        data = b""
+        if self._log.log_start_offset <= start < self._log.log_end_offset:
+            info = self._log.read(start, max_bytes, self._log.log_end_offset)
+            if info.records is not None:
+                data = await asyncio.to_thread(info.records.read_bytes)
+        async with self._log_lock:
+            if self._future_log is None or self._future_log is not future or truncations != self._truncations:
+                return 1  # moved, cancelled or truncated meanwhile: the next step looks again
+            if not self._log.log_start_offset <= future.log_end_offset <= self._log.log_end_offset:
+                self._future_log.truncate_fully_and_start_at(self._log.log_start_offset)
+                return 1
+            if future.log_start_offset < self._log.log_start_offset:
+                self._future_log.maybe_increment_log_start_offset(self._log.log_start_offset)
+            if not data:
+                return 0
+            prepared = future.prepare_append_as_follower(data, now_ms=clock.now_ms())
+            if isinstance(prepared, LogAppendInfo):
+                return 0
+            await self._write(prepared, future)
+            return len(data)
+
+    async def maybe_replace_current_with_future_replica(self, replace: Callable[[], UnifiedLog]) -> bool:
+        """Kafka's maybeReplaceCurrentWithFutureReplica: under the log lock (no append in
+        flight), if the future log has caught up, `replace()` (the log manager's rename of the
+        future log into place) gives this partition its new log. False: not caught up yet."""
+        async with self._log_lock:
+            future = self._future_log
+            if future is None or future.log_end_offset != self._log.log_end_offset:
+                return False
+            self._log = replace()
+            self._future_log = None
+            self._log.on_high_watermark_updated(self.high_watermark)
+            return True
 
     async def quiesce(self) -> None:
         """Wait for an append or truncation in progress to end (shutdown)."""
