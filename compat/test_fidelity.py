@@ -10,6 +10,7 @@ requests with exact assertions.
 
 from __future__ import annotations
 
+import datetime
 import json
 import threading
 import time
@@ -17,9 +18,14 @@ import uuid
 from typing import Any
 
 import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.create_topics.v5.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
 
+from protocol import messages
 from tests.support import fidelity
-from tests.support.raw_client import RawClient
+from tests.support.raw_client import RawClient, encode_body
 
 SESSIONS = [(0, -1), (-1, -1), (12345, -1), (0, 0), (-1, 0), (12345, 0), (0, 1), (-1, 1), (12345, 1), (0, -2)]
 
@@ -365,3 +371,32 @@ def observe_samsa_topic_configs(target: Any) -> list[dict[str, Any]]:
 def test_samsa_topic_configs(differential: Any) -> None:
     (obs,) = differential("raw-samsa-configs", observe_samsa_topic_configs)
     assert obs == {"step": "create", "error": 40}  # Kafka's INVALID_CONFIG; Samsa's acceptance normalised to it
+
+
+def observe_unknown_tags(target: Any) -> list[dict[str, Any]]:
+    """Requests carrying tagged fields their version does not define (a newer client may send
+    them): ApiVersions v3 with two in the request's own section, CreateTopics v5 with one in a
+    topic's; Kafka's readers keep such fields aside and answer as without them."""
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        body = encode_body(ApiVersionsRequest(client_software_name="samsa-fidelity", client_software_version="1"))
+        answer, _ = messages.decode_response(18, 3, client.request_raw(18, 3, body[:-1] + bytes([2, 7, 2]) + b"hi" + bytes([40, 0])), 0)
+        obs.append({"step": "api-versions", "error": answer.error_code,
+                    "produceListed": any(k.api_key == 0 for k in answer.api_keys)})  # fmt: skip
+        topic = "fidelity-unknown-tags"
+        plain = encode_body(CreateTopicsRequest(
+            topics=(CreatableTopic(name=TopicName(topic), num_partitions=i32(2), replication_factor=i16(1),
+                                   assignments=(), configs=()),),
+            timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)), validate_only=False))  # fmt: skip
+        topic_end = plain.index(b"\x01\x01\x00") + 3  # empty assignments and configs, then the topic's tags
+        tagged = plain[: topic_end - 1] + bytes([1, 99, 1, 0xAB]) + plain[topic_end:]
+        answer, _ = messages.decode_response(19, 5, client.request_raw(19, 5, tagged), 1)  # response header v1: one tag byte
+        obs.append({"step": "create-topics", "topics": [(t.name, t.error_code, t.num_partitions) for t in answer.topics]})
+    return json.loads(json.dumps(obs))
+
+
+@pytest.mark.compat(client="raw protocol", scenario="tagged fields a version does not define are skipped (Kafka's unknownTaggedFields)")
+def test_unknown_tagged_fields(differential: Any) -> None:
+    api_versions, created = differential("raw-unknown-tags", observe_unknown_tags)
+    assert api_versions["error"] == 0 and api_versions["produceListed"]
+    assert created["topics"] == [["fidelity-unknown-tags", 0, 2]]

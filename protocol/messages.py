@@ -34,7 +34,7 @@ from protocol.kio_compat import (
     get_schema_field_type,
     write_entity,
 )
-from protocol.prescan import check_lengths
+from protocol.prescan import without_unknown_tags
 
 __all__ = [
     "FrameBuffer",
@@ -140,10 +140,12 @@ def decode_request(api_key: int, api_version: int, buf: bytes | memoryview, offs
     """Decode a request body; returns (entity, bytes consumed). Raises on malformed input,
     including null in a non-nullable array (kio reads length -1 as None for every array; Kafka's
     parser rejects it, and handlers rely on it not happening), and any count or length that does
-    not fit in the bytes that follow (`protocol.prescan`)."""
+    not fit in the bytes that follow (`protocol.prescan`). Tagged fields the version does not
+    know are skipped, as Kafka skips them (the bytes consumed then count in a copy without them)."""
     cls: type = request_class(api_key, api_version)
-    check_lengths(cls, buf, offset)  # kio would reserve memory for any declared array count
-    entity, used = _reader(cls)(buf, offset)
+    # kio would reserve memory for any declared array count, and refuses tags it does not know
+    body, offset = without_unknown_tags(cls, buf, offset)
+    entity, used = _reader(cls)(body, offset)
     check_non_nullable(entity)
     return entity, used
 

@@ -10,12 +10,18 @@ running past the end, or an over-long varint is a malformed request, rejected wi
 
 The walk is compiled once per message class into a list of steps (runs of fixed-size fields are
 one step), so a Produce or Fetch request costs a few microseconds.
+
+Tagged fields the schema does not know: Kafka's generated readers keep them aside and go on
+(`_unknownTaggedFields`), so a newer client may send a tag a version did not have; kio refuses
+them. `without_unknown_tags` walks the body the same way and, only when it meets such a tag,
+returns a copy of the body without it, which kio then reads as Kafka would.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import struct
+import threading
 from collections.abc import Callable
 from functools import cache
 from types import UnionType
@@ -30,7 +36,7 @@ from protocol.kio_compat import (
     get_schema_field_type,
 )
 
-__all__ = ["LengthError", "check_lengths"]
+__all__ = ["LengthError", "check_lengths", "without_unknown_tags"]
 
 Buffer = bytes | bytearray | memoryview
 Step = Callable[[Buffer, int, int], int]
@@ -59,6 +65,43 @@ _I32 = struct.Struct(">i")
 
 class LengthError(ValueError):
     """A count or length in the request does not fit in the bytes that follow it."""
+
+
+_unknown = threading.local()
+"""`sections`: the tagged-field sections holding unknown tags met by the walk in progress, as
+(start, stop, [(start, stop) of each known field kept]); None when nobody collects them."""
+
+
+def without_unknown_tags(cls: type, buf: Buffer, pos: int) -> tuple[Buffer, int]:
+    """`check_lengths`, and the body without the tagged fields `cls` does not know: (buf, pos)
+    as given when there are none, else (a copy from `pos` without them, 0)."""
+    sections: list[tuple[int, int, list[tuple[int, int]]]] = []
+    _unknown.sections = sections
+    try:
+        check_lengths(cls, buf, pos)
+    finally:
+        _unknown.sections = None
+    if not sections:
+        return buf, pos
+    out = bytearray()
+    cursor = pos
+    for start, stop, kept in sections:
+        out += buf[cursor:start]
+        out += _uvarint_bytes(len(kept))
+        for field_start, field_stop in kept:
+            out += buf[field_start:field_stop]
+        cursor = stop
+    out += buf[cursor:]
+    return bytes(out), 0
+
+
+def _uvarint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def check_lengths(cls: type, buf: Buffer, pos: int) -> int:
@@ -176,17 +219,29 @@ def _nullable_struct_step(walk: Step) -> Step:
     return nullable_struct
 
 
-def _tagged_fields(buf: Buffer, pos: int, end: int) -> int:
-    if pos < end and buf[pos] == 0:  # the usual case: none
-        return pos + 1
-    n, pos = _uvarint(buf, pos, end)
-    if n > end - pos:
-        raise LengthError(f"{n} tagged fields at {pos} with {end - pos} bytes left")
-    for _ in range(n):
-        _tag, pos = _uvarint(buf, pos, end)
-        size, pos = _uvarint(buf, pos, end)
-        pos = _need(pos, size, end)
-    return pos
+def _tagged_fields(known: frozenset[int]) -> Step:
+    """The tagged-field section of an entity whose schema has the tags `known`."""
+
+    def tagged(buf: Buffer, pos: int, end: int) -> int:
+        if pos < end and buf[pos] == 0:  # the usual case: none
+            return pos + 1
+        start = pos
+        n, pos = _uvarint(buf, pos, end)
+        if n > end - pos:
+            raise LengthError(f"{n} tagged fields at {pos} with {end - pos} bytes left")
+        fields: list[tuple[bool, int, int]] = []
+        for _ in range(n):
+            field_start = pos
+            tag, pos = _uvarint(buf, pos, end)
+            size, pos = _uvarint(buf, pos, end)
+            pos = _need(pos, size, end)
+            fields.append((tag in known, field_start, pos))
+        sections = getattr(_unknown, "sections", None)
+        if sections is not None and not all(is_known for is_known, _, _ in fields):
+            sections.append((start, pos, [(a, b) for is_known, a, b in fields if is_known]))
+        return pos
+
+    return tagged
 
 
 def _fixed_step(size: int) -> Step:
@@ -213,8 +268,11 @@ def _entity_walker(cls: type[Any]) -> Step | int:
             fixed = 0
         steps.append(step)
 
+    known: set[int] = set()
     for f in dataclasses.fields(cls):
-        if get_field_tag(f) is not None:
+        tag = get_field_tag(f)
+        if tag is not None:
+            known.add(tag)
             continue  # tagged fields live in the tagged-field section at the end
         kind = classify_field(f)
         if isinstance(kind, EntityTupleField):
@@ -241,6 +299,7 @@ def _entity_walker(cls: type[Any]) -> Step | int:
         else:
             add(_primitive_step(get_schema_field_type(f), flexible))
     if flexible:
+        tagged = _tagged_fields(frozenset(known))
         if not steps:  # fixed fields, then the tagged-field section: one step
             size = fixed
 
@@ -252,10 +311,10 @@ def _entity_walker(cls: type[Any]) -> Step | int:
                     raise LengthError(
                         f"{size} bytes before {pos} run past the end of the request ({end})"
                     )
-                return _tagged_fields(buf, pos, end)
+                return tagged(buf, pos, end)
 
             return fixed_then_tags
-        add(_tagged_fields)
+        add(tagged)
     if not steps:
         return fixed
     if fixed:

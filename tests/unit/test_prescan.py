@@ -15,6 +15,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.create_topics.v5.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from protocol import messages
 from protocol.kio_compat import (
@@ -24,8 +28,9 @@ from protocol.kio_compat import (
     classify_field,
     get_schema_field_type,
 )
-from protocol.prescan import LengthError, check_lengths
+from protocol.prescan import LengthError, check_lengths, without_unknown_tags
 from protocol.records import NewRecord, build_batch
+from tests.support.raw_client import encode_body
 
 
 def _exists(key: int, version: int) -> bool:
@@ -162,3 +167,26 @@ def test_decode_request_survives_a_huge_array_count() -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "rejected LengthError"
+
+
+def test_unknown_tagged_fields_are_skipped_as_kafka_skips_them() -> None:
+    """Kafka's generated readers keep unknown tags aside and read on; kio refuses them, so the
+    prescan drops them first (a request's own section and a nested entity's), and a body without
+    any is passed on untouched."""
+    body = encode_body(ApiVersionsRequest(client_software_name="c", client_software_version="1"))
+    assert body.endswith(b"\x00")
+    tagged = body[:-1] + bytes([2, 7, 2]) + b"hi" + bytes([40, 0])  # tags 7 (2 bytes) and 40 (empty)
+    assert without_unknown_tags(ApiVersionsRequest, body, 0) == (body, 0)
+    decoded, _ = messages.decode_request(18, 3, tagged, 0)
+    assert (decoded.client_software_name, decoded.client_software_version) == ("c", "1")
+
+    request = CreateTopicsRequest(
+        topics=(CreatableTopic(name=TopicName("t"), num_partitions=i32(3), replication_factor=i16(1),
+                               assignments=(), configs=()),),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=5)), validate_only=False)  # fmt: skip
+    plain = encode_body(request)
+    # the topic's (nested) tagged section: after its configs array, before the request's timeout
+    topic_end = plain.index(b"\x01\x01\x00") + 3  # empty assignments, empty configs, no tags
+    nested = plain[: topic_end - 1] + bytes([1, 99, 1, 0xAB]) + plain[topic_end:]
+    decoded, _ = messages.decode_request(19, 5, nested, 0)
+    assert decoded == messages.decode_request(19, 5, plain, 0)[0]
