@@ -1,10 +1,12 @@
 """The share groups (KIP-932) of the `__consumer_offsets` partitions this coordinator leads: the
 ShareGroupHeartbeat flow, ShareGroupDescribe's lookup, the members' session timers, and the groups
-rebuilt when a coordinator loads a partition (Kafka 4.3.1's GroupMetadataManager.shareGroupHeartbeat,
-shareGroupLeave, shareGroupDescribe and its replay).
+rebuilt when a coordinator loads a partition (the loader folds their records with
+share_group_log.replay), as Kafka 4.3.1's GroupMetadataManager.shareGroupHeartbeat,
+shareGroupLeave, shareGroupDescribe and its replay serve them.
 
-Not reachable from any handler yet: the group coordinator builds no ShareGroups and the loader
-does not pass share records yet (no ApiVersions row, no config).
+Not reachable from any handler yet: the group coordinator builds no ShareGroups, so the share
+records its loader folds (LoadState.share_groups) are not loaded into one (no ApiVersions row, no
+config).
 
 A heartbeat:
 
@@ -48,7 +50,7 @@ from broker.share.share_group import (
     ShareHeartbeat,
     TopicInfo,
 )
-from broker.share.share_group_log import ShareGroupRecord, changes, restore, snapshot
+from broker.share.share_group_log import RecordsByKey, ShareGroupRecord, changes, restore, snapshot
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import NewRecord
 
@@ -63,8 +65,6 @@ ShareAppend = Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]
 """Append records to a group's `__consumer_offsets` partition (acks=-1): the coordinator's error."""
 Initializer = Callable[[str, Mapping[uuid.UUID, frozenset[int]]], Awaitable[bool]]
 """Initialize the share-group state of these partitions with the share coordinator: success."""
-RecordsByKey = dict[tuple[int, str | None], rec.ShareGroupValue]
-"""A group's records in a loaded partition: (record type, member id) -> latest value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,16 +72,6 @@ class ShareHeartbeatResult:
     error: ErrorCode
     message: str | None = None
     answer: HeartbeatAnswer | None = None
-
-
-def replay(latest: dict[str, RecordsByKey], key: rec.ShareGroupKey, value: rec.ShareGroupValue | None) -> None:
-    """Fold one share group record, in log order, into the latest value of each key (a tombstone
-    removes its key)."""
-    records = latest.setdefault(key.group, {})
-    if value is None:
-        records.pop((key.type, key.member_id), None)
-    else:
-        records[(key.type, key.member_id)] = value
 
 
 def _to_record(item: ShareGroupRecord) -> NewRecord:

@@ -10,11 +10,16 @@ import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 
+from broker.coordinator.loader import LoadState, decode_chunk
+from broker.coordinator.records import OffsetAndMetadata, offset_commit_key, offset_commit_value
 from broker.share import group_records as rec
 from broker.share.share_group import ShareGroupSettings, ShareGroupState, ShareHeartbeat, TopicInfo
-from broker.share.share_groups import RecordsByKey, ShareGroups, replay
+from broker.share.share_group_log import RecordsByKey
+from broker.share.share_groups import ShareGroups
 from protocol.errors import ErrorCode
-from protocol.records import NewRecord
+from protocol.records import NewRecord, build_batch
+from protocol.topic_partition import TopicPartition
+from protocol.types import LeaderEpoch, Offset
 
 FOO = TopicInfo(uuid.UUID(int=1), 2)
 SETTINGS = ShareGroupSettings(assignment_interval_ms=0, session_timeout_ms=10_000)
@@ -49,14 +54,16 @@ class Partition:
                            self.append, self.initialize)  # fmt: skip
 
     def latest(self) -> dict[str, RecordsByKey]:
-        """What a loading coordinator folds from the partition's bytes."""
-        out: dict[str, RecordsByKey] = {}
-        for r in self.records:
-            assert r.key is not None
-            key = rec.read_key(r.key)
-            assert key is not None
-            replay(out, key, rec.read_value(key.type, r.value))
-        return out
+        """What the group coordinator's loader folds from the partition's bytes (beside an offset
+        commit, which stays the classic state's)."""
+        committed = OffsetAndMetadata(Offset(5), LeaderEpoch(-1), "", 1)
+        commit = NewRecord(offset_commit_key("g", "foo", 0), offset_commit_value(committed))
+        chunk = decode_chunk(build_batch([commit, *self.records]), 0)
+        assert chunk.skipped == 0
+        state = LoadState()
+        state.apply(chunk)
+        assert state.offsets["g"] == {TopicPartition("foo", 0): committed} and state.consumer_groups == {}
+        return state.share_groups
 
 
 def _hb(member_id: str, epoch: int, topics: tuple[str, ...] | None = None, group: str = "g") -> ShareHeartbeat:
