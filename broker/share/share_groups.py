@@ -4,9 +4,9 @@ rebuilt when a coordinator loads a partition (the loader folds their records wit
 share_group_log.replay), as Kafka 4.3.1's GroupMetadataManager.shareGroupHeartbeat,
 shareGroupLeave, shareGroupDescribe and its replay serve them.
 
-Not reachable from any handler yet: the group coordinator builds no ShareGroups, so the share
-records its loader folds (LoadState.share_groups) are not loaded into one (no ApiVersions row, no
-config).
+The group coordinator builds one (`for_coordinator`), loads each partition's share groups into it
+and unloads them with the partition; no handler reaches it yet (no ApiVersions row, no config:
+Kafka's defaults), and with no share coordinator yet no partition's state gets initialized.
 
 A heartbeat:
 
@@ -37,9 +37,10 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker import clock
+from broker.coordinator.group import GroupState
 from broker.share import group_records as rec
 from broker.share import share_group as sg
 from broker.share.share_group import (
@@ -53,6 +54,11 @@ from broker.share.share_group import (
 from broker.share.share_group_log import RecordsByKey, ShareGroupRecord, changes, restore, snapshot
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import NewRecord
+
+if TYPE_CHECKING:
+    from broker.coordinator.group import ClassicGroup
+    from broker.coordinator.partitions import CoordinatorPartition
+    from controller.model import ClusterImage
 
 log = logging.getLogger("samsa.coordinator")
 
@@ -280,3 +286,36 @@ class ShareGroups:
 
 def _names(topics: Mapping[str, TopicInfo]) -> dict[uuid.UUID, str]:
     return {info.topic_id: name for name, info in topics.items()}
+
+
+def cluster_topics(image: ClusterImage) -> dict[str, TopicInfo]:
+    """The topics a share group may subscribe to (internal ones are not)."""
+    return {name: TopicInfo(t.topic_id, len(t.partitions)) for name, t in image.topics.items() if not t.internal}
+
+
+class GroupsCoordinator(Protocol):
+    """What the share groups ask the group coordinator (its classic and consumer groups)."""
+
+    def group_status(self, group_id: str | None) -> tuple[ErrorCode, CoordinatorPartition | None]: ...
+
+    def get_group(self, group_id: str | None) -> tuple[ErrorCode, ClassicGroup | None]: ...
+
+
+def for_coordinator(
+    coordinator: GroupsCoordinator, image: Callable[[], ClusterImage], append: ShareAppend
+) -> ShareGroups:
+    """The share groups of a group coordinator's `__consumer_offsets` partitions."""
+
+    def lookup(group_id: str) -> tuple[ErrorCode, int | None]:
+        error, part = coordinator.group_status(group_id)
+        return error, None if part is None else part.index
+
+    def other_group(group_id: str) -> bool:
+        _, group = coordinator.get_group(group_id)
+        return group is not None and not group.is_in(GroupState.DEAD)
+
+    async def no_share_coordinator(group_id: str, todo: Mapping[uuid.UUID, frozenset[int]]) -> bool:
+        return False  # the share coordinator is not built yet: the partitions stay initializing
+
+    return ShareGroups(ShareGroupSettings(), lambda: cluster_topics(image()), lookup, other_group, append,
+                       no_share_coordinator)  # fmt: skip

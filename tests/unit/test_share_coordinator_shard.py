@@ -31,11 +31,17 @@ def written(store: ShareStateStore, records: list[ShareStateRecord]) -> int:
 def test_uninitialized_share_partition() -> None:
     store = ShareStateStore()
     answer, records = shard.write(store, partitions, KEY, 0, 0, 0, 0, [BATCH], now_ms=1)
-    assert (answer.error, answer.message, records) == (ErrorCode.invalid_request, shard.WRITE_UNINITIALIZED, [])
+    assert (answer.error, answer.message, records) == (
+        ErrorCode.invalid_request,
+        shard.WRITE_UNINITIALIZED,
+        [],
+    )
     read, records = shard.read(store, partitions, KEY, 0, now_ms=1)
     assert (read.error, read.message, records) == (ErrorCode.invalid_request, shard.READ_UNINITIALIZED, [])
     summary = shard.read_summary(store, partitions, KEY)
-    assert summary == shard.SummaryAnswer(state_epoch=0, leader_epoch=0, start_offset=-1, delivery_complete_count=-1)
+    assert summary == shard.SummaryAnswer(
+        state_epoch=0, leader_epoch=0, start_offset=-1, delivery_complete_count=-1
+    )
     assert shard.delete(store, partitions, KEY) == (shard.StateAnswer(), [])
 
 
@@ -44,7 +50,9 @@ def test_unknown_topic_partition_and_bad_partition() -> None:
     for key in (SharePartitionKey("g", uuid.UUID(int=8), 0), SharePartitionKey("g", TOPIC, 2)):
         answer, records = shard.initialize(store, partitions, key, 0, -1, now_ms=1)
         assert (answer.error, answer.message, records) == (
-            ErrorCode.unknown_topic_or_partition, shard.UNKNOWN_TOPIC_OR_PARTITION, []
+            ErrorCode.unknown_topic_or_partition,
+            shard.UNKNOWN_TOPIC_OR_PARTITION,
+            [],
         )
         assert shard.read_summary(store, partitions, key).error == ErrorCode.unknown_topic_or_partition
         assert shard.delete(store, partitions, key)[0].error == ErrorCode.unknown_topic_or_partition
@@ -64,14 +72,23 @@ def test_initialize_write_read_and_the_epoch_fences() -> None:
 
     # the new leader of the partition reads with its leader epoch: recorded by a write
     read, records = shard.read(store, partitions, KEY, 3, now_ms=3)
-    assert (read.error, read.state_epoch, read.start_offset, read.state_batches) == (ErrorCode.none, 1, 0, (BATCH,))
+    assert (read.error, read.state_epoch, read.start_offset, read.state_batches) == (
+        ErrorCode.none,
+        1,
+        0,
+        (BATCH,),
+    )
     assert written(store, records) == 1 and store.leader_epochs[KEY] == 3
     assert shard.read(store, partitions, KEY, 3, now_ms=4)[1] == []  # already known: nothing written
     assert shard.read(store, partitions, KEY, -1, now_ms=4)[1] == []
 
     # an older leader or state epoch is fenced; -1 is not checked
     stale, records = shard.write(store, partitions, KEY, 1, 2, 0, 4, [], now_ms=5)
-    assert (stale.error, stale.message, records) == (ErrorCode.fenced_leader_epoch, shard.FENCED_LEADER_EPOCH, [])
+    assert (stale.error, stale.message, records) == (
+        ErrorCode.fenced_leader_epoch,
+        shard.FENCED_LEADER_EPOCH,
+        [],
+    )
     assert shard.read(store, partitions, KEY, 2, now_ms=5)[0].error == ErrorCode.fenced_leader_epoch
     assert shard.write(store, partitions, KEY, 0, 3, 0, 4, [], now_ms=5)[0] == shard.StateAnswer(
         ErrorCode.fenced_state_epoch, shard.FENCED_STATE_EPOCH
@@ -81,7 +98,9 @@ def test_initialize_write_read_and_the_epoch_fences() -> None:
     assert answer == shard.StateAnswer() and written(store, records) == 1
 
     summary = shard.read_summary(store, partitions, KEY)
-    assert summary == shard.SummaryAnswer(state_epoch=1, leader_epoch=3, start_offset=5, delivery_complete_count=5)
+    assert summary == shard.SummaryAnswer(
+        state_epoch=1, leader_epoch=3, start_offset=5, delivery_complete_count=5
+    )
 
     # a new state epoch re-initializes from scratch; a delete removes it all
     answer, records = shard.initialize(store, partitions, KEY, 2, 10, now_ms=7)

@@ -66,7 +66,9 @@ class Partition:
         return state.share_groups
 
 
-def _hb(member_id: str, epoch: int, topics: tuple[str, ...] | None = None, group: str = "g") -> ShareHeartbeat:
+def _hb(
+    member_id: str, epoch: int, topics: tuple[str, ...] | None = None, group: str = "g"
+) -> ShareHeartbeat:
     return ShareHeartbeat(group, member_id, epoch, subscribed_topic_names=topics)
 
 
@@ -118,7 +120,11 @@ def test_kafka_errors() -> None:
         groups = part.driver()
         part.other_groups.add("classic")
         cases = [
-            (_hb("m", 0, ("foo",), group="classic"), ErrorCode.group_id_not_found, "Group classic is not a share group."),
+            (
+                _hb("m", 0, ("foo",), group="classic"),
+                ErrorCode.group_id_not_found,
+                "Group classic is not a share group.",
+            ),
             (_hb("m", 1), ErrorCode.group_id_not_found, "Share group g not found."),
             (_hb("m", -1), ErrorCode.group_id_not_found, "Group g not found."),
             (_hb("m", 0), ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request."),
@@ -139,7 +145,10 @@ def test_kafka_errors() -> None:
         assert (await groups.heartbeat(_hb("m", 1), "c", "h")).error == ErrorCode.not_coordinator
         assert groups.describe("g")[0] == ErrorCode.not_coordinator
         part.led = True
-        assert groups.describe("classic")[:2] == (ErrorCode.group_id_not_found, "Group classic is not a share group.")
+        assert groups.describe("classic")[:2] == (
+            ErrorCode.group_id_not_found,
+            "Group classic is not a share group.",
+        )
         assert groups.describe("none")[:2] == (ErrorCode.group_id_not_found, "Group none not found.")
         groups.close()
 
@@ -158,7 +167,9 @@ def test_unwritten_change_is_reverted() -> None:
         assert (await groups.heartbeat(_hb("m1", 0, ("foo",)), "c", "h")).error == ErrorCode.none
         written = len(part.records)
         part.append_error = ErrorCode.not_enough_replicas
-        assert (await groups.heartbeat(_hb("m2", 0, ("foo",)), "c", "h")).error == ErrorCode.not_enough_replicas
+        assert (
+            await groups.heartbeat(_hb("m2", 0, ("foo",)), "c", "h")
+        ).error == ErrorCode.not_enough_replicas
         _, _, group = groups.describe("g")
         assert group is not None and set(group.members) == {"m1"} and group.group_epoch == 1
         assert len(part.records) == written
@@ -206,7 +217,9 @@ def test_failed_initialization_is_retried_after_the_interval() -> None:
         await asyncio.sleep(0.25)
         third = await groups.heartbeat(_hb("m1", 1), "c", "h")
         await _settle()
-        assert len(part.initialize_calls) == 2 and third.answer is not None and third.answer.assignment is None
+        assert (
+            len(part.initialize_calls) == 2 and third.answer is not None and third.answer.assignment is None
+        )
         fourth = await groups.heartbeat(_hb("m1", 1), "c", "h")
         assert fourth.answer is not None and fourth.answer.assignment == {FOO.topic_id: frozenset({0, 1})}
         groups.close()
