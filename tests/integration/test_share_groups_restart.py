@@ -10,11 +10,14 @@ from pathlib import Path
 
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
+from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.list_groups.v5.request import ListGroupsRequest
 
 from broker.share.share_group import ShareGroup, ShareHeartbeat
 from broker.share.share_groups import ShareHeartbeatResult
 from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
+from tests.support.raw_client import RawClient
 
 
 def _heartbeat(
@@ -88,5 +91,24 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
             "Group classic is not a share group.",
         )
         assert coordinator.get_group("queue") == (ErrorCode.none, None)
+
+        # ListGroups lists it with type and protocol type "share"; DescribeGroups (v5) reports
+        # it Dead, as Kafka reports any group that is not a classic group
+        with RawClient(samsa.port) as client:
+            listed = client.request(ListGroupsRequest(states_filter=(), types_filter=("Share",))).groups
+            assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed] == [
+                ("queue", "share", "Stable", "share")
+            ]
+            everything = client.request(ListGroupsRequest(states_filter=(), types_filter=())).groups
+            assert [(g.group_id, g.group_type) for g in everything] == [
+                ("classic", "classic"),
+                ("queue", "share"),
+            ]
+            described = client.request(
+                DescribeGroupsRequest(groups=("queue",), include_authorized_operations=False)
+            ).groups
+            assert [(g.error_code, g.group_state, g.members) for g in described] == [
+                (ErrorCode.none, "Dead", ())
+            ]
     finally:
         samsa.close()
