@@ -568,7 +568,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 continue
             group = part.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
-                results[group_id] = ErrorCode.group_id_not_found
+                results[group_id], share_tombstones = self.share_groups.delete(group_id)
+                by_partition.setdefault(part.index, []).extend(share_tombstones)
             elif not group.is_in(GroupState.EMPTY) or (group.consumer is not None and not group.consumer.is_empty()):
                 results[group_id] = ErrorCode.non_empty_group
             else:
@@ -582,6 +583,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 results[group_id] = ErrorCode.none
                 log.info("group deleted group=%s offsets=%d", group_id, len(group.offsets))
         for index, records in by_partition.items():
+            if not records:
+                continue
             error = _append_error_for_group(await self._append(index, records))
             if error != ErrorCode.none:
                 for group_id in group_ids:

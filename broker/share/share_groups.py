@@ -51,7 +51,7 @@ from broker.share.share_group import (
     ShareHeartbeat,
     TopicInfo,
 )
-from broker.share.share_group_log import RecordsByKey, ShareGroupRecord, changes, restore, snapshot
+from broker.share.share_group_log import RecordsByKey, ShareGroupRecord, changes, deletion, restore, snapshot
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import NewRecord
 
@@ -246,6 +246,22 @@ class ShareGroups:
                 return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.", None
             return ErrorCode.group_id_not_found, f"Group {group_id} not found.", None
         return ErrorCode.none, None, group
+
+    def delete(self, group_id: str) -> tuple[ErrorCode, list[NewRecord]]:
+        """DeleteGroups on a share group (Kafka's ShareGroup.validateDeleteGroup and
+        createGroupTombstoneRecords): an Empty group is removed and its tombstones returned for
+        the caller to write; GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP otherwise. The share
+        coordinator's state of its partitions is not deleted yet (there is none)."""
+        _, index = self._lookup(group_id)
+        groups = self._groups.get(index, {}) if index is not None else {}
+        group = groups.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, []
+        if group.members:
+            return ErrorCode.non_empty_group, []
+        del groups[group_id]
+        log.info("share group deleted group=%s", group_id)
+        return ErrorCode.none, [_to_record(r) for r in deletion(group)]
 
     def groups(self) -> list[ShareGroup]:
         """Every share group of the loaded partitions (ListGroups with type "share")."""

@@ -1,7 +1,8 @@
 """Share groups (KIP-932) in a real broker's group coordinator: members joined through the
 coordinator's ShareGroups (no handler serves ShareGroupHeartbeat yet) are written to
 `__consumer_offsets` and come back, with their epochs, when a restarted broker loads the
-partition; the coordinator's classic groups and share groups keep to their own ids."""
+partition; classic groups and share groups keep to their own ids; ListGroups, DescribeGroups and
+DeleteGroups answer for a share group as Kafka does."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
+from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.list_groups.v5.request import ListGroupsRequest
+from kio.schema.types import GroupId
 
 from broker.share.share_group import ShareGroup, ShareHeartbeat
 from broker.share.share_groups import ShareHeartbeatResult
@@ -27,17 +30,22 @@ def _heartbeat(
     return samsa.run(samsa.broker.group_coordinator.share_groups.heartbeat(req, "client", "/127.0.0.1"))
 
 
-def _loaded_group(samsa: SamsaInProcess) -> ShareGroup:
+def _await_loaded(samsa: SamsaInProcess) -> None:
+    """Until the group's __consumer_offsets partition exists and is loaded here."""
     coordinator = samsa.broker.group_coordinator
     listener = samsa.broker.config.listeners[0].name
     deadline = time.monotonic() + 15
-    while True:
+    while (error := coordinator.group_status("queue")[0]) != ErrorCode.none:
+        assert time.monotonic() < deadline, error
         samsa.run(coordinator.find_coordinator("queue", listener))  # creates __consumer_offsets
-        error, message, group = coordinator.share_groups.describe("queue")
-        if group is not None:
-            return group
-        assert time.monotonic() < deadline, (error, message)
         time.sleep(0.05)
+
+
+def _loaded_group(samsa: SamsaInProcess) -> ShareGroup:
+    _await_loaded(samsa)
+    error, message, group = samsa.broker.group_coordinator.share_groups.describe("queue")
+    assert group is not None, (error, message)
+    return group
 
 
 def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
@@ -48,16 +56,9 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
         admin = KafkaAdminClient(bootstrap_servers=samsa.bootstrap_servers)
         admin.create_topics([NewTopic("jobs", 2, 1)])
         admin.close()
-        listener = samsa.broker.config.listeners[0].name
-        coordinator = samsa.broker.group_coordinator
-        deadline = time.monotonic() + 15
-        while (first := _heartbeat(samsa, "m1", 0, ("jobs",))).error != ErrorCode.none:
-            assert first.error in (ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
-                                   ErrorCode.not_coordinator), first  # fmt: skip
-            assert time.monotonic() < deadline, first
-            samsa.run(coordinator.find_coordinator("queue", listener))
-            time.sleep(0.05)
-        assert first.answer is not None and first.answer.member_epoch == 1
+        _await_loaded(samsa)
+        first = _heartbeat(samsa, "m1", 0, ("jobs",))
+        assert first.error == ErrorCode.none and first.answer is not None and first.answer.member_epoch == 1
         assert _heartbeat(samsa, "m2", 0, ("jobs",)).error == ErrorCode.none
         before = _loaded_group(samsa)
         assert before.group_epoch == 2 and set(before.members) == {"m1", "m2"}
@@ -105,10 +106,23 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
                 ("queue", "share"),
             ]
             described = client.request(
-                DescribeGroupsRequest(groups=("queue",), include_authorized_operations=False)
+                DescribeGroupsRequest(groups=(GroupId("queue"),), include_authorized_operations=False)
             ).groups
             assert [(g.error_code, g.group_state, g.members) for g in described] == [
                 (ErrorCode.none, "Dead", ())
             ]
+
+            # DeleteGroups: refused while it has members; its tombstones outlive a restart
+            def delete() -> list[ErrorCode]:
+                response = client.request(DeleteGroupsRequest(groups_names=(GroupId("queue"),)))
+                return [r.error_code for r in response.results]
+
+            assert delete() == [ErrorCode.non_empty_group]
+            assert _heartbeat(samsa, "m1", -1).error == ErrorCode.none
+            assert delete() == [ErrorCode.none]
+            assert delete() == [ErrorCode.group_id_not_found]
+        samsa.restart()
+        _await_loaded(samsa)
+        assert samsa.broker.group_coordinator.share_groups.groups() == []
     finally:
         samsa.close()

@@ -225,3 +225,24 @@ def test_failed_initialization_is_retried_after_the_interval() -> None:
         groups.close()
 
     run(go)
+
+
+def test_delete_an_empty_group_writes_its_tombstones() -> None:
+    async def go() -> None:
+        part = Partition()
+        groups = part.driver()
+        assert groups.delete("g") == (ErrorCode.group_id_not_found, [])
+        assert (await groups.heartbeat(_hb("m1", 0, ("foo",)), "c", "h")).error == ErrorCode.none
+        assert groups.delete("g") == (ErrorCode.non_empty_group, [])
+        assert (await groups.heartbeat(_hb("m1", -1), "c", "h")).error == ErrorCode.none
+        error, tombstones = groups.delete("g")
+        assert error == ErrorCode.none and tombstones and all(r.value is None for r in tombstones)
+        assert groups.describe("g")[0] == ErrorCode.group_id_not_found
+        part.records += tombstones
+        assert part.latest()["g"] == {}  # a loading coordinator finds nothing of it
+        reloaded = part.driver()
+        reloaded.load(0, part.latest())
+        assert reloaded.groups() == []
+        groups.close()
+
+    run(go)
