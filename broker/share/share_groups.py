@@ -263,6 +263,10 @@ class ShareGroups:
         log.info("share group deleted group=%s", group_id)
         return ErrorCode.none, [_to_record(r) for r in deletion(group)]
 
+    def holds(self, group_id: str) -> bool:
+        """Whether a share group has this id (a classic or consumer group may not)."""
+        return self._current(group_id) is not None
+
     def groups(self) -> list[ShareGroup]:
         """Every share group of the loaded partitions (ListGroups with type "share")."""
         return [g for groups in self._groups.values() for g in groups.values()]

@@ -6,6 +6,7 @@ DeleteGroups answer for a share group as Kafka does."""
 
 from __future__ import annotations
 
+import datetime
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.join_group.v5 import request as join_v5
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.types import GroupId
 
@@ -20,6 +22,7 @@ from broker.share.share_group import ShareGroup, ShareHeartbeat
 from broker.share.share_groups import ShareHeartbeatResult
 from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
+from tests.support import consumer_protocol
 from tests.support.raw_client import RawClient
 
 
@@ -111,6 +114,25 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
             assert [(g.error_code, g.group_state, g.members) for g in described] == [
                 (ErrorCode.none, "Dead", ())
             ]
+
+            # a classic member or a KIP-848 consumer cannot join it
+            joined = client.request(
+                join_v5.JoinGroupRequest(
+                    group_id=GroupId("queue"),
+                    session_timeout=datetime.timedelta(seconds=10),
+                    rebalance_timeout=datetime.timedelta(seconds=10),
+                    member_id="",
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocols=(join_v5.JoinGroupRequestProtocol(name="range", metadata=b""),),
+                )
+            )
+            assert (joined.error_code, joined.member_id) == (ErrorCode.inconsistent_group_protocol, "")
+            consumer = consumer_protocol.join(client, "c1", group="queue", topics=("jobs",))
+            assert (consumer.error_code, consumer.error_message) == (
+                ErrorCode.group_id_not_found,
+                "Group queue is not a consumer group.",
+            )
 
             # DeleteGroups: refused while it has members; its tombstones outlive a restart
             def delete() -> list[ErrorCode]:
