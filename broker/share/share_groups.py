@@ -5,8 +5,10 @@ share_group_log.replay), as Kafka 4.3.1's GroupMetadataManager.shareGroupHeartbe
 shareGroupLeave, shareGroupDescribe and its replay serve them.
 
 The group coordinator builds one (`for_coordinator`), loads each partition's share groups into it
-and unloads them with the partition; no handler reaches it yet (no ApiVersions row, no config:
-Kafka's defaults), and with no share coordinator yet no partition's state gets initialized.
+and unloads them with the partition; ListGroups, DeleteGroups, JoinGroup and
+ConsumerGroupHeartbeat consult it, but no handler creates a share group yet (no ShareGroupHeartbeat
+row, no config: Kafka's defaults), and with no share coordinator yet no partition's state gets
+initialized.
 
 A heartbeat:
 
@@ -171,7 +173,7 @@ class ShareGroups:
         """Undo a change whose records were not written (Kafka's snapshot revert)."""
         if groups.get(group.group_id) is not group:
             return
-        if is_new and not before.members:
+        if is_new:
             del groups[group.group_id]
         else:
             groups[group.group_id] = before
