@@ -16,7 +16,9 @@ from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.join_group.v5 import request as join_v5
 from kio.schema.list_groups.v5.request import ListGroupsRequest
-from kio.schema.types import GroupId
+from kio.schema.offset_commit.v2 import request as commit_v2
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32, i32Timedelta, i64, i64Timedelta
 
 from broker.share.share_group import ShareGroup, ShareHeartbeat
 from broker.share.share_groups import ShareHeartbeatResult
@@ -119,8 +121,8 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
             joined = client.request(
                 join_v5.JoinGroupRequest(
                     group_id=GroupId("queue"),
-                    session_timeout=datetime.timedelta(seconds=10),
-                    rebalance_timeout=datetime.timedelta(seconds=10),
+                    session_timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+                    rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
                     member_id="",
                     group_instance_id=None,
                     protocol_type="consumer",
@@ -133,6 +135,30 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
                 ErrorCode.group_id_not_found,
                 "Group queue is not a consumer group.",
             )
+
+            # no offsets of its own: OffsetCommit is refused, OffsetFetch finds none
+            commit = client.request(
+                commit_v2.OffsetCommitRequest(
+                    group_id=GroupId("queue"),
+                    generation_id_or_member_epoch=i32(-1),
+                    member_id="",
+                    retention_time=i64Timedelta.parse(datetime.timedelta(milliseconds=-1)),
+                    topics=(
+                        commit_v2.OffsetCommitRequestTopic(
+                            name=TopicName("jobs"),
+                            partitions=(
+                                commit_v2.OffsetCommitRequestPartition(
+                                    partition_index=i32(0), committed_offset=i64(5), committed_metadata=""
+                                ),
+                            ),
+                        ),
+                    ),
+                )
+            )
+            assert [p.error_code for t in commit.topics for p in t.partitions] == [
+                ErrorCode.group_id_not_found
+            ]
+            assert coordinator.get_group("queue") == (ErrorCode.none, None)  # no classic group made of it
 
             # DeleteGroups: refused while it has members; its tombstones outlive a restart
             def delete() -> list[ErrorCode]:
