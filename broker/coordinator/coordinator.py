@@ -466,6 +466,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             return {e.tp: error for e in entries}
         group = part.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
+            if self.share_groups.holds(group_id):  # Kafka's ShareGroup.validateOffsetCommit
+                return {e.tp: ErrorCode.group_id_not_found for e in entries}
             if generation >= 0:
                 return {e.tp: ErrorCode.illegal_generation for e in entries}
             group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())

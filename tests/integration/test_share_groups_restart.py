@@ -20,10 +20,12 @@ from kio.schema.offset_commit.v2 import request as commit_v2
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i32Timedelta, i64, i64Timedelta
 
+from broker.coordinator.coordinator import OffsetCommitEntry
 from broker.share.share_group import ShareGroup, ShareHeartbeat
 from broker.share.share_groups import ShareHeartbeatResult
 from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 from tests.support import consumer_protocol
 from tests.support.raw_client import RawClient
 
@@ -158,6 +160,9 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
             assert [p.error_code for t in commit.topics for p in t.partitions] == [
                 ErrorCode.group_id_not_found
             ]
+            entry = OffsetCommitEntry(TopicPartition("jobs", 0), 5, -1, None)
+            txn = samsa.run(coordinator.commit_transactional_offsets("queue", 1, 0, "", None, -1, [entry]))
+            assert txn == {entry.tp: ErrorCode.group_id_not_found}  # nor in a transaction
             assert coordinator.get_group("queue") == (ErrorCode.none, None)  # no classic group made of it
 
             # DeleteGroups: refused while it has members; its tombstones outlive a restart
