@@ -39,6 +39,7 @@ from broker.coordinator.records import (
     partition_for,
 )
 from broker.log.info import AppendOrigin
+from broker.share.share_groups import for_coordinator as share_groups_for
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
 from protocol.topic_partition import TopicPartition
@@ -120,6 +121,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             self._persist_group,
         )
         self.consumer_groups = ConsumerGroups(config, lambda: controller.image, self.group_status, self._append_for)
+        self.share_groups = share_groups_for(self, lambda: controller.image, self._append_for)
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -138,6 +140,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.membership.close()
         self.consumer_groups.close()
+        self.share_groups.close()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -160,6 +163,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         if part.groups:
             log.info("groups unloaded partition=%d groups=%d", part.index, len(part.groups))
         part.groups.clear()
+        self.share_groups.unload(part.index)
 
     def _topic_settings(self, live_brokers: int) -> tuple[int, dict[str, str]]:
         replication = max(1, min(self.config.offsets_topic_replication_factor, live_brokers))
@@ -214,6 +218,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 group.consumer = self.consumer_groups.restore(group_id, consumer_records)
             for member in group.members.values():
                 self.membership.start_session(group, member)
+        self.share_groups.load(part.index, state.share_groups)
 
     def loaded_groups(self) -> list[ClassicGroup]:
         """Every group of the __consumer_offsets partitions this broker leads and has loaded
@@ -355,6 +360,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             return {e.tp: error for e in entries}
         group = part.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
+            if self.share_groups.holds(group_id):  # Kafka's ShareGroup.validateOffsetCommit
+                return {e.tp: ErrorCode.group_id_not_found for e in entries}
             if generation >= 0:
                 code = ErrorCode.group_id_not_found if api_version >= 9 else ErrorCode.illegal_generation
                 return {e.tp: code for e in entries}
@@ -459,6 +466,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             return {e.tp: error for e in entries}
         group = part.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
+            if self.share_groups.holds(group_id):  # Kafka's ShareGroup.validateOffsetCommit
+                return {e.tp: ErrorCode.group_id_not_found for e in entries}
             if generation >= 0:
                 return {e.tp: ErrorCode.illegal_generation for e in entries}
             group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
@@ -563,7 +572,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 continue
             group = part.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
-                results[group_id] = ErrorCode.group_id_not_found
+                results[group_id], share_tombstones = self.share_groups.delete(group_id)
+                by_partition.setdefault(part.index, []).extend(share_tombstones)
             elif not group.is_in(GroupState.EMPTY) or (group.consumer is not None and not group.consumer.is_empty()):
                 results[group_id] = ErrorCode.non_empty_group
             else:
@@ -577,6 +587,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 results[group_id] = ErrorCode.none
                 log.info("group deleted group=%s offsets=%d", group_id, len(group.offsets))
         for index, records in by_partition.items():
+            if not records:
+                continue
             error = _append_error_for_group(await self._append(index, records))
             if error != ErrorCode.none:
                 for group_id in group_ids:

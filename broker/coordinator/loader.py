@@ -10,7 +10,8 @@ the key, exactly what compaction keeps. Offsets committed inside a transaction (
 transactional batches) are held per producer until its marker: a COMMIT applies them, an ABORT
 drops them, and those still open when the load ends stay pending (Kafka's
 GroupMetadataManager.doLoadGroupsAndOffsets). A KIP-848 group's records (consumer_records.py) are
-folded the same way, per record type and member, for `ConsumerGroups.restore`.
+folded the same way, per record type and member, for `ConsumerGroups.restore`, and so are a share
+group's (broker/share/group_records.py) for `ShareGroups.load`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from broker.coordinator.records import (
     read_key,
     read_offset_value,
 )
+from broker.share import group_records as share_records
+from broker.share.share_group_log import RecordsByKey
+from broker.share.share_group_log import replay as replay_share_record
 from protocol.control import read_end_txn_marker
 from protocol.errors import CorruptRecordError
 from protocol.records import HEADER_SIZE, BatchHeader, decode_records
@@ -102,6 +106,7 @@ def _read_and_decode(records: FileRecords, position: int, decode: Callable[[byte
 ParsedRecord = (
     tuple[RecordKey, "OffsetAndMetadata | GroupMetadataValue | None", int]
     | tuple[ConsumerGroupKey, "ConsumerGroupValue | None", int]
+    | tuple[share_records.ShareGroupKey, "share_records.ShareGroupValue | None", int]
 )
 """(key, value, producer id of a transactional record or -1)."""
 
@@ -154,6 +159,11 @@ def decode_chunk(data: bytes, start_offset: int) -> DecodedChunk:
                             value = consumer_records.read_value(consumer_key.type, record.value)
                             records.append((consumer_key, value, txn_pid))
                             continue
+                        share_key = share_records.read_key(record.key)
+                        if share_key is not None:
+                            share_value = share_records.read_value(share_key.type, record.value)
+                            records.append((share_key, share_value, txn_pid))
+                            continue
                     if key is None:
                         skipped += 1
                         continue
@@ -180,6 +190,8 @@ class LoadState:
     """Producer id -> group -> offsets committed in its transaction, awaiting its marker."""
     consumer_groups: dict[str, dict[tuple[int, str | None], ConsumerGroupValue]] = field(default_factory=dict)
     """KIP-848 group -> (record type, member id) -> its latest value (consumer_records.py)."""
+    share_groups: dict[str, RecordsByKey] = field(default_factory=dict)
+    """Share group -> (record type, member id) -> its latest value (broker/share/group_records.py)."""
     records: int = 0
 
     def apply(self, chunk: DecodedChunk) -> None:
@@ -192,7 +204,9 @@ class LoadState:
                 continue
             key, value, txn_pid = item
             self.records += 1
-            if isinstance(key, ConsumerGroupKey):
+            if isinstance(key, share_records.ShareGroupKey):
+                replay_share_record(self.share_groups, key, cast("share_records.ShareGroupValue | None", value))
+            elif isinstance(key, ConsumerGroupKey):
                 records = self.consumer_groups.setdefault(key.group, {})
                 if value is None:
                     records.pop((key.type, key.member_id), None)

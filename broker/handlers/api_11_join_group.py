@@ -10,7 +10,8 @@
 # COORDINATOR_NOT_AVAILABLE. v0-1 are served (old librdkafka checks v0 is advertised for GSSAPI);
 # v0 has no rebalance timeout, so the session timeout is used. The reason (v8+) is logged.
 # A group id that is a consumer-protocol (KIP-848) group with members answers
-# INCONSISTENT_GROUP_PROTOCOL; an empty one becomes a classic group.
+# INCONSISTENT_GROUP_PROTOCOL; an empty one becomes a classic group. A share group's id answers
+# INCONSISTENT_GROUP_PROTOCOL with an empty member id.
 # Not supported: nothing of v0-9 is left out; a classic member joining a KIP-848 group (Kafka's
 # online migration, group.consumer.migration.policy).
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
@@ -69,6 +70,8 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
     if not config.group_min_session_timeout_ms <= session_ms <= config.group_max_session_timeout_ms:
         return _response(ctx, JoinResult(ErrorCode.invalid_session_timeout, request.member_id))
     group_id = str(request.group_id)
+    if coord.share_groups.holds(group_id):  # Kafka's classicGroupJoin on a share group
+        return _response(ctx, JoinResult(ErrorCode.inconsistent_group_protocol, ""))
     group = part.groups.get(group_id)
     if group is None or group.is_in(GroupState.DEAD):
         if request.member_id:

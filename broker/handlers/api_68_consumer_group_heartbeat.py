@@ -6,7 +6,7 @@
 # `uniform` and `range` (group.consumer.assignors), subscription by topic names or by an RE2
 # regular expression. The request is checked as Kafka does first (INVALID_REQUEST with Kafka's
 # messages, UNSUPPORTED_ASSIGNOR; v1: the consumer generates its member id), then
-# GROUP_ID_NOT_FOUND (an unknown group, or a classic group with members), UNKNOWN_MEMBER_ID,
+# GROUP_ID_NOT_FOUND (an unknown group, a classic group with members, a share group), UNKNOWN_MEMBER_ID,
 # FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED
 # (group.consumer.max.size), INVALID_REGULAR_EXPRESSION and the coordinator errors.
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on each subscribed
@@ -102,6 +102,8 @@ async def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) ->
         groups.validate(req, ctx.api_version, topic_partitions_null=request.topic_partitions is None)
     except cg.HeartbeatError as e:
         return _error(e.error, e.message)
+    if coordinator(ctx).share_groups.holds(req.group_id):
+        return _error(ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group.")
     result = await groups.heartbeat(req, ctx.client_id or "", client_host(ctx))
     if result.error != ErrorCode.none:
         return _error(result.error, result.message)

@@ -5,7 +5,8 @@ group rebuilt from the records a coordinator loads (Kafka's GroupMetadataManager
 order Kafka writes them for a heartbeat or a fence: member metadata (or, for a member that left,
 tombstones of its current assignment, target and metadata), the group epoch, changed target
 assignments and the target assignment metadata, current assignments, and the state partition
-metadata. `restore` replays the latest value of each key.
+metadata. `replay` folds a loaded partition's records in log order into the latest value of each
+key; `restore` rebuilds the group from them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,18 @@ from broker.share import group_records as rec
 from broker.share.share_group import ShareGroup, ShareGroupMember, TopicInfo
 
 ShareGroupRecord = tuple[rec.ShareGroupKey, rec.ShareGroupValue | None]
+RecordsByKey = dict[tuple[int, str | None], rec.ShareGroupValue]
+"""A group's records in a loaded partition: (record type, member id) -> latest value."""
+
+
+def replay(latest: dict[str, RecordsByKey], key: rec.ShareGroupKey, value: rec.ShareGroupValue | None) -> None:
+    """Fold one share group record, in log order, into the latest value of each key (a tombstone
+    removes its key)."""
+    records = latest.setdefault(key.group, {})
+    if value is None:
+        records.pop((key.type, key.member_id), None)
+    else:
+        records[(key.type, key.member_id)] = value
 
 
 def snapshot(group: ShareGroup) -> ShareGroup:

@@ -162,6 +162,10 @@ class ShareStateStore:
         self.updates_per_snapshot = updates_per_snapshot
         """`share.coordinator.snapshot.update.records.per.snapshot`"""
         self.states: dict[SharePartitionKey, ShareGroupOffset] = {}
+        self.leader_epochs: dict[SharePartitionKey, int] = {}
+        """The highest leader epoch replayed for each share partition (Kafka's leaderEpochMap)."""
+        self.state_epochs: dict[SharePartitionKey, int] = {}
+        """The highest state epoch of its snapshots (Kafka's stateEpochMap)."""
         self._updates_since_snapshot: dict[SharePartitionKey, int] = {}
 
     def read(self, key: SharePartitionKey) -> ShareGroupOffset | None:
@@ -174,10 +178,12 @@ class ShareStateStore:
         sp = SharePartitionKey(key.group_id, key.topic_id, key.partition)
         if key.type == SHARE_SNAPSHOT:
             if value is None:
-                self.states.pop(sp, None)
-                self._updates_since_snapshot.pop(sp, None)
+                for by_key in (self.states, self.leader_epochs, self.state_epochs, self._updates_since_snapshot):
+                    by_key.pop(sp, None)
                 return
             assert isinstance(value, ShareSnapshotValue)
+            self.leader_epochs[sp] = max(self.leader_epochs.get(sp, value.leader_epoch), value.leader_epoch)
+            self.state_epochs[sp] = max(self.state_epochs.get(sp, value.state_epoch), value.state_epoch)
             self.states[sp] = ShareGroupOffset(
                 value.snapshot_epoch,
                 value.state_epoch,
@@ -194,6 +200,7 @@ class ShareStateStore:
         if key.type != SHARE_UPDATE or value is None:
             return
         assert isinstance(value, ShareUpdateValue)
+        self.leader_epochs[sp] = max(self.leader_epochs.get(sp, value.leader_epoch), value.leader_epoch)
         current = self.states.get(sp)
         if current is None:
             self.states[sp] = ShareGroupOffset(

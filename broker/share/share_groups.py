@@ -1,0 +1,343 @@
+"""The share groups (KIP-932) of the `__consumer_offsets` partitions this coordinator leads: the
+ShareGroupHeartbeat flow, ShareGroupDescribe's lookup, the members' session timers, and the groups
+rebuilt when a coordinator loads a partition (the loader folds their records with
+share_group_log.replay), as Kafka 4.3.1's GroupMetadataManager.shareGroupHeartbeat,
+shareGroupLeave, shareGroupDescribe and its replay serve them.
+
+The group coordinator builds one (`for_coordinator`), loads each partition's share groups into it
+and unloads them with the partition; ListGroups, DeleteGroups, JoinGroup and
+ConsumerGroupHeartbeat consult it, but no handler creates a share group yet (no ShareGroupHeartbeat
+row, no config: Kafka's defaults), and with no share coordinator yet no partition's state gets
+initialized.
+
+A heartbeat:
+
+1. is validated (INVALID_REQUEST with Kafka's messages); the group's partition must be led and
+   loaded here (the coordinator's error otherwise); a classic or consumer group of that id gets
+   GROUP_ID_NOT_FOUND "Group X is not a share group.", a missing share group with member epoch
+   other than 0 "Share group X not found." (a leave: "Group X not found.");
+2. is applied to a copy-on-write snapshot of the group by the pure rules (share_group.py), which
+   also mark the subscribed partitions whose share-group state must be initialized;
+3. has its records (share_group_log.changes) appended to the group's partition before it is
+   answered; if they cannot be written the group goes back to its snapshot (Kafka reverts the
+   change) and the member gets the coordinator's error;
+4. restarts the member's session (`group.share.session.timeout.ms`): when it expires the member is
+   fenced (removed, the group epoch bumped) and the records written with no request waiting;
+5. asks the share coordinator to initialize the marked partitions (InitializeShareGroupState, the
+   `initialize` callable); once it answers, the partitions are recorded as initialized (the
+   state partition metadata record) and the next heartbeat assigns them. A failed
+   initialization leaves them initializing: they are asked for again after
+   `group.share.initialize.retry.interval.ms`.
+
+Member states: absent -> member (epoch 0 heartbeat) -> absent (epoch -1, or session expired).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from broker import clock
+from broker.coordinator.group import GroupState
+from broker.share import group_records as rec
+from broker.share import share_group as sg
+from broker.share.share_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    HeartbeatAnswer,
+    ShareGroup,
+    ShareGroupSettings,
+    ShareHeartbeat,
+    TopicInfo,
+)
+from broker.share.share_group_log import RecordsByKey, ShareGroupRecord, changes, deletion, restore, snapshot
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import NewRecord
+
+if TYPE_CHECKING:
+    from broker.coordinator.group import ClassicGroup
+    from broker.coordinator.partitions import CoordinatorPartition
+    from controller.model import ClusterImage
+
+log = logging.getLogger("samsa.coordinator")
+
+ShareLookup = Callable[[str], tuple[ErrorCode, int | None]]
+"""The index of the `__consumer_offsets` partition of a group this coordinator leads and has
+loaded, else (the coordinator's error, None)."""
+OtherGroup = Callable[[str], bool]
+"""Whether a classic or consumer group holds this group id."""
+ShareAppend = Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]
+"""Append records to a group's `__consumer_offsets` partition (acks=-1): the coordinator's error."""
+Initializer = Callable[[str, Mapping[uuid.UUID, frozenset[int]]], Awaitable[bool]]
+"""Initialize the share-group state of these partitions with the share coordinator: success."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeatResult:
+    error: ErrorCode
+    message: str | None = None
+    answer: HeartbeatAnswer | None = None
+
+
+def _to_record(item: ShareGroupRecord) -> NewRecord:
+    key, value = item
+    return NewRecord(rec.key_bytes(key), None if value is None else rec.value_bytes(value))
+
+
+class ShareGroups:
+    """The share groups of the partitions this coordinator leads, and their session timers."""
+
+    def __init__(
+        self,
+        settings: ShareGroupSettings,
+        topics: Callable[[], Mapping[str, TopicInfo]],
+        lookup: ShareLookup,
+        other_group: OtherGroup,
+        append: ShareAppend,
+        initialize: Initializer,
+    ) -> None:
+        self._settings = settings
+        self._topics = topics
+        self._lookup = lookup
+        self._other_group = other_group
+        self._append = append
+        self._initialize = initialize
+        self._groups: dict[int, dict[str, ShareGroup]] = {}
+        """Partition index -> group id -> group."""
+        self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # == ShareGroupHeartbeat =======================================================================
+
+    async def heartbeat(self, req: ShareHeartbeat, client_id: str, client_host: str) -> ShareHeartbeatResult:
+        """Apply the heartbeat, write its records, then answer (Kafka's error code on failure)."""
+        try:
+            sg.validate(req)
+            index, groups, group = self._find(req.group_id, create=req.member_epoch == 0,
+                                              leaving=req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH)  # fmt: skip
+        except KafkaError as e:
+            return ShareHeartbeatResult(e.code, e.message)
+        is_new = req.group_id not in groups
+        groups[req.group_id] = group  # concurrent first joins share one group
+        before = snapshot(group)
+        topics = self._topics()
+        now = clock.now_ms()
+        try:
+            if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+                answer = sg.leave(group, req.member_id)
+                todo: Mapping[uuid.UUID, frozenset[int]] = {}
+            else:
+                answer = sg.heartbeat(group, req, client_id, client_host, topics, self._settings, now)
+                todo = sg.partitions_to_initialize(group, topics, now, self._settings.initialize_retry_interval_ms)
+        except KafkaError as e:  # raised before any change
+            if is_new:
+                del groups[req.group_id]
+            return ShareHeartbeatResult(e.code, e.message)
+        error = await self._write(req.group_id, changes(before, group, _names(topics)))
+        if self._groups.get(index) is not groups:  # unloaded while writing: nothing more here
+            return ShareHeartbeatResult(ErrorCode.not_coordinator, ErrorCode.not_coordinator.name)
+        if error != ErrorCode.none:
+            self._revert(groups, group, before, is_new)
+            return ShareHeartbeatResult(error, error.name)
+        if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            self._cancel_session(req.group_id, req.member_id)
+            log.info("share group member left group=%s member_id=%s epoch=%d members=%d",
+                     req.group_id, req.member_id, group.group_epoch, len(group.members))  # fmt: skip
+        else:
+            self._start_session(req.group_id, req.member_id)
+        if todo:
+            self._spawn(self._initialize_state(req.group_id, group, todo))
+        return ShareHeartbeatResult(ErrorCode.none, answer=answer)
+
+    def _find(self, group_id: str, create: bool, leaving: bool) -> tuple[int, dict[str, ShareGroup], ShareGroup]:
+        error, index = self._lookup(group_id)
+        if index is None:
+            raise KafkaError(error, error.name)
+        if self._other_group(group_id):
+            raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+        groups = self._groups.setdefault(index, {})
+        group = groups.get(group_id)
+        if group is None:
+            if leaving:
+                raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+            if not create:
+                raise KafkaError(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
+            group = ShareGroup(group_id)
+        return index, groups, group
+
+    @staticmethod
+    def _revert(groups: dict[str, ShareGroup], group: ShareGroup, before: ShareGroup, is_new: bool) -> None:
+        """Undo a change whose records were not written (Kafka's snapshot revert)."""
+        if groups.get(group.group_id) is not group:
+            return
+        if is_new:
+            del groups[group.group_id]
+        else:
+            groups[group.group_id] = before
+
+    async def _write(self, group_id: str, records: list[ShareGroupRecord]) -> ErrorCode:
+        if not records:
+            return ErrorCode.none
+        error = await self._append(group_id, [_to_record(r) for r in records])
+        if error != ErrorCode.none:
+            log.warning("share group records not written group=%s records=%d error=%s",
+                        group_id, len(records), error.name)  # fmt: skip
+        return error
+
+    async def _initialize_state(
+        self, group_id: str, group: ShareGroup, todo: Mapping[uuid.UUID, frozenset[int]]
+    ) -> None:
+        """Kafka's GroupCoordinatorService.persisterInitialize then initializeShareGroupState."""
+        if not await self._initialize(group_id, todo):
+            log.warning("share group state not initialized group=%s topics=%d", group_id, len(todo))
+            return
+        if self._current(group_id) is not group:
+            return  # unloaded or deleted meanwhile
+        before = snapshot(group)
+        for topic_id, partitions in todo.items():
+            sg.initialized(group, topic_id, partitions)
+        await self._write(group_id, changes(before, group, _names(self._topics())))
+
+    # == sessions ==================================================================================
+
+    def _start_session(self, group_id: str, member_id: str) -> None:
+        self._cancel_session(group_id, member_id)
+        self._sessions[(group_id, member_id)] = asyncio.get_running_loop().call_later(
+            self._settings.session_timeout_ms / 1000, self._expire, group_id, member_id
+        )
+
+    def _cancel_session(self, group_id: str, member_id: str) -> None:
+        handle = self._sessions.pop((group_id, member_id), None)
+        if handle is not None:
+            handle.cancel()
+
+    def _expire(self, group_id: str, member_id: str) -> None:
+        """Kafka's shareGroupSessionTimeoutMemberFencing."""
+        self._sessions.pop((group_id, member_id), None)
+        group = self._current(group_id)
+        if group is None or member_id not in group.members:
+            return
+        before = snapshot(group)
+        sg.fence(group, member_id)
+        log.info("share group member fenced group=%s member_id=%s reason=session_expired epoch=%d members=%d",
+                 group_id, member_id, group.group_epoch, len(group.members))  # fmt: skip
+        self._spawn(self._write(group_id, changes(before, group, _names(self._topics()))))
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # == lookups (ShareGroupDescribe, ListGroups, DescribeGroups) ==================================
+
+    def _current(self, group_id: str) -> ShareGroup | None:
+        _, index = self._lookup(group_id)
+        return None if index is None else self._groups.get(index, {}).get(group_id)
+
+    def describe(self, group_id: str) -> tuple[ErrorCode, str | None, ShareGroup | None]:
+        """The group ShareGroupDescribe describes, or Kafka's error and message."""
+        error, index = self._lookup(group_id)
+        if index is None:
+            return error, None, None
+        group = self._groups.get(index, {}).get(group_id)
+        if group is None:
+            if self._other_group(group_id):
+                return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.", None
+            return ErrorCode.group_id_not_found, f"Group {group_id} not found.", None
+        return ErrorCode.none, None, group
+
+    def delete(self, group_id: str) -> tuple[ErrorCode, list[NewRecord]]:
+        """DeleteGroups on a share group (Kafka's ShareGroup.validateDeleteGroup and
+        createGroupTombstoneRecords): an Empty group is removed and its tombstones returned for
+        the caller to write; GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP otherwise. The share
+        coordinator's state of its partitions is not deleted yet (there is none)."""
+        _, index = self._lookup(group_id)
+        groups = self._groups.get(index, {}) if index is not None else {}
+        group = groups.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, []
+        if group.members:
+            return ErrorCode.non_empty_group, []
+        del groups[group_id]
+        log.info("share group deleted group=%s", group_id)
+        return ErrorCode.none, [_to_record(r) for r in deletion(group)]
+
+    def holds(self, group_id: str) -> bool:
+        """Whether a share group has this id (a classic or consumer group may not)."""
+        return self._current(group_id) is not None
+
+    def groups(self) -> list[ShareGroup]:
+        """Every share group of the loaded partitions (ListGroups with type "share")."""
+        return [g for groups in self._groups.values() for g in groups.values()]
+
+    # == coordinator load and unload ===============================================================
+
+    def load(self, index: int, latest: Mapping[str, RecordsByKey]) -> None:
+        """Rebuild the share groups of a partition this coordinator now leads from its records
+        (`replay` folded them); every member gets a full session."""
+        self.unload(index)
+        topics = self._topics()
+        now = clock.now_ms()
+        groups = self._groups.setdefault(index, {})
+        for group_id, records in latest.items():
+            if (rec.GROUP_METADATA, None) not in records:
+                continue  # deleted (tombstoned)
+            group = restore(group_id, records, topics, now)
+            groups[group_id] = group
+            for member_id in group.members:
+                self._start_session(group_id, member_id)
+        if groups:
+            log.info("share groups loaded partition=%d groups=%d", index, len(groups))
+
+    def unload(self, index: int) -> None:
+        """The partition is no longer led here: its groups and their timers go."""
+        for group in self._groups.pop(index, {}).values():
+            for member_id in group.members:
+                self._cancel_session(group.group_id, member_id)
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for handle in self._sessions.values():
+            handle.cancel()
+        self._sessions.clear()
+
+
+def _names(topics: Mapping[str, TopicInfo]) -> dict[uuid.UUID, str]:
+    return {info.topic_id: name for name, info in topics.items()}
+
+
+def cluster_topics(image: ClusterImage) -> dict[str, TopicInfo]:
+    """The topics a share group may subscribe to (internal ones are not)."""
+    return {name: TopicInfo(t.topic_id, len(t.partitions)) for name, t in image.topics.items() if not t.internal}
+
+
+class GroupsCoordinator(Protocol):
+    """What the share groups ask the group coordinator (its classic and consumer groups)."""
+
+    def group_status(self, group_id: str | None) -> tuple[ErrorCode, CoordinatorPartition | None]: ...
+
+    def get_group(self, group_id: str | None) -> tuple[ErrorCode, ClassicGroup | None]: ...
+
+
+def for_coordinator(
+    coordinator: GroupsCoordinator, image: Callable[[], ClusterImage], append: ShareAppend
+) -> ShareGroups:
+    """The share groups of a group coordinator's `__consumer_offsets` partitions."""
+
+    def lookup(group_id: str) -> tuple[ErrorCode, int | None]:
+        error, part = coordinator.group_status(group_id)
+        return error, None if part is None else part.index
+
+    def other_group(group_id: str) -> bool:
+        _, group = coordinator.get_group(group_id)
+        return group is not None and not group.is_in(GroupState.DEAD)
+
+    async def no_share_coordinator(group_id: str, todo: Mapping[uuid.UUID, frozenset[int]]) -> bool:
+        return False  # the share coordinator is not built yet: the partitions stay initializing
+
+    return ShareGroups(ShareGroupSettings(), lambda: cluster_topics(image()), lookup, other_group, append,
+                       no_share_coordinator)  # fmt: skip
