@@ -7,7 +7,7 @@ and rebalance timers, is `consumer_groups.py`.
 
 Three epochs: the group epoch is bumped whenever what the assignment depends on changes (a member
 joins, leaves or is fenced, a subscription changes, a subscribed topic is created, deleted or gets
-partitions); the target assignment epoch is the group epoch the target assignment was last
+partitions, the racks of a subscribed partition's replicas change); the target assignment epoch is the group epoch the target assignment was last
 computed at; each member's epoch is the target assignment epoch it has reconciled to.
 
 Group states (`ConsumerGroupState`, computed, as Kafka's ConsumerGroup.maybeUpdateGroupState):
@@ -194,6 +194,9 @@ class ConsumerGroup:
     """Subscribed topic name -> (topic id, partition count) when the group epoch was last bumped."""
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
     """Each member's regular expression -> the topics it matched at the last group epoch bump."""
+    partition_racks: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    """Subscribed topic name -> each partition's replica racks (sorted) at the last group epoch
+    bump: part of what Kafka's topic metadata hash covers, so a rack change bumps the epoch."""
     assignor: str = ""
     """The server assignor the target assignment was last computed with."""
     assignment_timestamp_ms: int = 0

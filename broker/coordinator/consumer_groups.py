@@ -7,7 +7,8 @@ until its session expires or it rejoins with the same instance id). Each heartbe
 
 1. applies the member's changed fields; a new group first moves to epoch 1, then a changed
    subscription (topic names), or a change of what the members' regular expressions match or of
-   the subscribed topics' partitions in the cluster, bumps the group epoch (Kafka 4.3's counts);
+   the subscribed topics' partitions in the cluster (their count, or the racks of their replicas'
+   brokers: what Kafka's topic metadata hash covers) bumps the group epoch (Kafka 4.3's counts);
 2. if the group epoch is ahead of the target assignment epoch and the last target is at least
    `group.consumer.assignment.interval.ms` old (KIP-1263), computes the target assignment of
    every member with the group's server assignor (the one most members ask for, else the first
@@ -65,6 +66,7 @@ from protocol.records import NewRecord
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
     from controller.model import ClusterImage
+    from protocol.types import BrokerId
 
 log = logging.getLogger("samsa.coordinator")
 
@@ -155,6 +157,8 @@ class ConsumerGroups:
         self._assignors = [assignor_name(a) for a in config.group_consumer_assignors]
         self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._broker_racks: dict[BrokerId, str | None] = {}
+        """The rack each broker id was last registered with (`_partition_racks`)."""
 
     @property
     def assignors(self) -> list[str]:
@@ -467,7 +471,8 @@ class ConsumerGroups:
 
     def _refresh_subscriptions(self, group: ConsumerGroup, image: ClusterImage) -> bool:
         """Resolve the members' regular expressions and the subscribed topics' partition counts
-        against the cluster; True when they changed since the last group epoch bump."""
+        and replica racks against the cluster (what Kafka's topic metadata hash covers); True when
+        they changed since the last group epoch bump."""
         regexes: dict[str, frozenset[str]] = {}
         names: set[str] = set()
         for m in group.members.values():
@@ -485,10 +490,32 @@ class ConsumerGroups:
             for name in names
             if (topic := image.topics.get(name)) is not None
         }
-        changed = metadata != group.subscription_metadata or regexes != group.resolved_regexes
+        racks = {name: self._partition_racks(image, name) for name in metadata}
+        changed = (
+            metadata != group.subscription_metadata
+            or regexes != group.resolved_regexes
+            or racks != group.partition_racks
+        )
         group.subscription_metadata = metadata
         group.resolved_regexes = regexes
+        group.partition_racks = racks
         return changed
+
+    def _partition_racks(self, image: ClusterImage, topic: str) -> tuple[tuple[str, ...], ...]:
+        """Each partition's replica racks, sorted, as Kafka's topic hash takes them
+        (KraftTopicMetadata.partitionRacks: the rack of every registered replica broker that has
+        one). A KRaft broker stays registered while it is down; a Samsa broker leaves the image,
+        so the last rack seen for each broker id stands in for it: a broker going down does not
+        bump the group epoch, a broker coming back with another rack does."""
+        for broker_id, broker in image.brokers.items():
+            self._broker_racks[broker_id] = broker.rack
+        t = image.topics[topic]
+        out: list[tuple[str, ...]] = []
+        for p in range(len(t.partitions)):
+            reg = t.partitions.get(p)
+            replicas = () if reg is None else reg.replicas
+            out.append(tuple(sorted(rack for b in replicas if (rack := self._broker_racks.get(b)))))
+        return tuple(out)
 
     def _subscribed_ids(self, group: ConsumerGroup, member: ConsumerGroupMember) -> frozenset[uuid.UUID]:
         names = set(member.subscribed_topic_names)
@@ -686,3 +713,4 @@ def _check_epoch(member: ConsumerGroupMember, req: HeartbeatRequest) -> None:
 def _metadata(m: ConsumerGroupMember) -> rec.MemberMetadataValue:
     return rec.MemberMetadataValue(m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
                                    m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)  # fmt: skip
+
