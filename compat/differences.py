@@ -182,10 +182,6 @@ GAPS: list[tuple[str, str]] = [
         "members GROUP_ID_NOT_FOUND (Kafka converts non-empty groups online); empty groups change type.",
     ),
     (
-        "KIP-848 rack-aware assignment",
-        "members' rack ids are kept and described but the uniform and range assignors do not use them.",
-    ),
-    (
         "KIP-848 regular expressions",
         "resolved on the heartbeat that needs them (Kafka resolves them in the background, every "
         "group.consumer.regex.refresh.interval.ms), against every topic rather than only those the member "
