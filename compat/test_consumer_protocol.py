@@ -329,7 +329,7 @@ def test_records_read_by_kafka() -> None:
     """consumer_records.py's bytes, parsed by the generated record classes of Kafka 4.3.1's
     group-coordinator jar: every field read back, no byte left over."""
     from broker.coordinator import consumer_records as rec
-    from broker.coordinator.consumer_group import MemberState
+    from broker.coordinator.consumer_group import ClassicMemberMetadata, MemberState
 
     t = uuid.UUID(int=5)
     records = {
@@ -338,6 +338,9 @@ def test_records_read_by_kafka() -> None:
         "ConsumerGroupMetadataValue": rec.group_epoch_value(7),
         "ConsumerGroupMemberMetadataValue": rec.member_metadata_value(
             rec.MemberMetadataValue("i1", None, "cid", "/h", ("a", "b"), "re.*", 30000, "range")),
+        "ConsumerGroupMemberMetadataValue#classic": rec.member_metadata_value(  # a classic member (online migration)
+            rec.MemberMetadataValue("i1", None, "cid", "/h", ("a",), None, 30000, None,
+                                    ClassicMemberMetadata(45000, (("range", b"\x00\x03"), ("cooperative-sticky", b""))))),
         "ConsumerGroupTargetAssignmentMetadataValue": rec.target_metadata_value(rec.TargetMetadataValue(3, 1_700_000_000_000)),
         "ConsumerGroupTargetAssignmentMemberValue": rec.target_member_value({t: frozenset({0, 2})}),
         "ConsumerGroupCurrentMemberAssignmentValue": rec.current_assignment_value(rec.CurrentAssignmentValue(
@@ -350,9 +353,13 @@ def test_records_read_by_kafka() -> None:
     assert got["ConsumerGroupMetadataKey"]["version"] == 3
     assert got["ConsumerGroupMemberMetadataKey"]["read"] == "ConsumerGroupMemberMetadataKey(groupId='g', memberId='m')"
     assert got["ConsumerGroupMetadataValue"]["read"] == "ConsumerGroupMetadataValue(epoch=7, metadataHash=0)"
-    assert got["ConsumerGroupMemberMetadataValue"]["read"].startswith(
+    assert got["ConsumerGroupMemberMetadataValue"]["read"] == (
         "ConsumerGroupMemberMetadataValue(instanceId='i1', rackId=null, clientId='cid', clientHost='/h', "
-        "subscribedTopicNames=[a, b], subscribedTopicRegex='re.*', rebalanceTimeoutMs=30000, serverAssignor='range'")
+        "subscribedTopicNames=[a, b], subscribedTopicRegex='re.*', rebalanceTimeoutMs=30000, serverAssignor='range', "
+        "classicMemberMetadata=null)")  # a consumer-protocol member: null, not missing (Kafka reads that as classic)
+    assert got["ConsumerGroupMemberMetadataValue#classic"]["read"].endswith(
+        "classicMemberMetadata=ClassicMemberMetadata(sessionTimeoutMs=45000, supportedProtocols=["
+        "ClassicProtocol(name='range', metadata=[0, 3]), ClassicProtocol(name='cooperative-sticky', metadata=[])]))")
     assert got["ConsumerGroupTargetAssignmentMetadataValue"]["read"] == (
         "ConsumerGroupTargetAssignmentMetadataValue(assignmentEpoch=3, assignmentTimestamp=1700000000000)")
     assert got["ConsumerGroupTargetAssignmentMemberValue"]["read"] == (

@@ -70,6 +70,16 @@ class MemberState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member that uses the classic protocol in a consumer group joined with (KIP-848
+    online migration; Kafka's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+    """(protocol name, ConsumerProtocolSubscription bytes) in the member's order of preference."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     """One member (a value: every change makes a new one with `dataclasses.replace`)."""
 
@@ -87,6 +97,8 @@ class ConsumerGroupMember:
     previous_member_epoch: int = 0
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None
+    """Set when the member uses the classic protocol (JoinGroup/SyncGroup/Heartbeat)."""
 
     def with_epochs(self, epoch: int) -> ConsumerGroupMember:
         """Kafka's Builder.updateMemberEpoch: the previous epoch is the current one."""

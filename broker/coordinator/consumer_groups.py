@@ -296,6 +296,7 @@ class ConsumerGroups:
                     client_host=value.client_host, rebalance_timeout_ms=value.rebalance_timeout_ms,
                     subscribed_topic_names=value.subscribed_topic_names,
                     subscribed_topic_regex=value.subscribed_topic_regex, server_assignor=value.server_assignor,
+                    classic=value.classic,
                 )  # fmt: skip
                 if isinstance(current, rec.CurrentAssignmentValue):
                     member = dataclasses.replace(
@@ -712,5 +713,6 @@ def _check_epoch(member: ConsumerGroupMember, req: HeartbeatRequest) -> None:
 
 def _metadata(m: ConsumerGroupMember) -> rec.MemberMetadataValue:
     return rec.MemberMetadataValue(m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-                                   m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)  # fmt: skip
+                                   m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor,
+                                   m.classic)  # fmt: skip
 
