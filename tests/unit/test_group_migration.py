@@ -1,0 +1,101 @@
+"""broker/coordinator/migration.py: the checks and conversions of KIP-848 online migration, as
+Kafka 4.3.1's GroupMetadataManager and ConsumerGroup.fromClassicGroup /
+ClassicGroup.fromConsumerGroup make them (messages are Kafka's)."""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+import pytest
+
+from broker.coordinator.consumer_group import ClassicMemberMetadata, ConsumerGroupMember, MemberState
+from broker.coordinator.group import ClassicGroup, GroupState, Member
+from broker.coordinator.migration import (
+    MigrationError,
+    MigrationPolicy,
+    can_downgrade,
+    check_online_upgrade,
+    classic_group_from_consumer,
+    classic_join_refusal,
+    consumer_group_from_classic,
+)
+from protocol.consumer_protocol import read_assignment, write_assignment
+
+A = uuid.UUID(int=1)
+
+
+def _subscription(version: int, rack: str | None = None) -> bytes:
+    """ConsumerProtocolSubscription of topic "a" (v3 with a rack id)."""
+    out = struct.pack(">hih", version, 1, 1) + b"a" + struct.pack(">i", -1)
+    if version >= 1:
+        out += struct.pack(">i", 0)  # no owned partitions
+    if version >= 2:
+        out += struct.pack(">i", 4)
+    if version >= 3:
+        out += struct.pack(">h", -1) if rack is None else struct.pack(">h", len(rack)) + rack.encode()
+    return out
+
+
+def _classic(*members: tuple[str, bytes], generation: int = 4, protocol_type: str = "consumer") -> ClassicGroup:
+    group = ClassicGroup("g", state=GroupState.STABLE, generation=generation)
+    for member_id, assignment in members:
+        group.add(Member(member_id, None, "cid", "/h", 60_000, 45_000, protocol_type,
+                         (("range", _subscription(3, "r1")), ("cooperative-sticky", _subscription(1)))))  # fmt: skip
+        group.members[member_id].assignment = assignment
+    group.protocol_name = "range"
+    return group
+
+
+def test_upgrade_checks() -> None:
+    group = _classic(("m1", b""), ("m2", b""))
+    check_online_upgrade(MigrationPolicy.BIDIRECTIONAL, group, 2)
+    with pytest.raises(MigrationError, match="^Cannot upgrade classic group g to consumer group because online upgrade is disabled.$"):
+        check_online_upgrade(MigrationPolicy.DOWNGRADE, group, 2)
+    with pytest.raises(MigrationError, match="group size exceeds the consumer group maximum size"):
+        check_online_upgrade(MigrationPolicy.UPGRADE, group, 1)
+    with pytest.raises(MigrationError, match="does not use the consumer embedded protocol"):
+        check_online_upgrade(MigrationPolicy.UPGRADE, _classic(("m1", b""), protocol_type="connect"), 2)
+    assert classic_join_refusal(MigrationPolicy.UPGRADE, "g") is None
+    assert classic_join_refusal(MigrationPolicy.DISABLED, "g") == (
+        "Cannot join the consumer group g with the classic protocol because the group migration is disabled.")
+
+
+def test_classic_group_becomes_a_consumer_group() -> None:
+    group = _classic(("m1", write_assignment(3, (("a", (0, 1)), ("gone", (0,))))), ("m2", b""))
+    converted = consumer_group_from_classic(group, {"a": A})
+    assert (converted.group_epoch, converted.assignment_epoch) == (4, 4)
+    m1 = converted.members["m1"]
+    assert (m1.member_epoch, m1.previous_member_epoch, m1.state) == (4, 4, MemberState.STABLE)
+    assert (m1.rack_id, m1.subscribed_topic_names, m1.rebalance_timeout_ms) == ("r1", ("a",), 60_000)
+    assert m1.assigned == {A: frozenset({0, 1})} == converted.target["m1"]  # an unknown topic is dropped
+    assert m1.classic == ClassicMemberMetadata(45_000, group.members["m1"].protocols)
+    assert converted.members["m2"].assigned == {}  # joined, never synced
+
+
+def test_custom_assignor_user_data_or_malformed_metadata_refuse_the_upgrade() -> None:
+    with pytest.raises(MigrationError, match="an unsupported custom assignor is in use"):
+        consumer_group_from_classic(_classic(("m1", write_assignment(0, (), user_data=b"x"))), {"a": A})
+    group = _classic(("m1", b""))
+    group.members["m1"].protocols = (("range", b"\x00"),)
+    with pytest.raises(MigrationError, match="the embedded consumer protocol is malformed"):
+        consumer_group_from_classic(group, {"a": A})
+
+
+def test_consumer_group_becomes_classic_when_its_last_consumer_member_leaves() -> None:
+    converted = consumer_group_from_classic(_classic(("m1", b""), ("m2", b"")), {"a": A})
+    converted.update_member(ConsumerGroupMember("c1", member_epoch=4))  # a consumer-protocol member
+    converted.target = {"m1": {A: frozenset({0})}, "m2": {A: frozenset({1})}, "c1": {}}
+    assert not can_downgrade(MigrationPolicy.BIDIRECTIONAL, converted, set(), 10)
+    assert can_downgrade(MigrationPolicy.BIDIRECTIONAL, converted, {"c1"}, 10)
+    assert not can_downgrade(MigrationPolicy.UPGRADE, converted, {"c1"}, 10)
+    assert not can_downgrade(MigrationPolicy.BIDIRECTIONAL, converted, {"c1"}, 1)
+    assert not can_downgrade(MigrationPolicy.BIDIRECTIONAL, converted, {"c1", "m1", "m2"}, 10)
+    converted.group_epoch = 6
+    classic = classic_group_from_consumer(converted, {"c1"}, {A: "a"}, now_ms=1)
+    assert (classic.generation, classic.state, classic.protocol_type, classic.protocol_name) == (
+        6, GroupState.STABLE, "consumer", "range")
+    assert sorted(classic.members) == ["m1", "m2"] and classic.leader_id == "m1"
+    assert classic.members["m1"].session_timeout_ms == 45_000
+    assignment = read_assignment(classic.members["m2"].assignment)
+    assert (assignment.version, assignment.partitions) == (3, (("a", (1,)),))  # the range subscription's version
