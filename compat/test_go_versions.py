@@ -1,5 +1,6 @@
 """Every version of every API key Samsa advertises, sent by a real client and compared with Kafka
-(but for the versions only brokers send, `BROKER_ONLY`, which raw differential tests send).
+(but for the versions only brokers send, `BROKER_ONLY`, which raw differential tests send, and those
+franz-go does not send, `CLIENT_CANNOT`, which another client's differential test sends).
 
 compat/go/versions.go pins franz-go (kgo.MinVersions and kgo.MaxVersions: that version or nothing)
 to one version of one API key at a time and drives the client's ordinary API for that key: the
@@ -44,18 +45,12 @@ HANDLERS = registry.load_handlers()
 BROKER_ONLY: dict[int, set[int]] = {24: {4, 5}}
 """Versions only brokers send (AddPartitionsToTxn v4-5, KIP-890: a partition leader to the
 transaction coordinator), which franz-go cannot: compat/test_txn_errors.py sends them raw."""
-NOT_SWEPT_YET: dict[int, str] = {
-    45: "compat/test_admin_apis.py (raw v0, v1) and compat/test_cli_tools.py (kafka-reassign-partitions)",
-    46: "compat/test_admin_apis.py (raw v0) and compat/test_cli_tools.py (kafka-reassign-partitions)",
-    68: "compat/test_consumer_protocol.py (Java 3.9 sends v0, Java 4.x v1; confluent-kafka)",
-    69: "compat/test_consumer_protocol.py (Java 3.9 sends v0, Java 4.x v1; kafka-consumer-groups.sh)",
-}
-"""Keys compat/go/versions.go has no sweep for yet; each of their versions is sent by the client
-named and compared with Kafka there (compat/test_zz_api_coverage.py holds every version to it)."""
+CLIENT_CANNOT: dict[int, set[int]] = {68: {0}}
+"""Versions franz-go does not send: it runs KIP-848 groups at ConsumerGroupHeartbeat v1 only (kgo's
+supportsKIP848v1); compat/test_consumer_protocol.py has Java 3.9 send v0 and compares it with Kafka."""
 ADVERTISED: dict[int, list[int]] = {
-    k: [v for v in range(h.min_version, h.max_version + 1) if v not in BROKER_ONLY.get(k, set())]
+    k: [v for v in range(h.min_version, h.max_version + 1) if v not in BROKER_ONLY.get(k, set()) | CLIENT_CANNOT.get(k, set())]
     for k, h in HANDLERS.items()
-    if k not in NOT_SWEPT_YET
 }
 CLIENT = CLIENT_NAMES["go"]
 KAFKA_VERSION = _versions(COMPAT / "pom.xml").get("kafka", "4.x")
@@ -432,6 +427,34 @@ def check_describe_log_dirs(v: int, obs: list[Obs]) -> None:
             (1, True, "", v >= 4, False, parts)]
 
 
+def check_reassignments(v: int, obs: list[Obs]) -> None:
+    """On one broker: its own replica is accepted (and done at once), the rest refused."""
+    assert rows(obs, "same", "results") == [(["ra-0 err="],)]
+    for step in ("unknown-broker", "duplicate", "empty"):
+        assert rows(obs, step, "results") == [(["ra-0 err=INVALID_REPLICA_ASSIGNMENT"],)], step
+    assert rows(obs, "unknown", "results") == [(
+        ["missing-0 err=UNKNOWN_TOPIC_OR_PARTITION", "ra-7 err=UNKNOWN_TOPIC_OR_PARTITION"],)]
+    assert rows(obs, "cancel", "results") == [(["ra-0 err=NO_REASSIGNMENT_IN_PROGRESS"],)]
+    assert rows(obs, "listed", "ongoing") == [([],)]
+
+
+def check_consumer_protocol(v: int, obs: list[Obs]) -> None:
+    """A KIP-848 member consumes both partitions, is described with its assignment, commits and
+    leaves; the next member resumes after the commits."""
+    assert [(o["partition"], o["offset"]) for o in steps(obs, "consumed")] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert [(o["partition"], o["offset"]) for o in steps(obs, "consumed-again")] == [(0, 2), (1, 2)]
+    assert rows(obs, "consumed-committed", "partition", "offset") == [(0, 2), (1, 2)]
+    assert rows(obs, "consumed-again-committed", "partition", "offset") == [(0, 3), (1, 3)]
+    assert rows(obs, "consumed-left", "err") == rows(obs, "consumed-again-left", "err") == [("",)]
+    described = {o["group"]: o for o in steps(obs, "described")}
+    active = described["grp"]
+    assert (active["err"], active["state"], active["assignor"]) == ("", "Stable", "range")
+    assert active["members"] == [
+        f"epoch={active['epoch']} client=kgo type={1 if v >= 1 else -1} topics=[cp] assigned=[cp/0 cp/1] target=[cp/0 cp/1]"]
+    for name in ("classic", "missing"):
+        assert described[name]["err"] == "GROUP_ID_NOT_FOUND", described[name]
+
+
 def check_client_quotas(v: int, obs: list[Obs]) -> None:
     ok = ['{client-id=c, user=u} err= msg=""', '{client-id=c} err= msg=""']
     assert rows(obs, "validate-only", "results") == [(['{client-id=c} err= msg=""'],)]
@@ -515,7 +538,7 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     15: check_describe_groups, 16: check_list_groups, 18: check_api_versions, 19: check_create_topics,
     20: check_delete_topics, 21: check_delete_records, 22: check_init_producer_id, 23: check_offset_for_leader_epoch,
     32: check_describe_configs, 33: check_alter_configs, 35: check_describe_log_dirs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
-    44: check_incremental_alter_configs, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster,
+    44: check_incremental_alter_configs, 45: check_reassignments, 46: check_reassignments, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster, 68: check_consumer_protocol, 69: check_consumer_protocol,
     75: check_describe_topic_partitions,
     17: check_sasl, 36: check_sasl, 29: check_acls, 30: check_acls, 31: check_acls, 50: check_scram, 51: check_scram,
     24: check_txn, 26: check_txn, 25: check_group_txn, 28: check_group_txn,

@@ -40,8 +40,9 @@ type obs map[string]any
 
 var out = json.NewEncoder(os.Stdout)
 
-// memberID is the random part of kgo's default commit metadata (the member id, "kgo-<uuid>").
-var memberID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+// memberID is the random part of kgo's default commit metadata: the member id, "kgo-<uuid>" in a
+// classic group, a base64 Kafka Uuid a KIP-848 member makes itself.
+var memberID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|^[A-Za-z0-9_-]{22}==$`)
 
 func emit(o obs) {
 	if err := out.Encode(o); err != nil {

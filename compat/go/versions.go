@@ -137,10 +137,14 @@ var sweeps = map[int16]func(r *run){
 	42: sweepDeleteGroups,
 	43: sweepElectLeaders,
 	44: sweepIncrementalAlterConfigs,
+	45: sweepReassignments, // AlterPartitionReassignments
+	46: sweepReassignments, // ListPartitionReassignments
 	47: sweepOffsetDelete,
 	48: sweepClientQuotas, // DescribeClientQuotas
 	49: sweepClientQuotas, // AlterClientQuotas
 	60: sweepDescribeCluster,
+	68: sweepConsumerProtocol, // ConsumerGroupHeartbeat
+	69: sweepConsumerProtocol, // ConsumerGroupDescribe
 	75: sweepDescribeTopicPartitions,
 }
 
@@ -1194,4 +1198,130 @@ func sweepDescribeLogDirs(r *run) {
 	named.Add(topic, 0, 1)
 	describe("named", named)
 	describe("all", nil)
+}
+
+// AlterPartitionReassignments (45) or ListPartitionReassignments (46) pinned to v, on a one-broker
+// cluster: a reassignment to the partition's own replica (done at once), the refused ones (a
+// broker that does not exist, a replica twice, no replicas, an unknown topic and partition), a
+// cancel with nothing in progress; then the list for the topic's partition and an unknown topic
+// (nothing in progress: an empty answer).
+func sweepReassignments(r *run) {
+	topic := r.topic("ra", 1, nil)
+	alterer, lister := kadm.NewClient(r.plain()), kadm.NewClient(r.plain())
+	if r.key == 45 {
+		alterer = kadm.NewClient(r.pinned())
+	} else {
+		lister = kadm.NewClient(r.pinned())
+	}
+	bm, err := lister.BrokerMetadata(r.ctx)
+	r.must(err, "metadata")
+	id := bm.Brokers[0].NodeID
+	strip := func(s string) string { return strings.ReplaceAll(s, r.prefix+"-", "") }
+	alter := func(step string, ctx context.Context, assign func(q *kadm.AlterPartitionAssignmentsReq)) {
+		var req kadm.AlterPartitionAssignmentsReq
+		assign(&req)
+		rs, err := alterer.AlterPartitionAssignments(ctx, req)
+		r.must(err, step)
+		results := []string{}
+		for _, a := range rs.Sorted() {
+			results = append(results, fmt.Sprintf("%s-%d err=%s", strip(a.Topic), a.Partition, errName(a.Err)))
+		}
+		r.emit(obs{"step": step, "results": results})
+	}
+	alter("same", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.Assign(topic, 0, []int32{id}) })
+	alter("unknown-broker", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.Assign(topic, 0, []int32{id, id + 100}) })
+	alter("duplicate", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.Assign(topic, 0, []int32{id, id}) })
+	alter("empty", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.Assign(topic, 0, []int32{}) })
+	alter("unknown", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) {
+		q.Assign(r.name("missing"), 0, []int32{id})
+		q.Assign(topic, 7, []int32{id})
+	})
+	alter("cancel", r.ctx, func(q *kadm.AlterPartitionAssignmentsReq) { q.CancelAssign(topic, 0) })
+	var set kadm.TopicsSet
+	set.Add(topic, 0)
+	set.Add(r.name("missing"), 0)
+	listed, err := lister.ListPartitionReassignments(r.ctx, set)
+	r.must(err, "list")
+	ongoing := []string{}
+	for _, l := range listed.Sorted() {
+		ongoing = append(ongoing, fmt.Sprintf("%s-%d replicas=%v adding=%v removing=%v",
+			strip(l.Topic), l.Partition, l.Replicas, l.AddingReplicas, l.RemovingReplicas))
+	}
+	r.emit(obs{"step": "listed", "ongoing": ongoing})
+}
+
+// ConsumerGroupHeartbeat (68; franz-go runs KIP-848 at v1 only) or ConsumerGroupDescribe (69)
+// pinned: a KIP-848 member (kgo.ServerSideBalancer, the server-side range assignor) consumes a
+// two-partition topic and commits; the group is described while it is a member, beside a classic
+// group (commits only) and a missing one; it leaves, and a second member resumes from the commits.
+func sweepConsumerProtocol(r *run) {
+	topic, group, classic, missing := r.topic("cp", 2, nil), r.name("grp"), r.name("classic"), r.name("missing")
+	prod := r.plain(manual)
+	var first []*kgo.Record
+	for i := 0; i < 4; i++ {
+		first = append(first, rec(topic, int32(i%2), fmt.Sprintf("c%d", i), "first", base+int64(i)))
+	}
+	r.produce(prod, "produced", first...)
+	var offsets kadm.Offsets
+	offsets.AddOffset(topic, 0, 1, -1)
+	_, err := r.admin().CommitOffsets(r.ctx, classic, offsets)
+	r.must(err, "commit offsets (classic group)")
+	member, describer := r.plain, kadm.NewClient(r.plain())
+	if r.key == 68 {
+		member = r.pinned
+	} else {
+		describer = kadm.NewClient(r.pinned())
+	}
+	join := func(step string, n int) {
+		cl := member(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
+			kgo.Balancers(kgo.RangeBalancer()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitMarks())
+		recs := r.consume(step, n, cl)
+		cl.MarkCommitRecords(recs...)
+		r.must(cl.CommitUncommittedOffsets(r.ctx), "commit")
+		if step == "consumed" {
+			r.describeConsumerGroups(describer, "described", group, classic, missing)
+		}
+		r.emit(obs{"step": step + "-left", "err": errName(cl.LeaveGroupContext(r.ctx))})
+		r.committed(r.admin(), group, step+"-committed")
+	}
+	join("consumed", 4)
+	r.produce(prod, "produced", rec(topic, 0, "c4", "second", base+4), rec(topic, 1, "c5", "second", base+5))
+	join("consumed-again", 2)
+}
+
+func (r *run) describeConsumerGroups(adm *kadm.Client, step string, groups ...string) {
+	gs, err := adm.DescribeConsumerGroups(r.ctx, groups...)
+	if _, shard := err.(*kadm.ShardErrors); err != nil && !shard {
+		r.must(err, "describe consumer groups")
+	}
+	strip := func(s string) string { return strings.TrimPrefix(s, r.prefix+"-") }
+	parts := func(s kadm.TopicsSet) []string {
+		out := []string{}
+		for t, ps := range s {
+			for p := range ps {
+				out = append(out, fmt.Sprintf("%s/%d", strip(t), p))
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, group := range groups {
+		g, ok := gs[group]
+		if !ok {
+			r.emit(obs{"step": step, "group": strip(group), "present": false})
+			continue
+		}
+		members := []string{}
+		for _, m := range g.Members {
+			topics := []string{}
+			for _, t := range m.SubscribedTopics {
+				topics = append(topics, strip(t))
+			}
+			members = append(members, fmt.Sprintf("epoch=%d client=%s type=%d topics=%v assigned=%v target=%v",
+				m.MemberEpoch, m.ClientID, m.MemberType, topics, parts(m.Assignment), parts(m.TargetAssignment)))
+		}
+		r.emit(obs{"step": step, "group": strip(group), "present": true, "err": errName(g.Err), "state": g.State,
+			"epoch": g.Epoch, "assignmentEpoch": g.AssignmentEpoch, "assignor": g.AssignorName, "members": members,
+			"authorizedOps": aclOps(g.AuthorizedOperations)})
+	}
 }
