@@ -7,8 +7,9 @@ and rebalance timers, is `consumer_groups.py`.
 
 Three epochs: the group epoch is bumped whenever what the assignment depends on changes (a member
 joins, leaves or is fenced, a subscription changes, a subscribed topic is created, deleted or gets
-partitions, the racks of a subscribed partition's replicas change); the target assignment epoch is the group epoch the target assignment was last
-computed at; each member's epoch is the target assignment epoch it has reconciled to.
+partitions, the racks of a subscribed partition's replicas change); the target assignment epoch
+is the group epoch the target assignment was last computed at; each member's epoch is the target
+assignment epoch it has reconciled to.
 
 Group states (`ConsumerGroupState`, computed, as Kafka's ConsumerGroup.maybeUpdateGroupState):
 

@@ -60,13 +60,13 @@ from broker.coordinator.consumer_group import (
     reconcile,
 )
 from broker.coordinator.group import ClassicGroup, GroupState
+from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
     from controller.model import ClusterImage
-    from protocol.types import BrokerId
 
 log = logging.getLogger("samsa.coordinator")
 
@@ -157,8 +157,7 @@ class ConsumerGroups:
         self._assignors = [assignor_name(a) for a in config.group_consumer_assignors]
         self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._broker_racks: dict[BrokerId, str | None] = {}
-        """The rack each broker id was last registered with (`_partition_racks`)."""
+        self._racks = ReplicaRacks()
 
     @property
     def assignors(self) -> list[str]:
@@ -491,7 +490,7 @@ class ConsumerGroups:
             for name in names
             if (topic := image.topics.get(name)) is not None
         }
-        racks = {name: self._partition_racks(image, name) for name in metadata}
+        racks = {name: self._racks.of(image, name) for name in metadata}
         changed = (
             metadata != group.subscription_metadata
             or regexes != group.resolved_regexes
@@ -501,22 +500,6 @@ class ConsumerGroups:
         group.resolved_regexes = regexes
         group.partition_racks = racks
         return changed
-
-    def _partition_racks(self, image: ClusterImage, topic: str) -> tuple[tuple[str, ...], ...]:
-        """Each partition's replica racks, sorted, as Kafka's topic hash takes them
-        (KraftTopicMetadata.partitionRacks: the rack of every registered replica broker that has
-        one). A KRaft broker stays registered while it is down; a Samsa broker leaves the image,
-        so the last rack seen for each broker id stands in for it: a broker going down does not
-        bump the group epoch, a broker coming back with another rack does."""
-        for broker_id, broker in image.brokers.items():
-            self._broker_racks[broker_id] = broker.rack
-        t = image.topics[topic]
-        out: list[tuple[str, ...]] = []
-        for p in range(len(t.partitions)):
-            reg = t.partitions.get(p)
-            replicas = () if reg is None else reg.replicas
-            out.append(tuple(sorted(rack for b in replicas if (rack := self._broker_racks.get(b)))))
-        return tuple(out)
 
     def _subscribed_ids(self, group: ConsumerGroup, member: ConsumerGroupMember) -> frozenset[uuid.UUID]:
         names = set(member.subscribed_topic_names)
@@ -715,4 +698,3 @@ def _metadata(m: ConsumerGroupMember) -> rec.MemberMetadataValue:
     return rec.MemberMetadataValue(m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
                                    m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor,
                                    m.classic)  # fmt: skip
-
