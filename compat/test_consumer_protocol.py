@@ -7,6 +7,7 @@
   broker evaluates it) resumes at the committed offsets; the AdminClient describes and lists.
 - confluent-kafka (librdkafka) with group.protocol=consumer: the same rebalances and resume.
 - Bad input as raw requests: Kafka's validation messages, FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID,
+  a consumer heartbeat on a classic group Kafka does not convert (another protocol type),
   static members (UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, the -2 temporary leave),
   UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, OffsetCommit/OffsetFetch v9 member epochs
   (STALE_MEMBER_EPOCH) and ConsumerGroupDescribe of a classic group.
@@ -16,6 +17,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 import time
 import uuid
@@ -24,6 +26,7 @@ from typing import Any
 import pytest
 from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.offset_commit.v8.request import OffsetCommitRequest as OffsetCommitRequestV8
 from kio.schema.offset_commit.v8.request import OffsetCommitRequestPartition as PartitionV8
 from kio.schema.offset_commit.v8.request import OffsetCommitRequestTopic as TopicV8
@@ -38,7 +41,7 @@ from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequestTopics,
 )
 from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
 from compat.test_cli_tools import _norm
@@ -262,7 +265,27 @@ def _bad_input(target: Any) -> list[dict[str, Any]]:
         described = describe(client, GROUP)
         obs.append({"step": "describe-empty", **described})
         obs.append({"step": "describe-unknown", **describe(client, "raw-kip848-nobody")})
+        # a classic group of another protocol type: Kafka's default migration policy does not
+        # convert it either, and says why
+        other = "raw-kip848-connect"
+        obs.append({"step": "classic-join", "error": _classic_join(client, other)})
+        obs.append(_obs("consumer-join-classic", join(client, m1, group=other, topics=(TOPIC,)), message=True))
+        obs.append(_obs("consumer-heartbeat-classic", heartbeat(client, m1, 1, group=other), message=True))
     return obs
+
+
+def _classic_join(client: RawClient, group: str) -> str:
+    """A classic member of protocol type "connect" joins `group` (v9: the member id round first)."""
+    def request(member_id: str) -> Any:
+        return client.request(JoinGroupRequest(
+            group_id=GroupId(group), session_timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+            rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)), member_id=member_id,
+            group_instance_id=None, protocol_type="connect",
+            protocols=(JoinGroupRequestProtocol(name="sessioned", metadata=b"\x00"),), reason=None,
+        ))  # fmt: skip
+
+    first = request("")
+    return ErrorCode(request(first.member_id).error_code).name
 
 
 @pytest.mark.compat(client="raw protocol", scenario="KIP-848 bad input: validation, epochs, static members, offsets")
@@ -273,6 +296,12 @@ def test_consumer_protocol_bad_input(differential: Any) -> None:
     assert obs["commit-stale-epoch"]["error"] == "stale_member_epoch"
     assert obs["static-join-unreleased"]["error"] == "unreleased_instance_id"
     assert obs["static-fenced"]["error"] == "fenced_instance_id"
+    assert obs["classic-join"]["error"] == "none"
+    assert obs["consumer-join-classic"] == {
+        "step": "consumer-join-classic", "error": "group_id_not_found",
+        "message": "Cannot upgrade classic group raw-kip848-connect to consumer group because the group does not "
+                   "use the consumer embedded protocol.",
+    }  # fmt: skip
 
 
 # -- kafka-consumer-groups.sh -----------------------------------------------------------------------

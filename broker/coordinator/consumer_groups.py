@@ -19,9 +19,9 @@ until its session expires or it rejoins with the same instance id). Each heartbe
 A member is fenced (removed; the group epoch bumped) when its session
 (`group.consumer.session.timeout.ms`) expires, or when it has not revoked partitions within its
 rebalance timeout. A group id is one type or the other: a consumer heartbeat on a classic group
-with members gets GROUP_ID_NOT_FOUND, a JoinGroup on a consumer group with members gets
-INCONSISTENT_GROUP_PROTOCOL (Kafka converts such groups online; Samsa does not yet); an empty
-group of one type becomes the other on its first join.
+with members gets GROUP_ID_NOT_FOUND (Kafka's message where it refuses to convert it too), a
+JoinGroup on a consumer group with members INCONSISTENT_GROUP_PROTOCOL (Kafka converts such groups
+online; Samsa does not yet, see migration.py); an empty group changes type on its first join.
 
 Every change is written to the group's __consumer_offsets partition as Kafka's records
 (consumer_records.py: the group epoch, each member's metadata, target and current assignment, the
@@ -60,6 +60,7 @@ from broker.coordinator.consumer_group import (
     reconcile,
 )
 from broker.coordinator.group import ClassicGroup, GroupState
+from broker.coordinator.migration import MigrationPolicy, upgrade_refusal
 from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord
@@ -323,7 +324,9 @@ class ConsumerGroups:
         if holder is not None and holder.consumer is not None:
             return holder, holder.consumer
         if holder is not None and (holder.members or not holder.is_in(GroupState.EMPTY)):
-            raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+            refusal = upgrade_refusal(MigrationPolicy.BIDIRECTIONAL, holder, self._config.group_consumer_max_size)
+            message = (create and refusal) or f"Group {group_id} is not a consumer group."
+            raise HeartbeatError(ErrorCode.group_id_not_found, message)
         if not create:
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         if holder is None:
@@ -491,11 +494,8 @@ class ConsumerGroups:
             if (topic := image.topics.get(name)) is not None
         }
         racks = {name: self._racks.of(image, name) for name in metadata}
-        changed = (
-            metadata != group.subscription_metadata
-            or regexes != group.resolved_regexes
-            or racks != group.partition_racks
-        )
+        before = (group.subscription_metadata, group.resolved_regexes, group.partition_racks)
+        changed = (metadata, regexes, racks) != before
         group.subscription_metadata = metadata
         group.resolved_regexes = regexes
         group.partition_racks = racks

@@ -15,8 +15,8 @@ ConsumerGroup.fromClassicGroup and ClassicGroup.fromConsumerGroup have them.
 
 State of the work: the conversions and checks are here and unit-tested; the coordinator does not
 call them yet (a classic group with members still refuses consumer heartbeats and a consumer
-group with members classic joins, as Kafka does with the policy `disabled`), and the config is
-not declared. Still to build on them: classic members inside a consumer group (JoinGroup,
+group with members classic joins, as Kafka does with the policy `disabled`; but for the refusals Kafka's default policy makes too, which
+ConsumerGroups answers with Kafka's messages), and the config is not declared. Still to build on them: classic members inside a consumer group (JoinGroup,
 SyncGroup, Heartbeat and LeaveGroup served from the consumer group's state: Kafka's
 classicGroupJoinToConsumerGroup and its siblings), the conversions wired into
 ConsumerGroups/GroupMembership with their records, DescribeGroups/ConsumerGroupDescribe of mixed
@@ -60,18 +60,21 @@ class MigrationPolicy(enum.Enum):
 
 
 class MigrationError(Exception):
-    """The group cannot be converted: Kafka answers GROUP_ID_NOT_FOUND with this message."""
+    """The group cannot be converted (its members' embedded protocol): Kafka answers
+    GROUP_ID_NOT_FOUND with this message."""
 
 
-def check_online_upgrade(policy: MigrationPolicy, group: ClassicGroup, consumer_max_size: int) -> None:
-    """Kafka's validateOnlineUpgrade: raises MigrationError with its message."""
+def upgrade_refusal(policy: MigrationPolicy, group: ClassicGroup, consumer_max_size: int) -> str | None:
+    """Kafka's validateOnlineUpgrade: why a consumer heartbeat may not convert this classic group
+    with members (answered GROUP_ID_NOT_FOUND with this message), or None."""
     prefix = f"Cannot upgrade classic group {group.group_id} to consumer group because"
     if not policy.upgrade_enabled:
-        raise MigrationError(f"{prefix} online upgrade is disabled.")
+        return f"{prefix} online upgrade is disabled."
     if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-        raise MigrationError(f"{prefix} the group does not use the consumer embedded protocol.")
+        return f"{prefix} the group does not use the consumer embedded protocol."
     if len(group.members) > consumer_max_size:
-        raise MigrationError(f"{prefix} the group size exceeds the consumer group maximum size.")
+        return f"{prefix} the group size exceeds the consumer group maximum size."
+    return None
 
 
 def classic_join_refusal(policy: MigrationPolicy, group_id: str) -> str | None:

@@ -15,10 +15,10 @@ from broker.coordinator.migration import (
     MigrationError,
     MigrationPolicy,
     can_downgrade,
-    check_online_upgrade,
     classic_group_from_consumer,
     classic_join_refusal,
     consumer_group_from_classic,
+    upgrade_refusal,
 )
 from protocol.consumer_protocol import read_assignment, write_assignment
 
@@ -49,13 +49,12 @@ def _classic(*members: tuple[str, bytes], generation: int = 4, protocol_type: st
 
 def test_upgrade_checks() -> None:
     group = _classic(("m1", b""), ("m2", b""))
-    check_online_upgrade(MigrationPolicy.BIDIRECTIONAL, group, 2)
-    with pytest.raises(MigrationError, match="^Cannot upgrade classic group g to consumer group because online upgrade is disabled.$"):
-        check_online_upgrade(MigrationPolicy.DOWNGRADE, group, 2)
-    with pytest.raises(MigrationError, match="group size exceeds the consumer group maximum size"):
-        check_online_upgrade(MigrationPolicy.UPGRADE, group, 1)
-    with pytest.raises(MigrationError, match="does not use the consumer embedded protocol"):
-        check_online_upgrade(MigrationPolicy.UPGRADE, _classic(("m1", b""), protocol_type="connect"), 2)
+    assert upgrade_refusal(MigrationPolicy.BIDIRECTIONAL, group, 2) is None
+    assert upgrade_refusal(MigrationPolicy.DOWNGRADE, group, 2) == (
+        "Cannot upgrade classic group g to consumer group because online upgrade is disabled.")
+    assert "group size exceeds the consumer group maximum size" in str(upgrade_refusal(MigrationPolicy.UPGRADE, group, 1))
+    connect = _classic(("m1", b""), protocol_type="connect")
+    assert "does not use the consumer embedded protocol" in str(upgrade_refusal(MigrationPolicy.UPGRADE, connect, 2))
     assert classic_join_refusal(MigrationPolicy.UPGRADE, "g") is None
     assert classic_join_refusal(MigrationPolicy.DISABLED, "g") == (
         "Cannot join the consumer group g with the classic protocol because the group migration is disabled.")
