@@ -13,14 +13,16 @@ ConsumerGroup.fromClassicGroup and ClassicGroup.fromConsumerGroup have them.
   classic protocol, the group becomes a classic group at generation = group epoch, Stable, each
   member with its target assignment written in the version of the subscription it joined with.
 
-State of the work: the conversions and checks are here and unit-tested; the coordinator does not
-call them yet (a classic group with members still refuses consumer heartbeats and a consumer
-group with members classic joins, as Kafka does with the policy `disabled`; but for the refusals Kafka's default policy makes too, which
-ConsumerGroups answers with Kafka's messages), and the config is not declared. Still to build on them: classic members inside a consumer group (JoinGroup,
-SyncGroup, Heartbeat and LeaveGroup served from the consumer group's state: Kafka's
-classicGroupJoinToConsumerGroup and its siblings), the conversions wired into
-ConsumerGroups/GroupMembership with their records, DescribeGroups/ConsumerGroupDescribe of mixed
-groups, then the config.
+State of the work: the checks and conversions are here and unit-tested; the coordinator calls
+only `upgrade_refusal`, for the refusals Kafka's default policy makes too (another protocol type,
+too many members), answered with Kafka's messages. Otherwise a classic group with members still
+refuses consumer heartbeats and a consumer group with members refuses classic joins, as Kafka
+does with the policy `disabled`, and the config is not declared. Still to build: classic members
+inside a consumer group (the Heartbeat and SyncGroup answers are in classic_members.py;
+JoinGroup, Kafka's classicGroupJoinToConsumerGroup, and LeaveGroup are not written, and no handler
+routes to them), OffsetCommit/OffsetFetch of classic members (generation checks, any version),
+the conversions wired into ConsumerGroups and GroupMembership with their records and timers,
+DescribeGroups and ConsumerGroupDescribe of mixed groups, then the config.
 """
 
 from __future__ import annotations

@@ -1,15 +1,29 @@
-"""broker/coordinator/migration.py: the checks and conversions of KIP-848 online migration, as
-Kafka 4.3.1's GroupMetadataManager and ConsumerGroup.fromClassicGroup /
-ClassicGroup.fromConsumerGroup make them (messages are Kafka's)."""
+"""broker/coordinator/migration.py and classic_members.py: the checks and conversions of KIP-848
+online migration and the answers to classic members of a consumer group, as Kafka 4.3.1's
+GroupMetadataManager, ConsumerGroup.fromClassicGroup and ClassicGroup.fromConsumerGroup make them
+(messages are Kafka's)."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import uuid
 
 import pytest
 
-from broker.coordinator.consumer_group import ClassicMemberMetadata, ConsumerGroupMember, MemberState
+from broker.coordinator.classic_members import (
+    ClassicMemberError,
+    classic_member,
+    heartbeat_error,
+    sync_assignment,
+    waiting_on_unreleased_partition,
+)
+from broker.coordinator.consumer_group import (
+    ClassicMemberMetadata,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+)
 from broker.coordinator.group import ClassicGroup, GroupState, Member
 from broker.coordinator.migration import (
     MigrationError,
@@ -20,7 +34,8 @@ from broker.coordinator.migration import (
     consumer_group_from_classic,
     upgrade_refusal,
 )
-from protocol.consumer_protocol import read_assignment, write_assignment
+from protocol.consumer_protocol import Assignment, read_assignment, write_assignment
+from protocol.errors import ErrorCode
 
 A = uuid.UUID(int=1)
 
@@ -98,3 +113,64 @@ def test_consumer_group_becomes_classic_when_its_last_consumer_member_leaves() -
     assert classic.members["m1"].session_timeout_ms == 45_000
     assignment = read_assignment(classic.members["m2"].assignment)
     assert (assignment.version, assignment.partitions) == (3, (("a", (1,)),))  # the range subscription's version
+
+
+# -- classic members of a consumer group (classic_members.py) ----------------------------------------
+
+
+def _mixed() -> ConsumerGroup:
+    """Upgraded from a classic group at generation 4 (m1 owns a-0, m2 a-1), then a consumer-protocol
+    member joined: target epoch 5 gives m1 a-0, m2 nothing more, c1 a-1."""
+    group = consumer_group_from_classic(
+        _classic(("m1", write_assignment(3, (("a", (0,)),))), ("m2", write_assignment(3, (("a", (1,)),)))), {"a": A}
+    )
+    group.update_member(ConsumerGroupMember("c1", member_epoch=5, state=MemberState.UNRELEASED_PARTITIONS))
+    group.group_epoch = group.assignment_epoch = 5
+    group.target = {"m1": {A: frozenset({0})}, "m2": {}, "c1": {A: frozenset({1})}}
+    return group
+
+
+def test_classic_member_checks() -> None:
+    group = _mixed()
+    assert classic_member(group, "m1", None, 4).member_id == "m1"
+    cases = [
+        (("x", None, 4), ErrorCode.unknown_member_id, "Member x is not a member of group g."),
+        (("c1", None, 5), ErrorCode.unknown_member_id, "Member c1 does not use the classic protocol."),
+        (("m1", None, 3), ErrorCode.illegal_generation,
+         "The request generation id 3 is not equal to the member epoch 4 of member m1."),
+        (("m1", "i9", 4), ErrorCode.unknown_member_id, "Member with instance id i9 is not a member of group g."),
+    ]
+    for args, error, message in cases:
+        with pytest.raises(ClassicMemberError) as e:
+            classic_member(group, *args)
+        assert (e.value.error, e.value.message) == (error, message)
+
+
+def test_classic_heartbeat_asks_to_rejoin_when_behind_or_revoking() -> None:
+    group = _mixed()
+    # both classic members are behind the target epoch: rejoin
+    assert heartbeat_error(group, group.members["m1"]) == ErrorCode.rebalance_in_progress
+    m1 = dataclasses.replace(group.members["m1"], member_epoch=5)
+    group.update_member(m1)
+    assert heartbeat_error(group, m1) == ErrorCode.none
+    group.update_member(dataclasses.replace(m1, state=MemberState.UNREVOKED_PARTITIONS))
+    assert heartbeat_error(group, group.members["m1"]) == ErrorCode.rebalance_in_progress
+    # c1 waits for a-1, which m2 still owns; once m2 lets it go, a classic member in c1's place would rejoin
+    assert waiting_on_unreleased_partition(group, group.members["c1"])
+    group.update_member(dataclasses.replace(group.members["m2"], assigned={}))
+    assert not waiting_on_unreleased_partition(group, group.members["c1"])
+
+
+def test_classic_sync_hands_over_the_assignment_in_the_members_version() -> None:
+    group = _mixed()
+    with pytest.raises(ClassicMemberError) as e:
+        sync_assignment(group, group.members["m1"], "consumer", "range", {A: "a"})
+    assert (e.value.error, e.value.message) == (
+        ErrorCode.rebalance_in_progress, "A new rebalance is triggered in group g and member m1 should rejoin to catch up.")
+    group.update_member(dataclasses.replace(group.members["m1"], member_epoch=5))
+    data = sync_assignment(group, group.members["m1"], "consumer", "range", {A: "a"})
+    assert read_assignment(data) == Assignment(3, (("a", (0,)),))
+    with pytest.raises(ClassicMemberError) as e:
+        sync_assignment(group, group.members["m1"], "consumer", "cooperative-sticky", {A: "a"})
+    assert e.value.error == ErrorCode.inconsistent_group_protocol
+    assert e.value.message.endswith("is not equal to the protocol name range returned in the join response.")

@@ -1,0 +1,111 @@
+"""Classic-protocol members of a KIP-848 consumer group (a group mid-migration): the answers Kafka
+4.3.1's GroupMetadataManager gives their Heartbeat and SyncGroup (classicGroupHeartbeatToConsumerGroup,
+classicGroupSyncToConsumerGroup and the checks they share), pure. Such a member's generation is
+its member epoch; the server assignor computes its assignment, SyncGroup hands it over in the
+embedded consumer protocol, and REBALANCE_IN_PROGRESS tells it to rejoin (JoinGroup) when its
+epoch is behind the target, it has partitions to revoke, or partitions it waits for are free.
+
+State of the work: not called yet (see migration.py); the caller owns the session and join
+timers Kafka reschedules here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from broker.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from broker.coordinator.migration import CONSUMER_PROTOCOL_TYPE
+from protocol.consumer_protocol import read_subscription, write_assignment
+from protocol.errors import ErrorCode
+
+
+class ClassicMemberError(Exception):
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def classic_member(
+    group: ConsumerGroup, member_id: str, instance_id: str | None, generation: int
+) -> ConsumerGroupMember:
+    """Kafka's validateConsumerGroupMember, throwIfMemberDoesNotUseClassicProtocol and
+    throwIfGenerationIdUnmatched: the member, or ClassicMemberError with Kafka's message."""
+    if instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            raise ClassicMemberError(ErrorCode.unknown_member_id,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")  # fmt: skip
+    else:
+        member = group.static_member(instance_id)
+        if member is None:
+            raise ClassicMemberError(ErrorCode.unknown_member_id,
+                                     f"Member with instance id {instance_id} is not a member of group {group.group_id}.")  # fmt: skip
+        if member.member_id != member_id:
+            raise ClassicMemberError(ErrorCode.fenced_instance_id, f"Static member {member_id} with instance id "
+                                     f"{instance_id} was fenced by member {member.member_id}.")  # fmt: skip
+    _classic_protocols(member)
+    if member.member_epoch != generation:
+        raise ClassicMemberError(ErrorCode.illegal_generation, f"The request generation id {generation} is not "
+                                 f"equal to the member epoch {member.member_epoch} of member {member.member_id}.")  # fmt: skip
+    return member
+
+
+def _classic_protocols(member: ConsumerGroupMember) -> tuple[tuple[str, bytes], ...]:
+    if member.classic is None:
+        raise ClassicMemberError(ErrorCode.unknown_member_id,
+                                 f"Member {member.member_id} does not use the classic protocol.")  # fmt: skip
+    return member.classic.supported_protocols
+
+
+def waiting_on_unreleased_partition(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
+    """Kafka's ConsumerGroup.waitingOnUnreleasedPartition: some partition of its target it does
+    not have yet is still owned by another member."""
+    if member.state is not MemberState.UNRELEASED_PARTITIONS:
+        return False
+    owners = group.partition_owners()
+    for topic_id, partitions in group.target.get(member.member_id, {}).items():
+        assigned = member.assigned.get(topic_id, frozenset())
+        if any(p not in assigned and (topic_id, p) in owners for p in partitions):
+            return True
+    return False
+
+
+def heartbeat_error(group: ConsumerGroup, member: ConsumerGroupMember) -> ErrorCode:
+    """A valid classic Heartbeat's answer: REBALANCE_IN_PROGRESS (rejoin; the caller then starts
+    the member's join timer) when its epoch is behind the target assignment, it has partitions
+    to revoke, or the partitions it waits for have been released."""
+    if (
+        member.member_epoch < group.assignment_epoch
+        or member.state is MemberState.UNREVOKED_PARTITIONS
+        or (member.state is MemberState.UNRELEASED_PARTITIONS and not waiting_on_unreleased_partition(group, member))
+    ):
+        return ErrorCode.rebalance_in_progress
+    return ErrorCode.none
+
+
+def sync_assignment(
+    group: ConsumerGroup,
+    member: ConsumerGroupMember,
+    protocol_type: str | None,
+    protocol_name: str | None,
+    topic_names: Mapping[uuid.UUID, str],
+) -> bytes:
+    """A valid classic SyncGroup's assignment: the member's assigned partitions in the version of
+    the subscription it joined with (throwIfClassicProtocolUnmatched and throwIfRebalanceInProgress
+    first, raising ClassicMemberError)."""
+    name, metadata = _classic_protocols(member)[0]
+    if protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE:
+        raise ClassicMemberError(ErrorCode.inconsistent_group_protocol, f"The protocol type {protocol_type} from "
+                                 f"member {member.member_id} request is not equal to the group protocol type "
+                                 f"{CONSUMER_PROTOCOL_TYPE}.")  # fmt: skip
+    if protocol_name is not None and protocol_name != name:
+        raise ClassicMemberError(ErrorCode.inconsistent_group_protocol, f"The protocol name {protocol_name} from "
+                                 f"member {member.member_id} request is not equal to the protocol name {name} "
+                                 "returned in the join response.")  # fmt: skip
+    if group.assignment_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+        raise ClassicMemberError(ErrorCode.rebalance_in_progress, f"A new rebalance is triggered in group "
+                                 f"{group.group_id} and member {member.member_id} should rejoin to catch up.")  # fmt: skip
+    named = sorted((topic_names[t], tuple(sorted(ps))) for t, ps in member.assigned.items() if t in topic_names)
+    return write_assignment(read_subscription(metadata).version, tuple(named))
