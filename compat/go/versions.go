@@ -1282,6 +1282,7 @@ func sweepConsumerProtocol(r *run) {
 			r.describeConsumerGroups(describer, "described", group, classic, missing)
 		}
 		r.emit(obs{"step": step + "-left", "err": errName(cl.LeaveGroupContext(r.ctx))})
+		cl.Close() // no heartbeat after the leave: a member that joined again would keep a partition
 		r.committed(r.admin(), group, step+"-committed")
 	}
 	join("consumed", 4)
