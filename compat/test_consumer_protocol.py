@@ -40,13 +40,19 @@ from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
+from kio.schema.txn_offset_commit.v5.request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
 from compat.test_cli_tools import _norm
 from protocol.errors import ErrorCode
 from tests.support import fidelity
+from tests.support import txn_requests as txn
 from tests.support.consumer_protocol import GROUP, describe, heartbeat, join
 from tests.support.raw_client import RawClient
 
@@ -217,6 +223,20 @@ def _fetch(client: RawClient, member_id: str | None, epoch: int) -> str:
     return ErrorCode(answer.groups[0].error_code).name
 
 
+TXN_ID = "raw-kip848-txn"
+
+
+def _txn_commit(client: RawClient, pid: int, epoch: int, member_id: str = "", generation: int = -1) -> str:
+    """TxnOffsetCommit v5 (transactions v2: no AddOffsetsToTxn first) to GROUP."""
+    answer = txn.retry(lambda: client.request(TxnOffsetCommitRequest(
+        transactional_id=TransactionalId(TXN_ID), group_id=GroupId(GROUP), producer_id=ProducerId(pid),
+        producer_epoch=i16(epoch), generation_id=i32(generation), member_id=member_id,
+        topics=(TxnOffsetCommitRequestTopic(name=TopicName(TOPIC), partitions=(
+            TxnOffsetCommitRequestPartition(partition_index=i32(1), committed_offset=i64(1), committed_metadata=""),)),),
+    )), lambda r: r.topics[0].partitions[0].error_code)  # fmt: skip
+    return ErrorCode(answer.topics[0].partitions[0].error_code).name
+
+
 def _bad_input(target: Any) -> list[dict[str, Any]]:
     port = int(target.bootstrap_servers.rsplit(":", 1)[1])
     obs: list[dict[str, Any]] = []
@@ -252,6 +272,15 @@ def _bad_input(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "fetch-unknown-member", "error": _fetch(client, m2, 1)})
         obs.append({"step": "fetch", "error": _fetch(client, m1, 1)})
         obs.append({"step": "fetch-admin", "error": _fetch(client, None, -1)})
+        # a transactional producer commits to the non-empty group: without member information
+        # (sendOffsetsToTransaction with only the group id) it may; with them they are checked
+        txn.find_coordinator(client, TXN_ID)
+        pid, producer_epoch = txn.init(client, TXN_ID)
+        obs.append({"step": "txn-commit-no-member", "error": _txn_commit(client, pid, producer_epoch)})
+        obs.append({"step": "txn-commit-stale-epoch", "error": _txn_commit(client, pid, producer_epoch, m1, 0)})
+        obs.append({"step": "txn-commit-unknown-member", "error": _txn_commit(client, pid, producer_epoch, m2, 1)})
+        obs.append({"step": "txn-commit", "error": _txn_commit(client, pid, producer_epoch, m1, 1)})
+        obs.append({"step": "txn-abort", "error": txn.end(client, TXN_ID, pid, producer_epoch, False, version=5)[0].name})
         described = describe(client, GROUP)
         obs.append({"step": "describe", **described, "members": [e for _, e in described["members"]]})
         obs.append(_obs("static-join", join(client, m2, instance_id="i1", topics=(TOPIC,))))
@@ -294,6 +323,9 @@ def test_consumer_protocol_bad_input(differential: Any) -> None:
     assert obs["greater-epoch"]["error"] == "fenced_member_epoch"
     assert obs["unknown-member"]["error"] == "unknown_member_id"
     assert obs["commit-stale-epoch"]["error"] == "stale_member_epoch"
+    assert obs["txn-commit-no-member"]["error"] == "none"
+    assert obs["txn-commit-unknown-member"]["error"] == "unknown_member_id"
+    assert obs["txn-commit-stale-epoch"]["error"] == "illegal_generation"
     assert obs["static-join-unreleased"]["error"] == "unreleased_instance_id"
     assert obs["static-fenced"]["error"] == "fenced_instance_id"
     assert obs["classic-join"]["error"] == "none"

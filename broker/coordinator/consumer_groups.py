@@ -543,36 +543,6 @@ class ConsumerGroups:
     def assignor_of(self, group: ConsumerGroup) -> str:
         return group.assignor or group.preferred_assignor(self._assignors[0])
 
-    # == offsets (Kafka's ConsumerGroup.validateOffsetCommit / validateOffsetFetch) ================
-
-    @staticmethod
-    def validate_offset_commit(
-        group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int, transactional: bool
-    ) -> ErrorCode:
-        """An admin or unmanaged commit (epoch < 0) only while the group is empty; a member's
-        needs OffsetCommit v9+ and its current epoch (else STALE_MEMBER_EPOCH)."""
-        if member_epoch < 0 and group.is_empty():
-            return ErrorCode.none
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if not transactional and api_version < 9:
-            return ErrorCode.unsupported_version
-        if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
-        return ErrorCode.none
-
-    @staticmethod
-    def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode:
-        if member_id is None and member_epoch < 0:
-            return ErrorCode.none
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
-        return ErrorCode.none
-
     # == leaving and fencing =====================================================================
 
     def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:

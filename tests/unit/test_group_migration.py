@@ -24,6 +24,7 @@ from broker.coordinator.consumer_group import (
     ConsumerGroupMember,
     MemberState,
 )
+from broker.coordinator.consumer_offset_checks import validate_offset_commit, validate_offset_fetch
 from broker.coordinator.group import ClassicGroup, GroupState, Member
 from broker.coordinator.migration import (
     MigrationError,
@@ -174,3 +175,38 @@ def test_classic_sync_hands_over_the_assignment_in_the_members_version() -> None
         sync_assignment(group, group.members["m1"], "consumer", "cooperative-sticky", {A: "a"})
     assert e.value.error == ErrorCode.inconsistent_group_protocol
     assert e.value.message.endswith("is not equal to the protocol name range returned in the join response.")
+
+
+def test_offset_commit_and_fetch_of_classic_and_consumer_members() -> None:
+    """consumer_offset_checks.py: a classic member (m1, generation 4) commits with any OffsetCommit
+    version and a wrong generation is ILLEGAL_GENERATION; a consumer-protocol member (c1, epoch 5)
+    needs v9+ and a wrong epoch is STALE_MEMBER_EPOCH (ILLEGAL_GENERATION in a TxnOffsetCommit); a
+    TxnOffsetCommit without member information is accepted, one with an unknown member is not."""
+    group = _mixed()
+    commit = [
+        (("m1", None, 4, 2, False), ErrorCode.none),
+        (("m1", None, 3, 8, False), ErrorCode.illegal_generation),
+        (("m1", None, 4, 3, True), ErrorCode.none),
+        (("c1", None, 5, 8, False), ErrorCode.unsupported_version),
+        (("c1", None, 5, 9, False), ErrorCode.none),
+        (("c1", None, 4, 9, False), ErrorCode.stale_member_epoch),
+        (("c1", None, 4, 3, True), ErrorCode.illegal_generation),
+        (("x", None, 5, 9, False), ErrorCode.unknown_member_id),
+        (("", None, -1, 9, False), ErrorCode.unknown_member_id),
+        (("", None, -1, 3, True), ErrorCode.none),
+        (("", "i1", -1, 3, True), ErrorCode.unknown_member_id),
+    ]
+    for (member_id, instance_id, epoch, version, transactional), error in commit:
+        got = validate_offset_commit(group, member_id, instance_id, epoch, version, transactional)
+        assert got == error, (member_id, epoch, version, transactional)
+    assert validate_offset_commit(ConsumerGroup("e"), "", None, -1, 2, False) == ErrorCode.none
+    fetch = [
+        ((None, -1), ErrorCode.none),
+        (("m1", 4), ErrorCode.none),
+        (("m1", 5), ErrorCode.illegal_generation),
+        (("c1", 5), ErrorCode.none),
+        (("c1", 4), ErrorCode.stale_member_epoch),
+        (("x", 1), ErrorCode.unknown_member_id),
+    ]
+    for (member_id, epoch), error in fetch:
+        assert validate_offset_fetch(group, member_id, epoch) == error, (member_id, epoch)
