@@ -11,10 +11,16 @@ timers Kafka reschedules here.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from broker.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from broker.coordinator.consumer_group import (
+    ClassicMemberMetadata,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+)
 from broker.coordinator.migration import CONSUMER_PROTOCOL_TYPE
 from protocol.consumer_protocol import read_subscription, write_assignment
 from protocol.errors import ErrorCode
@@ -109,3 +115,58 @@ def sync_assignment(
                                  f"{group.group_id} and member {member.member_id} should rejoin to catch up.")  # fmt: skip
     named = sorted((topic_names[t], tuple(sorted(ps))) for t, ps in member.assigned.items() if t in topic_names)
     return write_assignment(read_subscription(metadata).version, tuple(named))
+
+
+def supports_classic_protocols(group: ConsumerGroup, protocol_type: str, protocol_names: Sequence[str]) -> bool:
+    """Kafka's ConsumerGroup.supportsClassicProtocols: the "consumer" protocol type, and (in a
+    group with members) a protocol every classic member supports."""
+    if protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return False
+    if group.is_empty():
+        return bool(protocol_names)
+    classic = [m.classic for m in group.members.values() if m.classic is not None]
+    return any(all(any(name == n for n, _ in c.supported_protocols) for c in classic) for name in protocol_names)
+
+
+def join_error(
+    group: ConsumerGroup, member_id: str, protocol_type: str, protocol_names: Sequence[str], consumer_max_size: int
+) -> ClassicMemberError | None:
+    """The first checks of Kafka's classicGroupJoinToConsumerGroup (`member_id` is the request's,
+    or the one the coordinator just gave an unknown member): throwIfConsumerGroupIsFull, then
+    throwIfClassicProtocolIsNotSupported; None when the join may go on."""
+    if len(group.members) >= consumer_max_size and (not member_id or member_id not in group.members):
+        return ClassicMemberError(ErrorCode.group_max_size_reached, "The consumer group has reached its maximum "
+                                  f"capacity of {consumer_max_size} members.")  # fmt: skip
+    if not supports_classic_protocols(group, protocol_type, protocol_names):
+        return ClassicMemberError(ErrorCode.inconsistent_group_protocol,
+                                  f"Member {member_id}'s protocols are not supported.")  # fmt: skip
+    return None
+
+
+def joined_member(
+    member: ConsumerGroupMember,
+    instance_id: str | None,
+    rebalance_timeout_ms: int,
+    session_timeout_ms: int,
+    protocols: tuple[tuple[str, bytes], ...],
+    client_id: str,
+    client_host: str,
+) -> ConsumerGroupMember:
+    """The member a classic JoinGroup makes of `member` (the existing one, or a new
+    ConsumerGroupMember with just its id), as Kafka's classicGroupJoinToConsumerGroup builds it:
+    subscription and rack from the first protocol's embedded subscription (a rack and an instance
+    id only replace the member's when given, a rebalance timeout of -1 keeps the member's), the
+    server assignor untouched, the JoinGroup protocols kept as its classic metadata. Raises
+    what read_subscription raises on a malformed embedded subscription (Kafka: an
+    IllegalStateException)."""
+    subscription = read_subscription(protocols[0][1])
+    return dataclasses.replace(
+        member,
+        instance_id=member.instance_id if instance_id is None else instance_id,
+        rack_id=member.rack_id if subscription.rack_id is None else subscription.rack_id,
+        rebalance_timeout_ms=member.rebalance_timeout_ms if rebalance_timeout_ms == -1 else rebalance_timeout_ms,
+        subscribed_topic_names=subscription.topics,
+        client_id=client_id,
+        client_host=client_host,
+        classic=ClassicMemberMetadata(session_timeout_ms, protocols),
+    )

@@ -15,6 +15,9 @@ from broker.coordinator.classic_members import (
     ClassicMemberError,
     classic_member,
     heartbeat_error,
+    join_error,
+    joined_member,
+    supports_classic_protocols,
     sync_assignment,
     waiting_on_unreleased_partition,
 )
@@ -210,3 +213,33 @@ def test_offset_commit_and_fetch_of_classic_and_consumer_members() -> None:
     ]
     for (member_id, epoch), error in fetch:
         assert validate_offset_fetch(group, member_id, epoch) == error, (member_id, epoch)
+
+
+def test_classic_join_checks_and_the_member_it_makes() -> None:
+    """A classic JoinGroup on a consumer group: refused when the group is full (a new member) or
+    when no protocol is supported by every classic member (Kafka's messages); the member keeps
+    its epochs and assignment and takes its subscription and rack from the first protocol."""
+    group = _mixed()  # m1 and m2 support range and cooperative-sticky, c1 is a consumer member
+    assert supports_classic_protocols(group, "consumer", ["cooperative-sticky"])
+    assert not supports_classic_protocols(group, "consumer", ["roundrobin"])
+    assert not supports_classic_protocols(group, "connect", ["range"])
+    assert supports_classic_protocols(ConsumerGroup("e"), "consumer", ["roundrobin"])
+    assert not supports_classic_protocols(ConsumerGroup("e"), "consumer", [])
+    assert join_error(group, "m1", "consumer", ["range"], 3) is None
+    full = join_error(group, "new", "consumer", ["range"], 3)
+    assert full is not None and (full.error, full.message) == (
+        ErrorCode.group_max_size_reached, "The consumer group has reached its maximum capacity of 3 members.")
+    assert join_error(group, "m1", "consumer", ["range"], 3) is None  # a member already in
+    unsupported = join_error(group, "new", "consumer", ["roundrobin"], 10)
+    assert unsupported is not None and (unsupported.error, unsupported.message) == (
+        ErrorCode.inconsistent_group_protocol, "Member new's protocols are not supported.")
+
+    m1 = group.members["m1"]
+    protocols = (("range", _subscription(3, "r7")), ("cooperative-sticky", _subscription(1)))
+    rejoined = joined_member(m1, None, -1, 10_000, protocols, "cid2", "/h2")
+    assert (rejoined.member_epoch, rejoined.assigned, rejoined.state) == (m1.member_epoch, m1.assigned, m1.state)
+    assert (rejoined.rack_id, rejoined.rebalance_timeout_ms, rejoined.subscribed_topic_names) == ("r7", 60_000, ("a",))
+    assert (rejoined.client_id, rejoined.client_host) == ("cid2", "/h2")
+    assert rejoined.classic == ClassicMemberMetadata(10_000, protocols)
+    new = joined_member(ConsumerGroupMember("n1"), "i1", 30_000, 45_000, (("range", _subscription(1)),), "c", "/h")
+    assert (new.member_epoch, new.instance_id, new.rack_id, new.rebalance_timeout_ms) == (0, "i1", None, 30_000)
