@@ -1,6 +1,8 @@
 """Classic-protocol members of a KIP-848 consumer group (a group mid-migration): the answers Kafka
-4.3.1's GroupMetadataManager gives their Heartbeat and SyncGroup (classicGroupHeartbeatToConsumerGroup,
-classicGroupSyncToConsumerGroup and the checks they share), pure. Such a member's generation is
+4.3.1's GroupMetadataManager gives their JoinGroup (the first checks and the member of
+classicGroupJoinToConsumerGroup), Heartbeat and SyncGroup (classicGroupHeartbeatToConsumerGroup,
+classicGroupSyncToConsumerGroup and the checks they share) and LeaveGroup
+(classicGroupLeaveToConsumerGroup before the fencing), pure. Such a member's generation is
 its member epoch; the server assignor computes its assignment, SyncGroup hands it over in the
 embedded consumer protocol, and REBALANCE_IN_PROGRESS tells it to rejoin (JoinGroup) when its
 epoch is behind the target, it has partitions to revoke, or partitions it waits for are free.
@@ -170,3 +172,36 @@ def joined_member(
         client_host=client_host,
         classic=ClassicMemberMetadata(session_timeout_ms, protocols),
     )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeavingMember:
+    """One MemberIdentity of a LeaveGroup request and its answer (echoing the request's ids)."""
+
+    member_id: str
+    instance_id: str | None
+    error: ErrorCode = ErrorCode.none
+
+
+def leave(
+    group: ConsumerGroup, identities: Sequence[tuple[str, str | None]]
+) -> tuple[list[LeavingMember], list[ConsumerGroupMember]]:
+    """Kafka 4.3.1's classicGroupLeaveToConsumerGroup before the fencing: each (member id,
+    instance id) answered (UNKNOWN_MEMBER_ID for an unknown member or instance id,
+    FENCED_INSTANCE_ID when the instance id belongs to another member id; an empty member id
+    with an instance id is an administrative removal), and the members to fence. Any member
+    may be removed, whichever protocol it uses (4.3.1 no longer requires the classic one)."""
+    answers: list[LeavingMember] = []
+    leaving: list[ConsumerGroupMember] = []
+    for member_id, instance_id in identities:
+        member = group.members.get(member_id) if instance_id is None else group.static_member(instance_id)
+        if member is None:
+            error = ErrorCode.unknown_member_id
+        elif instance_id is not None and member_id and member.member_id != member_id:
+            error = ErrorCode.fenced_instance_id
+        else:
+            error = ErrorCode.none
+            if member not in leaving:
+                leaving.append(member)
+        answers.append(LeavingMember(member_id, instance_id, error))
+    return answers, leaving

@@ -11,6 +11,10 @@ ConsumerGroup.validateOffsetCommit and validateOffsetFetch, pure.
   TxnOffsetCommit (Kafka's OffsetMetadataManager turns STALE_MEMBER_EPOCH into it there).
 - OffsetFetch: without a member id and epoch, always; otherwise the same member and epoch
   checks (no version rule).
+
+Not served: Kafka 4.3.1 also accepts a commit with an older epoch for each partition assigned to
+the member at or before that epoch (per-partition assignment epochs, KIP-1251); Samsa keeps no
+such epochs and takes only the member's current one.
 """
 
 from __future__ import annotations

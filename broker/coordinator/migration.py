@@ -17,12 +17,16 @@ State of the work: the checks and conversions are here and unit-tested; the coor
 only `upgrade_refusal`, for the refusals Kafka's default policy makes too (another protocol type,
 too many members), answered with Kafka's messages. Otherwise a classic group with members still
 refuses consumer heartbeats and a consumer group with members refuses classic joins, as Kafka
-does with the policy `disabled`, and the config is not declared. Still to build: classic members
-inside a consumer group (the Heartbeat and SyncGroup answers are in classic_members.py;
-JoinGroup, Kafka's classicGroupJoinToConsumerGroup, and LeaveGroup are not written, and no handler
-routes to them), OffsetCommit/OffsetFetch of classic members (generation checks, any version),
-the conversions wired into ConsumerGroups and GroupMembership with their records and timers,
-DescribeGroups and ConsumerGroupDescribe of mixed groups, then the config.
+does with the policy `disabled`, and the config is not declared. The OffsetCommit/OffsetFetch
+checks of classic members are served (consumer_offset_checks.py). Still to build: routing classic
+members of a consumer group from the JoinGroup, SyncGroup, Heartbeat and LeaveGroup handlers to
+classic_members.py (whose pure answers are written: join_error, joined_member, classic_member,
+heartbeat_error, sync_assignment, leave), with the rest of classicGroupJoinToConsumerGroup (the
+member id round, static members, the group epoch bump, target assignment and reconciliation the
+consumer heartbeat flow already does, the JoinGroup answer once the member is reconciled, and the
+session and join timers), the fencing of leaving members with the downgrade check; the
+conversions wired into ConsumerGroups and GroupMembership with their records and timers;
+DescribeGroups and ConsumerGroupDescribe of mixed groups; then the config.
 """
 
 from __future__ import annotations

@@ -13,10 +13,12 @@ import pytest
 
 from broker.coordinator.classic_members import (
     ClassicMemberError,
+    LeavingMember,
     classic_member,
     heartbeat_error,
     join_error,
     joined_member,
+    leave,
     supports_classic_protocols,
     sync_assignment,
     waiting_on_unreleased_partition,
@@ -243,3 +245,21 @@ def test_classic_join_checks_and_the_member_it_makes() -> None:
     assert rejoined.classic == ClassicMemberMetadata(10_000, protocols)
     new = joined_member(ConsumerGroupMember("n1"), "i1", 30_000, 45_000, (("range", _subscription(1)),), "c", "/h")
     assert (new.member_epoch, new.instance_id, new.rack_id, new.rebalance_timeout_ms) == (0, "i1", None, 30_000)
+
+
+def test_classic_leave_answers_each_identity_and_lists_who_leaves() -> None:
+    """LeaveGroup on a consumer group (Kafka 4.3.1): dynamic and static identities, an
+    administrative removal by instance id, unknown and fenced ones; a consumer-protocol member
+    may be removed too."""
+    group = _mixed()
+    group.update_member(dataclasses.replace(group.members["m2"], instance_id="i2"))
+    answers, leaving = leave(group, [("m1", None), ("x", None), ("", "i2"), ("m9", "i2"), ("m1", "i9"), ("c1", None)])
+    assert answers == [
+        LeavingMember("m1", None),
+        LeavingMember("x", None, ErrorCode.unknown_member_id),
+        LeavingMember("", "i2"),
+        LeavingMember("m9", "i2", ErrorCode.fenced_instance_id),
+        LeavingMember("m1", "i9", ErrorCode.unknown_member_id),
+        LeavingMember("c1", None),
+    ]
+    assert [m.member_id for m in leaving] == ["m1", "m2", "c1"]
