@@ -157,8 +157,8 @@ def joined_member(
     """The member a classic JoinGroup makes of `member` (the existing one, or a new
     ConsumerGroupMember with just its id), as Kafka's classicGroupJoinToConsumerGroup builds it:
     subscription and rack from the first protocol's embedded subscription (a rack and an instance
-    id only replace the member's when given, a rebalance timeout of -1 keeps the member's), the
-    server assignor untouched, the JoinGroup protocols kept as its classic metadata. Raises
+    id only replace the member's when given, a rebalance timeout of -1 keeps the member's), no
+    regex, the server assignor untouched, the JoinGroup protocols kept as its classic metadata. Raises
     what read_subscription raises on a malformed embedded subscription (Kafka: an
     IllegalStateException)."""
     subscription = read_subscription(protocols[0][1])
@@ -168,6 +168,7 @@ def joined_member(
         rack_id=member.rack_id if subscription.rack_id is None else subscription.rack_id,
         rebalance_timeout_ms=member.rebalance_timeout_ms if rebalance_timeout_ms == -1 else rebalance_timeout_ms,
         subscribed_topic_names=subscription.topics,
+        subscribed_topic_regex=None,  # Kafka: a classic member cannot subscribe by regex
         client_id=client_id,
         client_host=client_host,
         classic=ClassicMemberMetadata(session_timeout_ms, protocols),

@@ -238,7 +238,9 @@ def test_classic_join_checks_and_the_member_it_makes() -> None:
 
     m1 = group.members["m1"]
     protocols = (("range", _subscription(3, "r7")), ("cooperative-sticky", _subscription(1)))
-    rejoined = joined_member(m1, None, -1, 10_000, protocols, "cid2", "/h2")
+    rejoined = joined_member(dataclasses.replace(m1, subscribed_topic_regex="a.*"), None, -1, 10_000, protocols,
+                             "cid2", "/h2")  # fmt: skip
+    assert rejoined.subscribed_topic_regex is None
     assert (rejoined.member_epoch, rejoined.assigned, rejoined.state) == (m1.member_epoch, m1.assigned, m1.state)
     assert (rejoined.rack_id, rejoined.rebalance_timeout_ms, rejoined.subscribed_topic_names) == ("r7", 60_000, ("a",))
     assert (rejoined.client_id, rejoined.client_host) == ("cid2", "/h2")
