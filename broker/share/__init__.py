@@ -1,0 +1,1 @@
+"""Share groups (KIP-932): the broker's side of queues for Kafka."""
