@@ -27,6 +27,7 @@ import pytest
 from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
 from kio.schema.offset_commit.v8.request import OffsetCommitRequest as OffsetCommitRequestV8
 from kio.schema.offset_commit.v8.request import OffsetCommitRequestPartition as PartitionV8
 from kio.schema.offset_commit.v8.request import OffsetCommitRequestTopic as TopicV8
@@ -300,7 +301,23 @@ def _bad_input(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "classic-join", "error": _classic_join(client, other)})
         obs.append(_obs("consumer-join-classic", join(client, m1, group=other, topics=(TOPIC,)), message=True))
         obs.append(_obs("consumer-heartbeat-classic", heartbeat(client, m1, 1, group=other), message=True))
+        # LeaveGroup on the consumer group (an admin's removeMembersFromConsumerGroup): members are
+        # fenced whatever their protocol, each identity answered
+        m4, m5 = (uuid.uuid4().hex[:22] for _ in range(2))
+        obs.append(_obs("rejoin-dynamic", join(client, m4, topics=(TOPIC,))))
+        obs.append(_obs("rejoin-static", join(client, m5, instance_id="i5", topics=(TOPIC,))))
+        identities = ((m4, None), (m2, None), (m2, "i5"), ("", "i5"), ("", "i9"))
+        obs.append({"step": "leave-group", "errors": _leave_group(client, identities)})
+        described = describe(client, GROUP)
+        obs.append({"step": "describe-after-leave-group", **described})
+        obs.append(_obs("heartbeat-after-leave-group", heartbeat(client, m4, 1)))
     return obs
+
+
+def _leave_group(client: RawClient, identities: tuple[tuple[str, str | None], ...]) -> list[str]:
+    answer = client.request(LeaveGroupRequest(group_id=GroupId(GROUP), members=tuple(
+        MemberIdentity(member_id=m, group_instance_id=i, reason="compat") for m, i in identities)))  # fmt: skip
+    return [ErrorCode(answer.error_code).name] + [ErrorCode(m.error_code).name for m in answer.members]
 
 
 def _classic_join(client: RawClient, group: str) -> str:
@@ -326,6 +343,9 @@ def test_consumer_protocol_bad_input(differential: Any) -> None:
     assert obs["txn-commit-no-member"]["error"] == "none"
     assert obs["txn-commit-unknown-member"]["error"] == "unknown_member_id"
     assert obs["txn-commit-stale-epoch"]["error"] == "illegal_generation"
+    assert obs["leave-group"]["errors"] == [
+        "none", "none", "unknown_member_id", "fenced_instance_id", "none", "unknown_member_id"]
+    assert obs["describe-after-leave-group"]["members"] == []
     assert obs["static-join-unreleased"]["error"] == "unreleased_instance_id"
     assert obs["static-fenced"]["error"] == "fenced_instance_id"
     assert obs["classic-join"]["error"] == "none"

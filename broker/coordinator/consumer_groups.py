@@ -39,7 +39,7 @@ import base64
 import dataclasses
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -554,7 +554,7 @@ class ConsumerGroups:
                     ErrorCode.unknown_member_id,
                     f"Member {req.member_id} is not a member of group {group.group_id}.",
                 )
-            self._remove(group, req.member_id, "left")
+            self._remove(group, (req.member_id,), "left")
             return response
         member = group.static_member(req.instance_id)
         if member is None:
@@ -573,18 +573,31 @@ class ConsumerGroups:
             log.info("static member left temporarily group=%s member_id=%s instance_id=%s",
                      group.group_id, member.member_id, req.instance_id)  # fmt: skip
             return dataclasses.replace(response, member_id=member.member_id)
-        self._remove(group, member.member_id, "left")
+        self._remove(group, (member.member_id,), "left")
         return response
 
-    def _remove(self, group: ConsumerGroup, member_id: str, reason: str) -> None:
-        group.remove_member(member_id)
-        self._cancel_timers(group.group_id, member_id)
-        self._emit_member_tombstones(group.group_id, member_id)
+    async def fence_members(self, group_id: str, member_ids: Sequence[str], reason: str) -> ErrorCode:
+        """Kafka's consumerGroupFenceMembers for a LeaveGroup: the members go, the group epoch is
+        bumped once, and the records are written before the answer (their error, if any)."""
+        group = self._current(group_id)
+        if group is None or not member_ids:
+            return ErrorCode.none
+        self._out = []
+        self._remove(group, member_ids, reason)
+        records, self._out = self._out, []
+        return await self._append(group_id, records)
+
+    def _remove(self, group: ConsumerGroup, member_ids: Sequence[str], reason: str) -> None:
+        for member_id in member_ids:
+            group.remove_member(member_id)
+            self._cancel_timers(group.group_id, member_id)
+            self._emit_member_tombstones(group.group_id, member_id)
         self._refresh_subscriptions(group, self._image())
         group.group_epoch += 1
         self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
-        log.info("consumer group member removed group=%s member_id=%s reason=%s epoch=%d members=%d",
-                 group.group_id, member_id, reason, group.group_epoch, len(group.members))  # fmt: skip
+        for member_id in member_ids:
+            log.info("consumer group member removed group=%s member_id=%s reason=%s epoch=%d members=%d",
+                     group.group_id, member_id, reason, group.group_epoch, len(group.members))  # fmt: skip
 
     def _current(self, group_id: str) -> ConsumerGroup | None:
         _, part = self._lookup(group_id)
@@ -596,7 +609,7 @@ class ConsumerGroups:
         group = self._current(group_id)
         if group is not None and member_id in group.members:
             self._out = []
-            self._remove(group, member_id, reason)
+            self._remove(group, (member_id,), reason)
             self._flush_later(group_id)
 
     def _rebalance_expired(self, group_id: str, member_id: str, epoch: int) -> None:
