@@ -18,15 +18,16 @@ only `upgrade_refusal`, for the refusals Kafka's default policy makes too (anoth
 too many members), answered with Kafka's messages. Otherwise a classic group with members still
 refuses consumer heartbeats and a consumer group with members refuses classic joins, as Kafka
 does with the policy `disabled`, and the config is not declared. The OffsetCommit/OffsetFetch
-checks of classic members are served (consumer_offset_checks.py). Still to build: routing classic
-members of a consumer group from the JoinGroup, SyncGroup, Heartbeat and LeaveGroup handlers to
-classic_members.py (whose pure answers are written: join_error, joined_member, classic_member,
-heartbeat_error, sync_assignment, leave), with the rest of classicGroupJoinToConsumerGroup (the
-member id round, static members, the group epoch bump, target assignment and reconciliation the
-consumer heartbeat flow already does, the JoinGroup answer once the member is reconciled, and the
-session and join timers), the fencing of leaving members with the downgrade check; the
-conversions wired into ConsumerGroups and GroupMembership with their records and timers;
-DescribeGroups and ConsumerGroupDescribe of mixed groups; then the config.
+checks of classic members are served (consumer_offset_checks.py), and a LeaveGroup on a consumer
+group fences the members it names (classic_members.leave, ConsumerGroups.fence_members). Still to
+build: routing classic members of a consumer group from the JoinGroup, SyncGroup and Heartbeat
+handlers to classic_members.py (whose pure answers are written: join_error, joined_member,
+classic_member, heartbeat_error, sync_assignment), with the rest of classicGroupJoinToConsumerGroup
+(the member id round, static members, the group epoch bump, target assignment and reconciliation
+the consumer heartbeat flow already does, the JoinGroup answer once the member is reconciled, and
+the session and join timers); the downgrade check in fence_members and on a consumer member's
+leave (can_downgrade); the conversions wired into ConsumerGroups and GroupMembership with their
+records and timers; DescribeGroups and ConsumerGroupDescribe of mixed groups; then the config.
 """
 
 from __future__ import annotations
