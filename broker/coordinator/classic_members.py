@@ -176,7 +176,7 @@ def joined_member(
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class LeavingMember:
+class LeaveAnswer:
     """One MemberIdentity of a LeaveGroup request and its answer (echoing the request's ids)."""
 
     member_id: str
@@ -186,13 +186,13 @@ class LeavingMember:
 
 def leave(
     group: ConsumerGroup, identities: Sequence[tuple[str, str | None]]
-) -> tuple[list[LeavingMember], list[ConsumerGroupMember]]:
+) -> tuple[list[LeaveAnswer], list[ConsumerGroupMember]]:
     """Kafka 4.3.1's classicGroupLeaveToConsumerGroup before the fencing: each (member id,
     instance id) answered (UNKNOWN_MEMBER_ID for an unknown member or instance id,
     FENCED_INSTANCE_ID when the instance id belongs to another member id; an empty member id
     with an instance id is an administrative removal), and the members to fence. Any member
     may be removed, whichever protocol it uses (4.3.1 no longer requires the classic one)."""
-    answers: list[LeavingMember] = []
+    answers: list[LeaveAnswer] = []
     leaving: list[ConsumerGroupMember] = []
     for member_id, instance_id in identities:
         member = group.members.get(member_id) if instance_id is None else group.static_member(instance_id)
@@ -204,5 +204,5 @@ def leave(
             error = ErrorCode.none
             if member not in leaving:
                 leaving.append(member)
-        answers.append(LeavingMember(member_id, instance_id, error))
+        answers.append(LeaveAnswer(member_id, instance_id, error))
     return answers, leaving

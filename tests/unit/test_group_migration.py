@@ -13,7 +13,7 @@ import pytest
 
 from broker.coordinator.classic_members import (
     ClassicMemberError,
-    LeavingMember,
+    LeaveAnswer,
     classic_member,
     heartbeat_error,
     join_error,
@@ -257,11 +257,11 @@ def test_classic_leave_answers_each_identity_and_lists_who_leaves() -> None:
     group.update_member(dataclasses.replace(group.members["m2"], instance_id="i2"))
     answers, leaving = leave(group, [("m1", None), ("x", None), ("", "i2"), ("m9", "i2"), ("m1", "i9"), ("c1", None)])
     assert answers == [
-        LeavingMember("m1", None),
-        LeavingMember("x", None, ErrorCode.unknown_member_id),
-        LeavingMember("", "i2"),
-        LeavingMember("m9", "i2", ErrorCode.fenced_instance_id),
-        LeavingMember("m1", "i9", ErrorCode.unknown_member_id),
-        LeavingMember("c1", None),
+        LeaveAnswer("m1", None),
+        LeaveAnswer("x", None, ErrorCode.unknown_member_id),
+        LeaveAnswer("", "i2"),
+        LeaveAnswer("m9", "i2", ErrorCode.fenced_instance_id),
+        LeaveAnswer("m1", "i9", ErrorCode.unknown_member_id),
+        LeaveAnswer("c1", None),
     ]
     assert [m.member_id for m in leaving] == ["m1", "m2", "c1"]
