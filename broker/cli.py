@@ -75,6 +75,10 @@ class StartupFailed(Exception):
     """The broker could not start (a port in use, ZooKeeper unreachable, data of another cluster)."""
 
 
+class BrokerHalted(Exception):
+    """The broker stopped itself (every log dir failed)."""
+
+
 async def serve(config: BrokerConfig) -> None:
     from broker.server import Broker
 
@@ -95,7 +99,12 @@ async def serve(config: BrokerConfig) -> None:
     stopping = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopping.set)
-    await stopping.wait()
+    asked, stopped = loop.create_task(stopping.wait()), loop.create_task(broker.wait_stopped())
+    await asyncio.wait((asked, stopped), return_when=asyncio.FIRST_COMPLETED)
+    asked.cancel()
+    if stopped.done():  # the broker stopped itself: every log dir failed (Kafka halts)
+        raise BrokerHalted("every log dir has failed")
+    stopped.cancel()
     log.info("shutdown requested")
     await broker.stop()
     api_stats.write_if_requested()
@@ -141,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
             pass
         except StartupFailed as e:
             print(f"samsa: cannot start: {e}", file=sys.stderr)
+            return 1
+        except BrokerHalted as e:
+            print(f"samsa: stopped: {e}", file=sys.stderr)
             return 1
     return 0
 

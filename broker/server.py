@@ -32,13 +32,14 @@ from broker.metrics.stats import BrokerMetrics
 from broker.network import Connection, receive_buffer
 from broker.producer_ids import ProducerIdManager
 from broker.quotas import ClientQuotas
+from broker.replication.leader_client import BrokerClients
 from broker.replication.replica_manager import ReplicaManager
 from broker.replication.settings import FetcherSettings, IsrSettings
 from broker.security.client import ClientSecurity
 from broker.security.listeners import listener_securities
 from broker.security.session import ListenerSecurity
 from broker.security.tls import StoreSpec, write_pem_files
-from broker.services import BrokerServices
+from broker.services import FORWARDING_CLIENT_ID, BrokerServices
 from broker.tasks import cancel_and_wait
 from broker.topic_creation import AutoTopicCreator
 from broker.txn.coordinator import TransactionCoordinator
@@ -87,6 +88,7 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(config)
         """This broker's config with the dynamic broker configs applied (the image's)."""
         self._stopped = asyncio.Event()
+        self._self_stop: asyncio.Task[None] | None = None
         self.serving = False
         """start() completed; stop() also cleans up after a start that failed part way."""
 
@@ -136,6 +138,8 @@ class Broker:
             isr_settings=IsrSettings.from_config(self.config, self.controller.suspected_peers),
             fetcher_settings=FetcherSettings.from_config(self.config),
             metrics=self.metrics,
+            report_offline_replicas=self.controller.report_offline_replicas,
+            on_all_log_dirs_failed=self._spawn_stop,
         )  # fmt: skip
         self._configure_replication_throttles(self.config)
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
@@ -160,6 +164,9 @@ class Broker:
             ),
             authorizer=self.authorizer,
             security_store=self.security_store,
+            controller_channel=BrokerClients(
+                lambda: self.controller.image, self.config.inter_broker_listener_name or self.config.listeners[0].name,
+                client_id=FORWARDING_CLIENT_ID, timeout_s=30, security=ClientSecurity.from_config(self.config)),
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership_change)
@@ -261,6 +268,9 @@ class Broker:
             await asyncio.gather(*self._connections, return_exceptions=True)
         if self.txn_coordinator is not None:
             await self.txn_coordinator.shutdown()
+        services = getattr(self, "services", None)
+        if services is not None and services.controller_channel is not None:
+            services.controller_channel.close()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.replica_manager is not None:
@@ -274,6 +284,11 @@ class Broker:
             self.log_manager.close()
         self._stopped.set()
         log.info("broker stopped broker_id=%d", self.broker_id)
+
+    def _spawn_stop(self) -> None:
+        """Stop from within (every log dir failed): `samsa serve` then exits with status 1."""
+        task = asyncio.get_running_loop().create_task(self.stop(), name="stop")
+        self._self_stop = task
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()

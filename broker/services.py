@@ -16,12 +16,16 @@ from broker.config.dynamic import DynamicBrokerConfig
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.producer_ids import ProducerIdManager
 from broker.quotas import ClientQuotas
+from broker.replication.leader_client import BrokerClients
 from broker.replication.replica_manager import ReplicaManager
 from broker.topic_creation import AutoTopicCreator
 from broker.txn.coordinator import TransactionCoordinator
 from controller.interface import Controller
 from controller.security_store import SecurityStore
 from protocol.types import BrokerId
+
+FORWARDING_CLIENT_ID = "samsa-forwarding"
+"""The client id of requests a broker forwards to the active controller (`controller_channel`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,9 @@ class BrokerServices:
     """Whether a principal may do an operation on a resource (ctx.authorized)."""
     security_store: SecurityStore
     """ACLs and SCRAM credentials (the ACL and SCRAM credential APIs)."""
+    controller_channel: BrokerClients | None = None
+    """Clients of the other brokers on the inter-broker listener, to forward controller-bound
+    admin requests to the active controller (broker/handlers/_forward.py)."""
 
     @property
     def config(self) -> BrokerConfig:

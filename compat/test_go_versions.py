@@ -420,6 +420,13 @@ def check_elect_leaders(v: int, obs: list[Obs]) -> None:
     assert rows(obs, "all", "results") == [(["el none"],)]
 
 
+def check_alter_replica_log_dirs(v: int, obs: list[Obs]) -> None:
+    assert rows(obs, "current-dir", "found", "results") == [(True, ["ard-0 err="])]
+    assert rows(obs, "unknown-dir", "results") == [(["ard-0 err=LOG_DIR_NOT_FOUND"],)]
+    # kadm shards by the topic's partitions in Metadata: none, so the request fails as a whole
+    assert rows(obs, "unknown-topic", "results") == [(["request err=UNKNOWN_TOPIC_OR_PARTITION"],)]
+
+
 def check_describe_log_dirs(v: int, obs: list[Obs]) -> None:
     parts = ["ld-0 size=70 lag=0 future=false", "ld-1 size=0 lag=0 future=false"]  # one 70-byte batch
     for step in ("named", "all"):  # (the volume's sizes come with v4, KIP-827)
@@ -537,7 +544,7 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     **{k: check_group(k) for k in (8, 9, 10, 11, 12, 13, 14)},
     15: check_describe_groups, 16: check_list_groups, 18: check_api_versions, 19: check_create_topics,
     20: check_delete_topics, 21: check_delete_records, 22: check_init_producer_id, 23: check_offset_for_leader_epoch,
-    32: check_describe_configs, 33: check_alter_configs, 35: check_describe_log_dirs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
+    32: check_describe_configs, 33: check_alter_configs, 34: check_alter_replica_log_dirs, 35: check_describe_log_dirs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
     44: check_incremental_alter_configs, 45: check_reassignments, 46: check_reassignments, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster, 68: check_consumer_protocol, 69: check_consumer_protocol,
     75: check_describe_topic_partitions,
     17: check_sasl, 36: check_sasl, 29: check_acls, 30: check_acls, 31: check_acls, 50: check_scram, 51: check_scram,

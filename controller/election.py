@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
-from controller.model import ClusterImage, PartitionRegistration
+from controller.model import BrokerRegistration, ClusterImage, PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_BROKER, BrokerId, LeaderEpoch
 
@@ -88,6 +88,15 @@ def choose_leader(
             if r in eligible and r not in exclude:
                 return r, True
     return NO_BROKER, False
+
+
+def offline_replicas(brokers: Mapping[BrokerId, BrokerRegistration]) -> dict[tuple[str, int], set[BrokerId]]:
+    """(topic, partition) -> the brokers whose replica of it is in a failed log dir."""
+    out: dict[tuple[str, int], set[BrokerId]] = {}
+    for b, reg in brokers.items():
+        for tp in reg.offline_replicas:
+            out.setdefault((tp.topic, tp.partition), set()).add(b)
+    return out
 
 
 def plan_partition(

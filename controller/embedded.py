@@ -33,6 +33,7 @@ from controller.planning import initial_state, plan_new_partitions, plan_topic
 from controller.quotas import QuotaEntity, alter, entity_of
 from controller.reassignment import ReassignmentResults, Requested, complete, plan_alterations
 from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, ControllerEpoch
 
 log = logging.getLogger("samsa.controller")
@@ -229,6 +230,9 @@ class EmbeddedController:
 
     def add_suspicion_listener(self, listener: Callable[[], None]) -> None:
         """No peers, so no suspicion ever changes."""
+
+    async def report_offline_replicas(self, replicas: frozenset[TopicPartition]) -> None:
+        """A single node: no other replica can take over; the partitions stay offline here."""
 
     def _new_partitions(
         self, assignments: Mapping[int, tuple[BrokerId, ...]]

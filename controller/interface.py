@@ -16,6 +16,7 @@ from controller.model import ClusterImage, NewTopic, PartitionRegistration
 from controller.quotas import QuotaEntity
 from controller.reassignment import ReassignmentResults, Requested
 from protocol.errors import KafkaError
+from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId
 
 ImageListener = Callable[[ClusterImage | None, ClusterImage], None]
@@ -42,6 +43,11 @@ class Controller(Protocol):
 
     def add_suspicion_listener(self, listener: Callable[[], None]) -> None:
         """Call `listener` (on the loop, no awaits) whenever `suspected_peers` may have changed."""
+
+    async def report_offline_replicas(self, replicas: frozenset[TopicPartition]) -> None:
+        """This broker's replicas whose log dir failed (every one so far): the controller moves
+        their leadership to other ISR members and takes them out of the ISRs (Kafka's
+        onBrokerLogDirFailure). Failures are logged, not raised."""
 
     async def create_topics(
         self, topics: Sequence[NewTopic], *, validate_only: bool = False

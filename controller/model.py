@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from controller.quotas import QuotaEntity
+from protocol.topic_partition import TopicPartition
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch, LeaderEpoch
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -35,6 +36,9 @@ class BrokerRegistration:
     broker_id: BrokerId
     endpoints: tuple[Endpoint, ...]
     rack: str | None = None
+    offline_replicas: frozenset[TopicPartition] = frozenset()
+    """This broker's replicas whose log dir failed (Kafka's offline replicas): the controller
+    treats the broker as gone for those partitions alone."""
 
     def endpoint(self, listener: str) -> Endpoint | None:
         for ep in self.endpoints:

@@ -1,8 +1,8 @@
 """Operator leader elections of the ZooKeeper controller (ElectLeaders: preferred and unclean).
 
 Mixed into `ZooKeeperController` (controller/zookeeper.py). Only the active controller elects, as
-in Kafka (KafkaController.processReplicaLeaderElection answers NOT_CONTROLLER on any other broker,
-and the admin client then asks the controller it finds in Metadata). The rules are
+in Kafka (NOT_CONTROLLER on any other broker, whose handler then forwards the request to the
+controller, broker/handlers/_forward.py). The rules are
 `election.plan_elections` (Kafka's ReplicationControlManager.electLeader); each new state is
 written as every controller write is: a transaction that checks the /controller_epoch version and
 compare-and-sets the state znode on its version. A stale state (another write came first) is

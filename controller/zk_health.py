@@ -34,16 +34,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from controller import zk_layout as L
 from controller.election import majority_suspects
 from controller.failure_detector import FailureDetector
+from protocol.topic_partition import TopicPartition
 from protocol.types import NO_BROKER, BrokerId
 
 if TYPE_CHECKING:
+    from controller.model import BrokerRegistration
     from controller.zk_async import AsyncZk
     from controller.zk_settings import ZkSettings
 
@@ -64,13 +67,32 @@ class ZkHealth:
         _registered_at: dict[BrokerId, float]
         _suspicions: dict[BrokerId, set[BrokerId]]
         _my_suspicions: set[BrokerId]
+        _suspicion_writes: asyncio.Lock
         _suspicion_listeners: list[Callable[[], None]]
         _controller_id: BrokerId
         _controller_stat_version: int
 
+        _registration: BrokerRegistration
+
         def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None: ...
         def _resign(self, reason: str) -> None: ...
         def _schedule_publish(self) -> None: ...
+
+    def _heartbeat_address(self) -> tuple[str, int]:
+        """Where this broker's failure detector listens, as its registration gives it."""
+        return (self.settings.heartbeat_advertised_host or self.settings.heartbeat_host, self.failure_detector.port)
+
+    async def report_offline_replicas(self, replicas: frozenset[TopicPartition]) -> None:
+        """Kafka's ZK brokers write /log_dir_event_notification and the controller asks them which
+        replicas are offline; Samsa's broker puts them in its own registration (the controller
+        watches it), where a restart, which starts without them, clears them."""
+        self._registration = replace(self._registration, offline_replicas=replicas)
+        data = L.encode_broker(self._registration, self._heartbeat_address())
+        try:
+            await self._zk.set(L.broker_path(self.broker_id), data)
+            log.warning("offline replicas reported broker_id=%d replicas=%d", self.broker_id, len(replicas))
+        except KazooException as e:  # the next registration (new session) carries them
+            log.warning("reporting offline replicas failed broker_id=%d error=%r", self.broker_id, e)
 
     def suspected_peers(self) -> frozenset[BrokerId]:
         """The brokers that cannot follow a leader on this broker now, by its own evidence: its
@@ -100,6 +122,13 @@ class ZkHealth:
         self._notify_suspicion_listeners()
 
     async def _write_suspicion(self, peer: BrokerId, suspected: bool) -> None:
+        """Write whether `peer` is suspected now. The writes run one at a time, each with the
+        state as it is when its turn comes: a create still in flight when the peer was heard again
+        would otherwise land after the delete and leave a stale suspicion behind."""
+        async with self._suspicion_writes:
+            await self._write_suspicion_now(peer)
+
+    async def _write_suspicion_now(self, peer: BrokerId) -> None:
         path = L.suspicion_path(peer, self.broker_id)
         # the parent /samsa/suspicions/<peer> is persistent and never deleted (no create/delete race)
         if peer in self._my_suspicions:

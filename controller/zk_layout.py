@@ -7,7 +7,9 @@
                                                   check of this znode's version)
     /brokers/ids/<id>           ephemeral         {"version":5,"host","port","endpoints":[...],
                                                   "listener_security_protocol_map":{...},
-                                                  "rack","timestamp","samsa_heartbeat":"host:port"}
+                                                  "rack","timestamp","samsa_heartbeat":"host:port",
+                                                  "samsa_offline_replicas":[[topic,p],...]}: the
+                                                  replicas in its failed log dirs
     /brokers/topics/<topic>                       {"version":3,"topic_id":"<uuid>",
                                                   "partitions":{"0":[1,2,3],...},
                                                   "adding_replicas":{"0":[3]},
@@ -33,12 +35,13 @@ import json
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, unquote
 
 from controller.model import BrokerRegistration, Endpoint, PartitionRegistration
 from controller.quotas import QuotaEntity
+from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, LeaderEpoch
 
 CLUSTER_ID = "/cluster/id"
@@ -128,6 +131,7 @@ def encode_broker(reg: BrokerRegistration, heartbeat: tuple[str, int] | None) ->
             "jmx_port": -1,
             "timestamp": _now_ms(),
             "samsa_heartbeat": None if heartbeat is None else f"{heartbeat[0]}:{heartbeat[1]}",
+            "samsa_offline_replicas": sorted([tp.topic, tp.partition] for tp in reg.offline_replicas),
         }
     )
 
@@ -147,7 +151,8 @@ def decode_broker(broker_id: int, data: bytes, czxid: int = 0) -> BrokerInfo:
         endpoints.append(Endpoint(name, host, port, protocols.get(name, "PLAINTEXT")))
     hb = doc.get("samsa_heartbeat")
     return BrokerInfo(
-        BrokerRegistration(BrokerId(broker_id), tuple(endpoints), doc.get("rack")),
+        BrokerRegistration(BrokerId(broker_id), tuple(endpoints), doc.get("rack"), frozenset(
+            TopicPartition(t, int(p)) for t, p in doc.get("samsa_offline_replicas") or ())),
         None if not hb else _host_port(hb),
         czxid,
     )
@@ -176,8 +181,7 @@ def apply_override(info: BrokerInfo, listener: str, override: tuple[str, int, in
         Endpoint(e.listener, host, tcp, e.security_protocol) if e.listener == listener else e
         for e in info.registration.endpoints
     )
-    reg = BrokerRegistration(info.registration.broker_id, endpoints, info.registration.rack)
-    return BrokerInfo(reg, (host, udp), info.czxid)
+    return BrokerInfo(replace(info.registration, endpoints=endpoints), (host, udp), info.czxid)
 
 
 # -- topics and partitions ---------------------------------------------------------------------

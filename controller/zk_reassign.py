@@ -1,9 +1,8 @@
 """Partition reassignments of the ZooKeeper controller (AlterPartitionReassignments).
 
 Mixed into `ZooKeeperController` (controller/zookeeper.py). The rules are
-controller/reassignment.py's. Only the active controller changes reassignments (Kafka's ZooKeeper
-controller answered NOT_CONTROLLER elsewhere, and the admin client asks the controller Metadata
-names). A reassignment's state lives where Kafka's KIP-455 kept it, in the topic znode (the
+controller/reassignment.py's. Only the active controller changes reassignments (NOT_CONTROLLER
+elsewhere; the other brokers forward AlterPartitionReassignments to it, broker/handlers/_forward.py). A reassignment's state lives where Kafka's KIP-455 kept it, in the topic znode (the
 partition's replicas, the union of old and target while it moves, and its `adding_replicas` and
 `removing_replicas`), so a new controller resumes it: `_reconcile` calls `_complete_reassignment`
 for every reassigning partition on every image change, which ends it once the new replicas are in

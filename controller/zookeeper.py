@@ -50,7 +50,7 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from controller import zk_layout as L
-from controller.election import majority_suspects, plan_partition, preferred_leader_moves
+from controller.election import majority_suspects, offline_replicas, plan_partition, preferred_leader_moves
 from controller.embedded import _new_cluster_id, check_cluster_id
 from controller.failure_detector import FailureDetector
 from controller.interface import ImageListener
@@ -127,6 +127,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHea
         self._suspicions: dict[BrokerId, set[BrokerId]] = {}
         self._shutting_down: set[BrokerId] = set()
         self._my_suspicions: set[BrokerId] = set()
+        self._suspicion_writes = asyncio.Lock()  # one at a time: a report never lands after its withdrawal
         self._suspicion_listeners: list[Callable[[], None]] = []
         self._suspended_at: float | None = None
         """monotonic time the ZooKeeper connection was lost (None while connected)"""
@@ -305,8 +306,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHea
 
     async def _register(self) -> None:
         path = L.broker_path(self.broker_id)
-        hb_host = self.settings.heartbeat_advertised_host or self.settings.heartbeat_host
-        data = L.encode_broker(self._registration, (hb_host, self.failure_detector.port))
+        data = L.encode_broker(self._registration, self._heartbeat_address())
         for _ in range(5):
             try:
                 await self._zk.create(path, data, ephemeral=True)
@@ -632,15 +632,15 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHea
         while self._dirty and self.state is ControllerState.CONTROLLER and self._connected:
             self._dirty = False
             image = self._image
-            live = set(image.brokers)
+            live, offline = set(image.brokers), offline_replicas(image.brokers)
             suspicions = {b: frozenset(r) for b, r in self._suspicions.items()}
             writes = []
             for topic in image.topics.values():
                 unclean = self._unclean(topic)
                 for p, reg in topic.partitions.items():
-                    planned = plan_partition(
-                        reg, live, shutting_down=self._shutting_down, suspicions=suspicions, unclean=unclean
-                    )
+                    planned = plan_partition(  # a replica in a failed log dir is not live
+                        reg, live - offline.get((topic.name, p), set()), shutting_down=self._shutting_down,
+                        suspicions=suspicions, unclean=unclean)
                     if planned is not None:
                         writes.append(self._write_state(topic.name, p, reg, *planned))
                     elif reg.reassigning:

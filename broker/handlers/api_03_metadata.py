@@ -49,6 +49,7 @@ from controller.placement import topic_name_error
 from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.messages import convert
+from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, BrokerId, TopicName
 
 API_KEY = 3
@@ -75,7 +76,8 @@ def topic_metadata(
 ) -> MetadataResponseTopic:
     partitions = []
     for index, reg in sorted(topic.partitions.items()):
-        offline = tuple(b for b in reg.replicas if b not in image.brokers or b in image.fenced)
+        offline = tuple(b for b in reg.replicas if b not in image.brokers or b in image.fenced
+                        or TopicPartition(topic.name, index) in image.brokers[b].offline_replicas)  # a failed log dir
         online = reg.online and reg.leader not in image.fenced
         partitions.append(
             MetadataResponsePartition(

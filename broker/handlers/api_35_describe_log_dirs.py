@@ -4,9 +4,9 @@
 # the partitions asked for (every partition when topics is null): Kafka's
 # ReplicaManager.describeLogDirs. A topic none of whose asked partitions a dir holds is left out
 # of that dir. The offset lag is max(high watermark - log end offset, 0), 0 for every current
-# log; is_future_key is false (no replica is ever moving between dirs: AlterReplicaLogDirs is not
-# served) and is_cordoned (v5) false (Samsa does not cordon dirs). A dir that cannot be read
-# answers KAFKA_STORAGE_ERROR.
+# log. A replica moving into a dir (AlterReplicaLogDirs) is listed there too with is_future_key
+# true, its offset lag how far its copy is behind the current log. is_cordoned (v5) is false
+# (Samsa does not cordon dirs). A dir that cannot be read answers KAFKA_STORAGE_ERROR.
 # Not supported: v0 (Kafka 4.x serves v1+); authorization (no ACLs yet: issue 14).
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from kio.static.primitive import i32, i64
 
 from broker.context import RequestContext
 from broker.handlers import registry
-from broker.replication.replica_manager import ReplicaInfo, describe_log_dirs
+from broker.replication.log_dirs import ReplicaInfo, describe_log_dirs
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE
@@ -42,9 +42,9 @@ def _topics(replicas: tuple[ReplicaInfo, ...]) -> tuple[DescribeLogDirsTopic, ..
                     partition_index=i32(r.tp.partition),
                     partition_size=i64(r.size),
                     offset_lag=i64(r.offset_lag),
-                    is_future_key=False,
+                    is_future_key=r.is_future,
                 )
-                for r in sorted(rs, key=lambda r: r.tp.partition)
+                for r in sorted(rs, key=lambda r: (r.tp.partition, r.is_future))
             ),
         )
         for topic, rs in sorted(by_topic.items())

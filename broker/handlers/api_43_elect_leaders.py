@@ -5,8 +5,9 @@
 # the answer, as Kafka's controller does). The controller elects under Kafka's rules
 # (controller/election.py `elect_leader`): ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
 # ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION ("No such topic as t", "No such
-# partition as t-p") per partition; a broker that is not the active controller answers
-# NOT_CONTROLLER per partition, and the admin client asks the controller Metadata names. An
+# partition as t-p") per partition; a broker that is not the active controller forwards the
+# request to it, as Kafka 4.x brokers do (handlers/_forward.py), and answers NOT_CONTROLLER per
+# partition only when it cannot. An
 # unknown election type -> INVALID_REQUEST at the top and on every partition named
 # (ElectLeadersRequest.getErrorResponse). The answer comes once this broker's metadata shows the
 # new leaders, or after the request's timeout.
@@ -27,6 +28,7 @@ from kio.static.primitive import i32
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import audit, error_message
+from broker.handlers._forward import forward_to_controller
 from controller.election import ElectionResults, ElectionType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.types import NO_THROTTLE
@@ -73,6 +75,11 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
         results = await ctx.services.controller.elect_leaders(election_type, named, timeout_ms)
     except KafkaError as e:  # the metadata could not be written (a full disk on one node)
         results = [(t, [(p, e) for p in ps]) for t, ps in named or []]
+    if results and all(e is not None and e.code == ErrorCode.not_controller for _, ps in results for _, e in ps):
+        forwarded = await forward_to_controller(ctx, request, ElectLeadersResponse, timeout_ms / 1000 + 5)
+        if forwarded is not None:  # Kafka 4.x brokers forward to the controller
+            audit(ctx, "elect_leaders", forwarded_to=ctx.services.controller.image.controller_id)
+            return forwarded
     audit(
         ctx,
         "elect_leaders",

@@ -8,9 +8,10 @@
 # brokers; a cancel needing an unclean election the topic does not allow),
 # NO_REASSIGNMENT_IN_PROGRESS (a cancel of nothing), INVALID_REPLICATION_FACTOR (v1
 # allow_replication_factor_change=false and a target of another size, KIP-860). ALTER on the
-# cluster is required (CLUSTER_AUTHORIZATION_FAILED), and a broker that is not the active
-# controller answers NOT_CONTROLLER; both as Kafka's getErrorResponse: at the top and on every
-# partition. The answer comes once this broker's metadata shows the changes, or after the
+# cluster is required (CLUSTER_AUTHORIZATION_FAILED, as Kafka's getErrorResponse: at the top and
+# on every partition); a broker that is not the active controller forwards the request to it, as
+# Kafka 4.x brokers do (handlers/_forward.py), and answers NOT_CONTROLLER the same way only when it
+# cannot (no controller known or reachable, a request forwarded already). The answer comes once this broker's metadata shows the changes, or after the
 # request's timeout; the data movement goes on after it, under the replication throttles
 # (broker/replication/throttle.py) when kafka-reassign-partitions --throttle set them.
 # Not supported: throttle_time is always 0.
@@ -30,6 +31,7 @@ from kio.static.primitive import i32
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import audit, error_message
+from broker.handlers._forward import forward_to_controller
 from controller.reassignment import ReassignmentResults
 from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
@@ -81,6 +83,12 @@ async def handle(
             timeout_ms=int(request.timeout.total_seconds() * 1000),
         )
     except KafkaError as e:  # not authorized, not the controller: everywhere, as getErrorResponse
+        if e.code == ErrorCode.not_controller:  # Kafka 4.x brokers forward to the controller
+            timeout_s = request.timeout.total_seconds() + 5
+            forwarded = await forward_to_controller(ctx, request, AlterPartitionReassignmentsResponse, timeout_s)
+            if forwarded is not None:
+                audit(ctx, "alter_partition_reassignments", forwarded_to=ctx.services.controller.image.controller_id)
+                return forwarded
         return _response(request, [(t, [(p, e) for p, _ in ps]) for t, ps in requested], e)
     audit(
         ctx,

@@ -29,6 +29,7 @@ from broker.handlers import registry
 from controller.model import ClusterImage, TopicRegistration
 from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, TopicName
 
 API_KEY = 75
@@ -54,8 +55,9 @@ def _partitions(
                 isr_nodes=reg.isr,
                 eligible_leader_replicas=(),
                 last_known_elr=(),
-                offline_replicas=tuple(
-                    b for b in reg.replicas if b not in image.brokers
+                offline_replicas=tuple(  # not registered, or its log dir failed
+                    b for b in reg.replicas
+                    if b not in image.brokers or TopicPartition(topic.name, index) in image.brokers[b].offline_replicas
                 ),
             )
         )

@@ -41,6 +41,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
     31: ('api_31_delete_acls', 1, 3),
     32: ('api_32_describe_configs', 1, 4),
     33: ('api_33_alter_configs', 0, 2),
+    34: ('api_34_alter_replica_log_dirs', 1, 2),
     35: ('api_35_describe_log_dirs', 1, 5),
     36: ('api_36_sasl_authenticate', 0, 2),
     37: ('api_37_create_partitions', 0, 3),

@@ -157,6 +157,8 @@ class UnifiedLog:
         self._deleted_segments: list[LogSegment] = []
         self._storage_failures = 0
         """Storage operations failed since the last one that succeeded (0: healthy)."""
+        self.on_storage_error: Callable[[OSError], None] | None = None
+        """Told of every failed storage operation (the log manager: a failed log dir)."""
         self._pending: PendingAppend | None = None
         """The append whose bytes are being written (see PendingAppend)."""
         self._when_appended: list[Callable[[], None]] = []
@@ -987,6 +989,8 @@ class UnifiedLog:
         """Count a failed storage operation, log the first of a run, and return the error the
         client gets."""
         self._storage_failures += 1
+        if self.on_storage_error is not None:
+            self.on_storage_error(exc)
         reason = errno.errorcode.get(exc.errno, type(exc).__name__) if exc.errno else type(exc).__name__
         if self._storage_failures == 1:
             log.warning(

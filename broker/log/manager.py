@@ -14,11 +14,18 @@ Life of a log directory:
 
     (absent) --get_or_create_log--> LIVE --delete_log--> `<tp>.<uuid>-delete` --file.delete.delay.ms--> (absent)
     LIVE --close--> CLOSED (marker written) --load_logs--> LIVE
+
+A replica moving to another log dir (AlterReplicaLogDirs) has a second, future log there:
+
+    (absent) --get_or_create_future_log--> `<tp>.<uuid>-future` (FUTURE; reloaded by load_logs)
+    FUTURE --replace_current_with_future_log--> `<tp>` (LIVE; the old dir's log goes to `-delete`)
+    FUTURE --remove_future_log / delete_log--> `<tp>.<uuid>-delete` --> (absent)
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import shutil
@@ -50,6 +57,24 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 INITIAL_TASK_DELAY_MS = 30_000
 """Kafka's LogManager.InitialTaskDelayMs: the first retention pass after start-up."""
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+NOT_A_FAILED_DIR = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE})
+"""Errors that leave a log dir online: a full disk (the log refuses the write and resumes when
+space is back, docs/architecture.md, Storage faults) and no file descriptor left (the process's
+limit, not the disk's). Any other I/O error takes the dir offline."""
+
+
+def future_dir_name(tp: TopicPartition) -> str:
+    """Kafka's UnifiedLog.logFutureDirName: `<topic>-<partition>.<uuid>-future`."""
+    return f"{tp}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
+def parse_future_dir_name(name: str) -> TopicPartition:
+    """The partition of a `<topic>-<partition>.<uuid>-future` directory (ValueError otherwise)."""
+    stem, dot, _ = name.removesuffix(FUTURE_DIR_SUFFIX).rpartition(".")
+    if not dot:
+        raise ValueError(f"not a future log directory: {name!r}")
+    return TopicPartition.parse(stem)
 
 
 
@@ -91,6 +116,17 @@ class LogManager:
         """Where partitions write their appends' bytes."""
         self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
+        self._future_logs: dict[TopicPartition, UnifiedLog] = {}
+        """Logs of replicas moving to another dir (`<tp>.<uuid>-future` there)."""
+        self.offline_dirs: set[Path] = set()
+        """Log dirs taken offline by an I/O error (Kafka's LogDirFailureChannel); their logs are
+        no longer served, nothing is created in them again until a restart."""
+        self.on_log_dir_failure: Callable[[Path], None] | None = None
+        """Told, on the loop, of each log dir that fails (the replica manager), until `stop`."""
+        self._closing = False
+        self._preferred_dirs: dict[TopicPartition, Path] = {}
+        """Where a partition's next log is to be created (AlterReplicaLogDirs for a replica this
+        broker does not hold yet: Kafka's preferredLogDirs)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: dict[asyncio.TimerHandle, Callable[[], None]] = {}
         self._syncs: set[asyncio.Task[None]] = set()
@@ -167,29 +203,35 @@ class LogManager:
                 log_dir / LOG_START_OFFSET_CHECKPOINT
             ).read_or_empty()
             entries = sorted(p for p in log_dir.iterdir() if p.is_dir())
-            partitions: list[tuple[TopicPartition, Path]] = []
+            partitions: list[tuple[TopicPartition, Path, bool]] = []
             for path in entries:
                 if path.name.endswith(DELETE_DIR_SUFFIX):
                     log.info("removing log directory left for deletion path=%s", path)
                     shutil.rmtree(path, ignore_errors=True)
                     continue
+                future = path.name.endswith(FUTURE_DIR_SUFFIX)
                 try:
-                    partitions.append((TopicPartition.parse(path.name), path))
+                    tp = parse_future_dir_name(path.name) if future else TopicPartition.parse(path.name)
                 except ValueError:
                     log.warning("ignoring directory that is not a partition path=%s", path)
+                    continue
+                partitions.append((tp, path, future))
             log.info(
                 "loading logs dir=%s partitions=%d clean_shutdown=%s",
                 log_dir,
                 len(partitions),
                 clean,
             )
-            for n, (tp, path) in enumerate(partitions, 1):
-                if tp in self._logs:
+            for n, (tp, path, future) in enumerate(partitions, 1):
+                logs = self._future_logs if future else self._logs
+                if tp in logs:
+                    # Kafka refuses to start too: a failure between the two renames of a swap
                     raise RuntimeError(
-                        f"duplicate log directories for {tp}: {self._log_dir_of[tp]} and {log_dir}"
+                        f"duplicate {'future ' if future else ''}log directories for {tp}: "
+                        f"{logs[tp].dir} and {path}"
                     )
                 config = config_for(tp) if config_for is not None else self.default_config
-                self._logs[tp] = UnifiedLog.open(
+                logs[tp] = UnifiedLog.open(
                     path,
                     config,
                     tp,
@@ -200,13 +242,21 @@ class LogManager:
                     syncer=self.sync_then,
                     producer_id_expiration_ms=self.producer_id_expiration_ms,
                 )
-                self._log_dir_of[tp] = log_dir
+                self._watch(logs[tp], log_dir)
+                if not future:
+                    self._log_dir_of[tp] = log_dir
                 log.info(
-                    "loaded log dir=%s partition=%s progress=%d/%d", log_dir, tp, n, len(partitions)
+                    "loaded log dir=%s partition=%s future=%s progress=%d/%d",
+                    log_dir, tp, future, n, len(partitions),
                 )
             if clean:
                 marker.unlink()
-        log.info("logs loaded count=%d seconds=%.3f", len(self._logs), time.monotonic() - started)
+        for tp in [tp for tp in self._future_logs if tp not in self._logs]:
+            # the swap renamed the future log into place and the old one away: nothing to move
+            log.warning("removing future log without a current log partition=%s", tp)
+            self.remove_future_log(tp)
+        log.info("logs loaded count=%d future=%d seconds=%.3f", len(self._logs),
+                 len(self._future_logs), time.monotonic() - started)
 
     # ----------------------------------------------------------------- access
     def get_log(self, tp: TopicPartition) -> UnifiedLog | None:
@@ -241,8 +291,12 @@ class LogManager:
             if config is not None:
                 existing.config = config
             return existing
-        log_dir = min(
-            self.log_dirs, key=lambda d: sum(1 for v in self._log_dir_of.values() if v == d)
+        live = self.live_log_dirs
+        if not live:
+            raise KafkaError(ErrorCode.kafka_storage_error, f"no log dir is online for {tp}")
+        preferred = self._preferred_dirs.pop(tp, None)
+        log_dir = preferred if preferred in live else min(
+            live, key=lambda d: sum(1 for v in self._log_dir_of.values() if v == d)
         )
         try:
             created = UnifiedLog.open(
@@ -262,25 +316,181 @@ class LogManager:
             raise KafkaError(
                 ErrorCode.kafka_storage_error, f"cannot create the log of {tp}: {exc.strerror or exc}"
             ) from None
-        self._logs[tp] = created
+        self._logs[tp] = self._watch(created, log_dir)
         self._log_dir_of[tp] = log_dir
         log.info("created log partition=%s dir=%s", tp, log_dir)
         return created
 
     def delete_log(self, tp: TopicPartition) -> bool:
-        """Rename the directory to `<tp>.<uuid>-delete` now and remove it after file.delete.delay.ms."""
+        """Rename the directory to `<tp>.<uuid>-delete` now and remove it after file.delete.delay.ms
+        (the partition's future log too, if it has one)."""
+        self.remove_future_log(tp)
+        self._preferred_dirs.pop(tp, None)
         removed = self._logs.pop(tp, None)
         self._log_dir_of.pop(tp, None)
         if removed is None:
             return False
         if self.cleaner is not None:
             self.cleaner.forget(tp)
+        self._schedule_deletion(tp, removed)
+        return True
+
+    def _schedule_deletion(self, tp: TopicPartition, removed: UnifiedLog) -> None:
         target = removed.dir.with_name(f"{tp}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
         os.replace(removed.dir, target)
         removed.renamed_dir(target)
         log.info("log scheduled for deletion partition=%s path=%s", tp, target)
         self.schedule(removed.config.file_delete_delay_ms, removed.delete)
+
+    # ------------------------------------------------- moving between log dirs
+    def log_dir_named(self, path: str) -> Path:
+        """The configured log dir whose absolute path is `path` (Kafka compares the request's
+        string with each dir's absolute path); LOG_DIR_NOT_FOUND for any other, and
+        KAFKA_STORAGE_ERROR for one that is no longer a writable directory (offline)."""
+        for d in self.log_dirs:
+            if str(d.absolute()) == path:
+                if d in self.offline_dirs or not (d.is_dir() and os.access(d, os.W_OK | os.X_OK)):
+                    raise KafkaError(ErrorCode.kafka_storage_error, f"Log directory {path} is offline")
+                return d
+        raise KafkaError(ErrorCode.log_dir_not_found, f"Failed to find the log directory {path} in log.dirs")
+
+    # ------------------------------------------------------------ failed dirs
+    @property
+    def live_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
+
+    def _watch(self, the_log: UnifiedLog, log_dir: Path) -> UnifiedLog:
+        the_log.on_storage_error = lambda exc: self.log_dir_failed(log_dir, exc)
+        return the_log
+
+    def log_dir_failed(self, log_dir: Path, exc: OSError) -> None:
+        """Kafka's LogDirFailureChannel.maybeAddOfflineLogDir: an I/O error on a log of `log_dir`
+        takes the dir offline, once, unless the disk is only full (NOT_A_FAILED_DIR); the listener
+        (`on_log_dir_failure`) is told on the loop, after the failed operation has returned."""
+        if exc.errno in NOT_A_FAILED_DIR or log_dir in self.offline_dirs:
+            return
+        self.offline_dirs.add(log_dir)
+        log.error("log dir failed dir=%s error=%s detail=%s", log_dir,
+                  errno.errorcode.get(exc.errno or 0, type(exc).__name__), exc.strerror or exc)
+        listener = self.on_log_dir_failure
+        if listener is None or self._closing:
+            return
+        try:
+            asyncio.get_running_loop().call_soon(listener, log_dir)
+        except RuntimeError:
+            listener(log_dir)
+
+    def handle_log_dir_failure(self, log_dir: Path) -> set[TopicPartition]:
+        """Kafka's LogManager.handleLogDirFailure: forget every log, current or future, of the
+        failed dir (their handles closed, their files left as they are); the partitions whose
+        current log was there."""
+        self.offline_dirs.add(log_dir)
+        lost = {tp for tp, d in self._log_dir_of.items() if d == log_dir}
+        gone = [self._logs.pop(tp) for tp in lost]
+        for tp in lost:
+            del self._log_dir_of[tp]
+            if self.cleaner is not None:
+                self.cleaner.forget(tp)
+        for tp, future in list(self._future_logs.items()):
+            if tp in lost or future.dir.parent == log_dir:
+                gone.append(self._future_logs.pop(tp))
+        for the_log in gone:
+            try:
+                the_log.close_handles()
+            except OSError as exc:
+                log.warning("closing log of a failed dir partition=%s error=%s", the_log.topic_partition, exc)
+        return lost
+
+    def log_dir_of(self, tp: TopicPartition) -> Path | None:
+        """The log dir holding the current log of `tp` (None: no log here)."""
+        return self._log_dir_of.get(tp)
+
+    def future_log_dir_of(self, tp: TopicPartition) -> Path | None:
+        future = self._future_logs.get(tp)
+        return None if future is None else future.dir.parent
+
+    def maybe_update_preferred_log_dir(self, tp: TopicPartition, log_dir: Path) -> None:
+        """Kafka's maybeUpdatePreferredLogDir: remember `log_dir` for the next log of `tp` to be
+        created, unless its current or future log already lies there."""
+        if self._log_dir_of.get(tp) != log_dir and self.future_log_dir_of(tp) != log_dir:
+            self._preferred_dirs[tp] = log_dir
+
+    def get_future_log(self, tp: TopicPartition) -> UnifiedLog | None:
+        return self._future_logs.get(tp)
+
+    def all_future_logs(self) -> dict[TopicPartition, UnifiedLog]:
+        return dict(self._future_logs)
+
+    def get_or_create_future_log(self, tp: TopicPartition, log_dir: Path) -> UnifiedLog:
+        """The future log of `tp`, created empty as `<log_dir>/<tp>.<uuid>-future` when it has
+        none (KAFKA_STORAGE_ERROR if it cannot be); its topic id is the current log's."""
+        existing = self._future_logs.get(tp)
+        if existing is not None:
+            return existing
+        self._preferred_dirs.pop(tp, None)
+        current = self._logs[tp]
+        try:
+            created = UnifiedLog.open(
+                log_dir / future_dir_name(tp),
+                current.config,
+                tp,
+                scheduler=self.schedule,
+                syncer=self.sync_then,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )
+            topic_id = read_topic_id(current.dir)
+            if topic_id is not None:
+                write_topic_id(created.dir, topic_id)
+        except OSError as exc:
+            log.warning("creating future log failed partition=%s dir=%s error=%s", tp, log_dir,
+                        exc.strerror or exc)
+            raise KafkaError(
+                ErrorCode.kafka_storage_error,
+                f"cannot create the future log of {tp}: {exc.strerror or exc}",
+            ) from None
+        self._future_logs[tp] = self._watch(created, log_dir)
+        log.info("created future log partition=%s dir=%s", tp, log_dir)
+        return created
+
+    def remove_future_log(self, tp: TopicPartition) -> bool:
+        """Delete the future log of `tp` (the move was cancelled or the partition deleted)."""
+        removed = self._future_logs.pop(tp, None)
+        if removed is None:
+            return False
+        self._schedule_deletion(tp, removed)
         return True
+
+    def replace_current_with_future_log(self, tp: TopicPartition) -> UnifiedLog:
+        """Kafka's replaceCurrentWithFutureLog: the future log becomes `<its dir>/<tp>` and the
+        current one is renamed for deletion. The caller (the partition, under its log lock) has
+        checked that both logs end at the same offset. The future log is renamed first, as in
+        Kafka: a crash between the two renames leaves two current logs, which start-up refuses
+        (no copy is ever deleted before the other is in place)."""
+        future = self._future_logs[tp]
+        current = self._logs[tp]
+        future.close()  # flushed, producer state snapshotted: the reopen below is a clean load
+        del self._future_logs[tp]
+        target = future.dir.parent / str(tp)
+        os.replace(future.dir, target)
+        fsync_path(target.parent)
+        moved = UnifiedLog.open(
+            target,
+            current.config,
+            tp,
+            recovery_point=future.log_end_offset,
+            log_start_offset=future.log_start_offset,
+            had_clean_shutdown=True,
+            scheduler=self.schedule,
+            syncer=self.sync_then,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+        )
+        if self.cleaner is not None:
+            self.cleaner.forget(tp)
+        self._schedule_deletion(tp, current)
+        self._logs[tp] = self._watch(moved, target.parent)
+        self._log_dir_of[tp] = target.parent
+        log.info("replaced current log with future log partition=%s dir=%s", tp, target.parent)
+        return moved
 
     # ------------------------------------------------------------ maintenance
     def cleanup_logs(self, now_ms: int | None = None) -> int:
@@ -312,18 +522,33 @@ class LogManager:
         return flushed
 
     def _by_dir(self, value: Callable[[UnifiedLog], int]) -> dict[Path, dict[TopicPartition, int]]:
-        result: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        """Per log dir, `value` of each log there (future logs in theirs: a partition has at most
+        one log in a dir)."""
+        result: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.live_log_dirs}
         for tp, the_log in self._logs.items():
             result[self._log_dir_of[tp]][tp] = value(the_log)
+        for tp, the_log in self._future_logs.items():
+            result.setdefault(the_log.dir.parent, {})[tp] = value(the_log)
         return result
 
+    def _write_checkpoints(self, name: str, per_dir: dict[Path, dict[TopicPartition, int]]) -> None:
+        """Write checkpoint file `name` in each dir; a dir whose write fails may be a failed dir
+        (as in Kafka); the first failure is raised once every dir was tried."""
+        failure: OSError | None = None
+        for d, offsets in per_dir.items():
+            try:
+                OffsetCheckpointFile(d / name).write(offsets)
+            except OSError as exc:
+                self.log_dir_failed(d, exc)
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
     def checkpoint_recovery_points(self) -> None:
-        for d, offsets in self._by_dir(lambda lg: lg.recovery_point).items():
-            OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(offsets)
+        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT, self._by_dir(lambda lg: lg.recovery_point))
 
     def checkpoint_log_start_offsets(self) -> None:
-        for d, offsets in self._by_dir(lambda lg: lg.log_start_offset).items():
-            OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(offsets)
+        self._write_checkpoints(LOG_START_OFFSET_CHECKPOINT, self._by_dir(lambda lg: lg.log_start_offset))
 
     def checkpoint_high_watermarks(
         self, high_watermarks: Mapping[TopicPartition, int] | None = None
@@ -336,13 +561,12 @@ class LogManager:
         )
         if hws is None:
             return
-        per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.live_log_dirs}
         for tp, hw in hws.items():
             d = self._log_dir_of.get(tp)
-            if d is not None:
+            if d in per_dir:
                 per_dir[d][tp] = hw
-        for d, offsets in per_dir.items():
-            OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(offsets)
+        self._write_checkpoints(REPLICATION_OFFSET_CHECKPOINT, per_dir)
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         """The HWs checkpointed in every log dir (partition state starts from these)."""
@@ -405,7 +629,9 @@ class LogManager:
             self.cleaner.start()
 
     async def stop(self) -> None:
-        """Cancel the background tasks and wait for them to end; let the writer threads go."""
+        """Cancel the background tasks and wait for them to end; let the writer threads go. A dir
+        failing from now on is no longer reported (the broker is stopping)."""
+        self._closing = True
         if self.cleaner is not None:
             await self.cleaner.stop()
         tasks, self._tasks = [*self._tasks, *self._syncs], []
@@ -425,7 +651,7 @@ class LogManager:
             run()  # pending deletions finish now
         self._timers.clear()
         failed: list[str] = []
-        for tp, the_log in self._logs.items():
+        for tp, the_log in [*self._logs.items(), *self._future_logs.items()]:
             try:
                 the_log.close()
             except KafkaError:
@@ -450,7 +676,7 @@ class LogManager:
                 ",".join(failed[:10]) + (f",... ({len(failed)} in all)" if len(failed) > 10 else ""),
             )
             return
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             try:
                 (d / CLEAN_SHUTDOWN_FILE).touch()
             except OSError as exc:

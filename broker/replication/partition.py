@@ -204,6 +204,10 @@ class Partition:
         self._role_generation = 0
         """Bumped whenever role or leader epoch change: an append prepared under an older one is
         abandoned when its write returns (Kafka holds the leader-ISR lock across the append)."""
+        self._future_log: UnifiedLog | None = None
+        """The copy of this replica's log in the dir it is moving to (AlterReplicaLogDirs)."""
+        self._truncations = 0
+        """Bumped by every truncation: a copy step that read before one starts over."""
 
     def __repr__(self) -> str:
         return (
@@ -404,11 +408,13 @@ class Partition:
             self.maybe_increment_high_watermark()
             return info
 
-    async def _write(self, pending: PendingAppend) -> LogAppendInfo:
+    async def _write(self, pending: PendingAppend, future: UnifiedLog | None = None) -> LogAppendInfo:
         """Write an append's bytes (inline while the disk is fast, else on a writer thread) and
-        account them, unless role or leader epoch changed meanwhile."""
+        account them, unless role or leader epoch changed meanwhile (an append to the `future`
+        log, a copy of this replica's own log, does not depend on them)."""
+        target = self._log if future is None else future
         if self._writer.write_inline(pending):
-            return self._log.complete_append(pending)
+            return target.complete_append(pending)
         generation = self._role_generation
         write = asyncio.ensure_future(self._writer.write_threaded(pending))
         cancelled = False
@@ -422,17 +428,17 @@ class Partition:
         failure = None if write.cancelled() else write.exception()
         if cancelled or write.cancelled() or failure is not None:
             # nobody waits for the answer, or the writer failed: the append does not count
-            self._log.abandon_append(pending)
+            target.abandon_append(pending)
             if failure is not None:
                 raise failure
             raise asyncio.CancelledError
-        if generation != self._role_generation:
-            self._log.abandon_append(pending)
+        if future is None and generation != self._role_generation:
+            target.abandon_append(pending)
             raise KafkaError(
                 ErrorCode.not_leader_or_follower,
                 f"Leadership of {self.tp} changed while the append was written",
             )
-        return self._log.complete_append(pending)
+        return target.complete_append(pending)
 
     def acks_satisfied(
         self, required_offset: Offset, leader_epoch: int | None = None
@@ -634,6 +640,9 @@ class Partition:
         its leader); the HW never stays above the new LEO. True if anything was removed."""
         async with self._log_lock:
             removed = self._log.truncate_to(max(0, offset))
+            self._truncations += 1
+            if self._future_log is not None and self._future_log.log_end_offset > offset:
+                self._future_log.truncate_to(max(0, offset))
             self._cap_high_watermark()
             return removed
 
@@ -642,8 +651,78 @@ class Partition:
         everything this replica has); the HW moves to `offset` if it was above or below it."""
         async with self._log_lock:
             self._log.truncate_fully_and_start_at(offset)
+            self._truncations += 1
+            if self._future_log is not None:
+                self._future_log.truncate_fully_and_start_at(offset)
             self._cap_high_watermark()
             self.update_follower_high_watermark(offset)
+
+    # -- a replica moving between log dirs (AlterReplicaLogDirs) ---------------------------------
+
+    @property
+    def future_log_end_offset(self) -> Offset | None:
+        """Where the future log ends (None: the replica is not moving)."""
+        return None if self._future_log is None else self._future_log.log_end_offset
+
+    def add_future_replica(self, future: UnifiedLog) -> None:
+        """Start filling `future` (new, or reloaded at start-up) from this replica's log (Kafka's
+        createLogIfNotExists(isFuture) and the alter-log-dirs fetcher's first fetch): a future
+        log that holds nothing, or ends outside this log, restarts at this log's start."""
+        self._future_log = future
+        start, end = self._log.log_start_offset, self._log.log_end_offset
+        if future.log_end_offset == future.log_start_offset or not start <= future.log_end_offset <= end:
+            self._future_log.truncate_fully_and_start_at(start)
+        elif future.log_start_offset < start:
+            self._future_log.maybe_increment_log_start_offset(start)
+
+    def remove_future_replica(self) -> None:
+        """Stop moving (Kafka's removeFutureLocalReplica); the log manager deletes the files."""
+        self._future_log = None
+
+    async def append_records_to_future_replica(self, max_bytes: int) -> int:
+        """One step of the copy (Kafka's ReplicaAlterLogDirsThread: a fetch from this replica's
+        log, appended to the future log as a follower appends): the bytes copied, 0 when the
+        future log has caught up. The bytes are read off the loop and without the log lock; a
+        truncation meanwhile (`_truncations`) discards them. The log start offset is followed
+        (retention, DeleteRecords), restarting the copy when it passed the future log's end."""
+        future = self._future_log
+        if future is None:
+            return 0
+        truncations = self._truncations
+        start = future.log_end_offset
+        data = b""
+        if self._log.log_start_offset <= start < self._log.log_end_offset:
+            info = self._log.read(start, max_bytes, self._log.log_end_offset)
+            if info.records is not None:
+                data = await asyncio.to_thread(info.records.read_bytes)
+        async with self._log_lock:
+            if self._future_log is None or self._future_log is not future or truncations != self._truncations:
+                return 1  # moved, cancelled or truncated meanwhile: the next step looks again
+            if not self._log.log_start_offset <= future.log_end_offset <= self._log.log_end_offset:
+                self._future_log.truncate_fully_and_start_at(self._log.log_start_offset)
+                return 1
+            if future.log_start_offset < self._log.log_start_offset:
+                self._future_log.maybe_increment_log_start_offset(self._log.log_start_offset)
+            if not data:
+                return 0
+            prepared = future.prepare_append_as_follower(data, now_ms=clock.now_ms())
+            if isinstance(prepared, LogAppendInfo):
+                return 0
+            await self._write(prepared, future)
+            return len(data)
+
+    async def maybe_replace_current_with_future_replica(self, replace: Callable[[], UnifiedLog]) -> bool:
+        """Kafka's maybeReplaceCurrentWithFutureReplica: under the log lock (no append in
+        flight), if the future log has caught up, `replace()` (the log manager's rename of the
+        future log into place) gives this partition its new log. False: not caught up yet."""
+        async with self._log_lock:
+            future = self._future_log
+            if future is None or future.log_end_offset != self._log.log_end_offset:
+                return False
+            self._log = replace()
+            self._future_log = None
+            self._log.on_high_watermark_updated(self.high_watermark)
+            return True
 
     async def quiesce(self) -> None:
         """Wait for an append or truncation in progress to end (shutdown)."""

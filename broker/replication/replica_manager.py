@@ -24,15 +24,16 @@ ISR changes and replicated bytes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker import clock
 from broker.log.info import AppendOrigin
 from broker.metrics.stats import BrokerMetrics
+from broker.replication.alter_log_dirs import ReplicaAlterLogDirsManager
 from broker.replication.fetcher_manager import ReplicaFetcherManager
 from broker.replication.isr import AlterPartition, IsrManager
 from broker.replication.partition import FetchIsolation, Partition, ReadResult
@@ -46,6 +47,8 @@ from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, Offset
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from broker.config import LogConfig
     from broker.log.info import LogAppendInfo, LogOffsetMetadata
     from broker.log.manager import LogManager
@@ -155,10 +158,14 @@ class ReplicaManager:
         isr_settings: IsrSettings,
         fetcher_settings: FetcherSettings,
         metrics: BrokerMetrics | None = None,
+        report_offline_replicas: Callable[[frozenset[TopicPartition]], Coroutine[Any, Any, None]] | None = None,
+        on_all_log_dirs_failed: Callable[[], None] | None = None,
     ) -> None:
         """`alter_partition` is the controller's (ISR changes); the replica manager builds and
         owns the ISR manager and the replica fetchers with them. `metrics`: the broker's
-        counters (a fresh set when not given)."""
+        counters (a fresh set when not given). When a log dir fails, `report_offline_replicas`
+        tells the controller which replicas went offline with it; `on_all_log_dirs_failed`
+        stops the broker once none is left."""
         self.broker_id = broker_id
         self.metrics = metrics if metrics is not None else BrokerMetrics()
         self._topic_stats = self.metrics.topics
@@ -167,6 +174,12 @@ class ReplicaManager:
         self._initial_hw = dict(initial_high_watermarks)
         self.partitions: dict[TopicPartition, Partition] = {}
         self._image: ClusterImage | None = None
+        self._report_offline_replicas = report_offline_replicas
+        self._on_all_log_dirs_failed = on_all_log_dirs_failed
+        self.offline_partitions: set[TopicPartition] = set()
+        """Partitions whose log was in a failed log dir (Kafka's HostedPartition.Offline): they
+        answer KAFKA_STORAGE_ERROR until the broker restarts."""
+        self._background: set[asyncio.Task[None]] = set()
         self._logs_not_created: set[TopicPartition] = set()
         """Partitions of the image whose log could not be created (a full disk): they answer
         KAFKA_STORAGE_ERROR and are tried again on the next image or request for them."""
@@ -187,6 +200,9 @@ class ReplicaManager:
             fetcher_settings, self.partitions.get, stats=self.metrics.topics)
         """Replica fetchers for the partitions this broker follows (and the follower's throttle)."""
         self._record_checker = RecordChecker()
+        self.alter_log_dirs_manager = ReplicaAlterLogDirsManager(log_manager.replace_current_with_future_log)
+        """The copiers of replicas moving between this broker's log dirs (AlterReplicaLogDirs)."""
+        log_manager.on_log_dir_failure = self.handle_log_dir_failure
 
     def start(self) -> None:
         """Start the ISR checks (on the running loop)."""
@@ -196,6 +212,7 @@ class ReplicaManager:
         """Stop fetching and checking, let every append in progress end, and end every waiting
         produce and fetch."""
         await self.fetcher_manager.shutdown()
+        await self.alter_log_dirs_manager.shutdown()  # future logs stay: the copies resume at start-up
         for partition in list(self.partitions.values()):
             await partition.quiesce()
         await self.isr_manager.stop()
@@ -222,6 +239,8 @@ class ReplicaManager:
                     continue
                 tp = TopicPartition(topic.name, index)
                 seen.add(tp)
+                if tp in self.offline_partitions:
+                    continue
                 partition = self.partitions.get(tp)
                 if partition is None:
                     try:
@@ -240,6 +259,10 @@ class ReplicaManager:
                         writer=self.log_manager.writer,
                     )
                     self.partitions[tp] = partition
+                    future = self.log_manager.get_future_log(tp)
+                    if future is not None:  # a move interrupted by a restart resumes (Kafka)
+                        partition.add_future_replica(future)
+                        self.alter_log_dirs_manager.start(partition)
                 elif config_changed:
                     partition.update_log_config(config)
                 was_leader = partition.is_leader
@@ -262,9 +285,12 @@ class ReplicaManager:
                 log.info("deleting stray log topic=%s partition=%d", tp.topic, tp.partition)
                 self.log_manager.delete_log(tp)
         self._logs_not_created &= seen
+        self.offline_partitions &= seen
         for tp in [tp for tp in self.partitions if tp not in seen]:
             partition = self.partitions.pop(tp)
             was_leader = partition.is_leader
+            self.alter_log_dirs_manager.stop(tp)
+            partition.remove_future_replica()
             partition.make_offline()
             self.log_manager.delete_log(tp)
             self.delayed_fetch.check_and_complete(tp)
@@ -274,6 +300,81 @@ class ReplicaManager:
                     listener(tp, False)
             log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
         self.fetcher_manager.update(new, self.partitions)
+
+    def handle_log_dir_failure(self, log_dir: Path) -> None:
+        """Kafka's ReplicaManager.handleLogDirFailure: the partitions whose log was in the failed
+        dir stop being served here (KAFKA_STORAGE_ERROR; their fetchers, moves, waiting produces
+        and fetches end, leadership listeners hear they are no longer led here) and the controller
+        is told, so that it moves their leadership to other ISR members and takes this replica
+        out of their ISRs; moves into the dir are dropped. With no log dir left the broker stops
+        (Kafka halts)."""
+        moving_in = {tp for tp in self.partitions if self.log_manager.future_log_dir_of(tp) == log_dir}
+        lost = self.log_manager.handle_log_dir_failure(log_dir)
+        for tp in moving_in | lost:
+            self.alter_log_dirs_manager.stop(tp)
+            if tp in self.partitions:
+                self.partitions[tp].remove_future_replica()
+        for tp in lost:
+            partition = self.partitions.pop(tp, None)
+            self.offline_partitions.add(tp)
+            if partition is None:
+                continue
+            was_leader = partition.is_leader
+            partition.make_offline()
+            self.delayed_fetch.check_and_complete(tp)
+            self.delayed_produce.check_and_complete(tp)
+            if was_leader:
+                for listener in self._leadership_listeners:
+                    listener(tp, False)
+        if self._image is not None:
+            self.fetcher_manager.update(self._image, self.partitions)
+        live = self.log_manager.live_log_dirs
+        log.error("partitions offline after a log dir failure dir=%s partitions=%d live_dirs=%d",
+                  log_dir, len(lost), len(live))  # fmt: skip
+        if not live:
+            log.critical("stopping the broker: every log dir has failed dirs=%s",
+                         ",".join(str(d) for d in self.log_manager.log_dirs))  # fmt: skip
+            if self._on_all_log_dirs_failed is not None:
+                self._on_all_log_dirs_failed()
+            return
+        if self._report_offline_replicas is not None:
+            task = asyncio.get_running_loop().create_task(
+                self._report_offline_replicas(frozenset(self.offline_partitions)), name="report-offline-replicas")
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    def alter_replica_log_dirs(self, dirs: Mapping[TopicPartition, str]) -> dict[TopicPartition, ErrorCode]:
+        """Kafka's ReplicaManager.alterReplicaLogDirs: per partition, move this broker's replica to
+        the log dir named (its absolute path). LOG_DIR_NOT_FOUND for a dir not in log.dirs,
+        KAFKA_STORAGE_ERROR for an offline one; a move elsewhere in progress is cancelled; the dir
+        is remembered for the partition's next log; then REPLICA_NOT_AVAILABLE if the partition
+        has no replica here (UNKNOWN_TOPIC_OR_PARTITION if it does not exist), nothing to do if the
+        replica is already there or moving there, else a future log is created there and a
+        copier started."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        for tp, path in dirs.items():
+            try:
+                if len(f"{tp}.{'0' * 32}-future") > 255:
+                    raise KafkaError(ErrorCode.invalid_topic_exception, "The topic name is too long.")
+                log_dir = self.log_manager.log_dir_named(path)
+                partition = self.partitions.get(tp)
+                future_dir = self.log_manager.future_log_dir_of(tp)
+                if partition is not None and future_dir is not None and future_dir != log_dir:
+                    log.info("cancelling replica move partition=%s from_dir=%s", tp, future_dir)
+                    self.alter_log_dirs_manager.stop(tp)
+                    partition.remove_future_replica()
+                    self.log_manager.remove_future_log(tp)
+                self.log_manager.maybe_update_preferred_log_dir(tp, log_dir)
+                partition = self.get_partition(tp)
+                if self.log_manager.log_dir_of(tp) != log_dir and self.log_manager.get_future_log(tp) is None:
+                    partition.add_future_replica(self.log_manager.get_or_create_future_log(tp, log_dir))
+                    self.alter_log_dirs_manager.start(partition)
+                results[tp] = ErrorCode.none
+            except KafkaError as e:
+                code = ErrorCode.replica_not_available if e.code == ErrorCode.not_leader_or_follower else e.code
+                log.warning("cannot alter log dir partition=%s dir=%s error=%s", tp, path, code.name)
+                results[tp] = code
+        return results
 
     def update_replication_throttles(self, leader_rate: int, follower_rate: int, samples: int, window_ms: int) -> None:
         """leader/follower.replication.throttled.rate and the rate windows (dynamic broker configs)."""
@@ -302,6 +403,8 @@ class ReplicaManager:
 
     def get_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
+        if partition is None and tp in self.offline_partitions:
+            raise KafkaError(ErrorCode.kafka_storage_error, f"Partition {tp} is offline: its log dir failed")
         if partition is None and tp in self._logs_not_created and self._image is not None:
             self.on_image(self._image, self._image)  # try creating the log again
             partition = self.partitions.get(tp)
@@ -542,52 +645,3 @@ class ReplicaManager:
             if r.read is not None and r.read.info is not None:
                 total += r.read.info.size
         return total >= min_bytes
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaInfo:
-    """One local replica's log as DescribeLogDirs reports it (Kafka's ReplicaInfo)."""
-
-    tp: TopicPartition
-    size: int
-    offset_lag: int
-
-
-@dataclass(frozen=True, slots=True)
-class LogDirInfo:
-    """One log dir: its absolute path, its file system's total and usable bytes, its replicas."""
-
-    path: str
-    total_bytes: int
-    usable_bytes: int
-    replicas: tuple[ReplicaInfo, ...]
-    error: ErrorCode = ErrorCode.none
-
-
-def describe_log_dirs(
-    replica_manager: ReplicaManager, partitions: Iterable[TopicPartition] | None
-) -> list[LogDirInfo]:
-    """Kafka's ReplicaManager.describeLogDirs: every configured log dir (once each), with the logs
-    of the asked partitions it holds (all when None): size and offset lag, max(high watermark -
-    log end offset, 0), which only a future log (a replica moving between dirs) can make
-    non-zero."""
-    wanted = None if partitions is None else set(partitions)
-    by_dir: dict[str, list[ReplicaInfo]] = {}
-    for tp, log_ in replica_manager.log_manager.all_logs().items():
-        if wanted is not None and tp not in wanted:
-            continue
-        partition = replica_manager.partitions.get(tp)
-        hw = partition.high_watermark if partition is not None else log_.log_end_offset
-        by_dir.setdefault(str(log_.dir.parent.absolute()), []).append(
-            ReplicaInfo(tp, log_.size, max(hw - log_.log_end_offset, 0))
-        )
-    out = []
-    for d in dict.fromkeys(str(p.absolute()) for p in replica_manager.log_manager.log_dirs):
-        try:
-            usage = shutil.disk_usage(d)
-        except OSError as e:  # the dir is gone or unreadable: Kafka's offline dir
-            log.warning("log dir not describable path=%s error=%s", d, e)
-            out.append(LogDirInfo(d, -1, -1, (), ErrorCode.kafka_storage_error))
-            continue
-        out.append(LogDirInfo(d, usage.total, usage.free, tuple(by_dir.get(d, ()))))
-    return out

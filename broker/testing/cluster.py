@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +128,7 @@ class PartitionView:
     replicas: list[int]
     isr: list[int]
     error: int
+    offline: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -162,7 +163,7 @@ def fetch_metadata(host: str, port: int, topics: Sequence[str] | None = None, ti
             t.name: {
                 int(p.partition_index): PartitionView(
                     int(p.leader_id), int(p.leader_epoch), [int(r) for r in p.replica_nodes],
-                    [int(r) for r in p.isr_nodes], int(p.error_code),
+                    [int(r) for r in p.isr_nodes], int(p.error_code), [int(r) for r in p.offline_replicas],
                 )
                 for p in t.partitions
             }
@@ -418,11 +419,12 @@ class SamsaCluster:
     def start_zookeeper(self) -> None:
         self.zookeeper.start()
 
-    def slow_disk(self, i: int, write_ms: int = 0, fsync_ms: int = 0) -> None:
-        """Slow every write (and fsync) broker i makes to its data directory; 0 heals."""
+    def slow_disk(self, i: int, write_ms: int = 0, fsync_ms: int = 0, fail_errno: int = 0) -> None:
+        """Slow every write (and fsync) broker i makes to its data directory, or with `fail_errno`
+        make them fail (errno.EIO: a failed disk); 0 heals."""
         if i not in self.slow_disks:
             raise RuntimeError("start the cluster with SamsaCluster(..., slow_disk=True)")
-        self.slow_disks[i].set(write_ms, fsync_ms)
+        self.slow_disks[i].set(write_ms, fsync_ms, fail_errno)
 
 
 def main(argv: list[str] | None = None) -> int:

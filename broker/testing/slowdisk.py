@@ -4,6 +4,7 @@ environment and control file that switch it on and off while the broker runs.
     disk = SlowDisk(control_file, data_dir)
     env = disk.environment()            # give this to the broker process at start
     disk.set(write_ms=50)               # every write to a file under data_dir now takes 50 ms more
+    disk.set(fail_errno=errno.EIO)      # every such write and fsync fails with EIO
     disk.set()                          # healthy again (read by the broker within 100 ms)
 
 It works on any dynamically linked process, so the fault benchmark slows Samsa's Python and
@@ -46,12 +47,14 @@ class SlowDisk:
         return {
             "LD_PRELOAD": str(library()),
             "SAMSA_SLOWDISK_CONTROL": str(self.control_file),
-            "SAMSA_SLOWDISK_PREFIX": str(self.data_dir.resolve()),
+            # the files inside the directory, not its neighbours (`broker-1.broker.log`)
+            "SAMSA_SLOWDISK_PREFIX": str(self.data_dir.resolve()) + "/",
         }
 
-    def set(self, write_ms: int = 0, fsync_ms: int = 0) -> None:
-        """Delay every write (and fsync) to a file under the data directory by this much."""
+    def set(self, write_ms: int = 0, fsync_ms: int = 0, fail_errno: int = 0) -> None:
+        """Delay every write (and fsync) to a file under the data directory by this much; with
+        `fail_errno`, make them fail with that error instead (errno.EIO: a failed disk)."""
         self.control_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.control_file.with_suffix(".tmp")
-        tmp.write_text(f"{write_ms} {fsync_ms}\n")
+        tmp.write_text(f"{write_ms} {fsync_ms} {fail_errno}\n")
         tmp.replace(self.control_file)

@@ -132,6 +132,7 @@ var sweeps = map[int16]func(r *run){
 	23: sweepOffsetForLeaderEpoch,
 	32: sweepDescribeConfigs,
 	33: sweepAlterConfigs,
+	34: sweepAlterReplicaLogDirs,
 	35: sweepDescribeLogDirs,
 	37: sweepCreatePartitions,
 	42: sweepDeleteGroups,
@@ -1164,6 +1165,44 @@ func sweepClientQuotas(r *run) {
 			{Key: "consumer_byte_rate", Remove: true}, {Key: "request_percentage", Remove: true}}},
 	})
 	r.emit(obs{"step": "described-after", "quotas": describe(0)})
+}
+
+// AlterReplicaLogDirs pinned to v: a topic's one partition "moved" to the dir that holds it
+// (DescribeLogDirs at default versions finds it: paths differ between brokers), to a path that
+// is no log dir, and a topic that does not exist to the real dir; the errors per partition.
+func sweepAlterReplicaLogDirs(r *run) {
+	topic := r.topic("ard", 1, nil)
+	r.produce(r.plain(manual), "produced", rec(topic, 0, "k", "v", base))
+	var named kadm.TopicsSet
+	named.Add(topic, 0)
+	described, err := r.admin().DescribeAllLogDirs(r.ctx, named)
+	r.must(err, "describe log dirs")
+	dir := ""
+	described.Each(func(d kadm.DescribedLogDir) {
+		if _, ok := d.Topics[topic][0]; ok {
+			dir = d.Dir
+		}
+	})
+	adm := kadm.NewClient(r.pinned())
+	alter := func(step, d, t string) {
+		var s kadm.TopicsSet
+		s.Add(t, 0)
+		var req kadm.AlterReplicaLogDirsReq
+		req.Add(d, s)
+		resp, err := adm.AlterAllReplicaLogDirs(r.ctx, req)
+		var got []string
+		if err != nil { // an error of the whole request (kadm's shard error): its Kafka name
+			got = append(got, "request err="+errName(err))
+		}
+		resp.Each(func(a kadm.AlterReplicaLogDirsResponse) {
+			got = append(got, fmt.Sprintf("%s-%d err=%s", strings.TrimPrefix(a.Topic, r.prefix+"-"), a.Partition, errName(a.Err)))
+		})
+		sort.Strings(got)
+		r.emit(obs{"step": step, "found": d != "", "results": got})
+	}
+	alter("current-dir", dir, topic)
+	alter("unknown-dir", "/no/such/log/dir", topic)
+	alter("unknown-topic", dir, r.prefix+"-missing")
 }
 
 // DescribeLogDirs pinned to v: a topic with one record in partition 0 and none in 1; its

@@ -121,6 +121,10 @@ class View:
     def add_suspicion_listener(self, listener: Callable[[], None]) -> None:
         pass
 
+    async def report_offline_replicas(self, replicas: Any) -> None:
+        """Failed log dirs: the double keeps what it was told."""
+        self.offline_replicas = frozenset(replicas)
+
     async def create_topics(
         self, topics: Any, *, validate_only: bool = False
     ) -> dict[str, KafkaError | None]:
