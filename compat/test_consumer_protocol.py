@@ -301,21 +301,22 @@ def _bad_input(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "classic-join", "error": _classic_join(client, other)})
         obs.append(_obs("consumer-join-classic", join(client, m1, group=other, topics=(TOPIC,)), message=True))
         obs.append(_obs("consumer-heartbeat-classic", heartbeat(client, m1, 1, group=other), message=True))
-        # LeaveGroup on the consumer group (an admin's removeMembersFromConsumerGroup): members are
-        # fenced whatever their protocol, each identity answered
+        # LeaveGroup on a consumer group of its own (an admin's removeMembersFromConsumerGroup):
+        # members are fenced whatever their protocol, each identity answered
+        leaving = "raw-kip848-leave"
         m4, m5 = (uuid.uuid4().hex[:22] for _ in range(2))
-        obs.append(_obs("rejoin-dynamic", join(client, m4, topics=(TOPIC,))))
-        obs.append(_obs("rejoin-static", join(client, m5, instance_id="i5", topics=(TOPIC,))))
+        obs.append(_obs("leave-group-join-dynamic", join(client, m4, group=leaving, topics=(TOPIC,))))
+        obs.append(_obs("leave-group-join-static", join(client, m5, group=leaving, instance_id="i5", topics=(TOPIC,))))
         identities = ((m4, None), (m2, None), (m2, "i5"), ("", "i5"), ("", "i9"))
-        obs.append({"step": "leave-group", "errors": _leave_group(client, identities)})
-        described = describe(client, GROUP)
+        obs.append({"step": "leave-group", "errors": _leave_group(client, leaving, identities)})
+        described = describe(client, leaving)
         obs.append({"step": "describe-after-leave-group", **described})
-        obs.append(_obs("heartbeat-after-leave-group", heartbeat(client, m4, 1)))
+        obs.append(_obs("heartbeat-after-leave-group", heartbeat(client, m4, 1, group=leaving)))
     return obs
 
 
-def _leave_group(client: RawClient, identities: tuple[tuple[str, str | None], ...]) -> list[str]:
-    answer = client.request(LeaveGroupRequest(group_id=GroupId(GROUP), members=tuple(
+def _leave_group(client: RawClient, group: str, identities: tuple[tuple[str, str | None], ...]) -> list[str]:
+    answer = client.request(LeaveGroupRequest(group_id=GroupId(group), members=tuple(
         MemberIdentity(member_id=m, group_instance_id=i, reason="compat") for m, i in identities)))  # fmt: skip
     return [ErrorCode(answer.error_code).name] + [ErrorCode(m.error_code).name for m in answer.members]
 
