@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,10 @@ class RequestContext:
     version dropped; handlers otherwise use the converted request they are given."""
     session: Session | None = None
     """The connection's authentication (principal, SASL state); None in in-process calls."""
+    release: Callable[[], None] | None = None
+    """For a Produce: called once its records are appended, so that its connection reads and
+    handles a next Produce while this one waits for its replicas (broker/network.py); None
+    where nothing waits for it."""
 
     @property
     def principal(self) -> KafkaPrincipal:

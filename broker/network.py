@@ -1,7 +1,7 @@
-"""Connections: frames in, responses out, one request at a time per connection.
+"""Connections: frames in, responses out, in request order.
 
 Like Kafka's SocketServer, a connection handles one request at a time, so responses go out in
-request order. A frame that cannot be parsed, is larger than
+request order; one exception, below (pipelined produces). A frame that cannot be parsed, is larger than
 socket.request.max.bytes, or names an unknown API key or version closes that one connection with
 a log line; every other connection keeps being served.
 
@@ -15,6 +15,15 @@ reserved when a size prefix is read and returned when the response is written. W
 handled, the next frame is read ahead; once it is complete the connection stops reading, so a
 client pipelining requests has at most two frames in the broker (Kafka's processor reads none
 ahead; reading one ahead overlaps receiving the next produce with appending the current one).
+
+Pipelined produces: a Produce with acks=all whose records are appended waits in the produce
+purgatory for the followers, often for most of its time. Kafka's processor reads nothing from
+the connection meanwhile, so a client with several requests in flight (the Java producer sends up
+to five) queues them behind each replication round trip. Samsa reads on once the append is done
+(the handler calls `RequestContext.release`): a next request that is a Produce is handled at once
+(appended in request order, so the log holds the records as Kafka would have them), up to
+`MAX_PIPELINED_PRODUCES` waiting at a time; any other request waits until every earlier one is
+answered, as in Kafka. Responses are written in request order whatever order the waits end in.
 
 Two deadlines are checked by the broker's sweep (`Broker._sweep_connections`), at the cost of a
 few attribute assignments per request and no timer per read: a connection with no request in
@@ -42,6 +51,7 @@ import enum
 import logging
 import struct
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.static.primitive import i32Timedelta
@@ -87,6 +97,16 @@ def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+def _releaser(released: asyncio.Future[None]) -> Callable[[], None]:
+    """RequestContext.release for a Produce: let its connection read on."""
+
+    def release() -> None:
+        if not released.done():
+            released.set_result(None)
+
+    return release
+
+
 class ConnectionClosed(Exception):
     """Raised to end a connection after a protocol violation (already logged)."""
 
@@ -110,11 +130,29 @@ Frame = tuple[bytes | memoryview, int, float]
 """A request frame's payload, the bytes it reserved in the memory pool, and when it was received
 whole (time.monotonic())."""
 
+MAX_PIPELINED_PRODUCES = 5
+"""Produces of one connection waiting for their replicas at once (the Java producer's default
+max.in.flight.requests.per.connection); a further one waits for the oldest to be answered."""
+
+
+class _InFlight:
+    """A request being handled: what it holds until its response is written."""
+
+    __slots__ = ("reserved", "received_at", "remote")
+
+    def __init__(self, reserved: int, received_at: float) -> None:
+        self.reserved = reserved
+        """Bytes of queued.max.request.bytes the frame holds (returned once answered)."""
+        self.received_at = received_at
+        self.remote = RemoteTime()
+        """Its time in purgatories (REMOTE_TIME in its task)."""
+
 
 class Connection(asyncio.BufferedProtocol):
-    """One client connection: request frames in, one handled at a time, responses out.
+    """One client connection: request frames in, one handled at a time (but for pipelined
+    produces, see the module docstring), responses out in request order.
 
-    Read states (one request is handled at a time; while it is, the next frame is read ahead):
+    Read states (while a request is handled, the next frame is read ahead):
       READING        bytes are parsed as they arrive; the first byte of a frame starts its
                      receive deadline (`frame_started`).
       WAITING_MEMORY a size prefix was read but queued.max.request.bytes has nothing left: the
@@ -139,8 +177,10 @@ class Connection(asyncio.BufferedProtocol):
     ) -> None:
         self.services = services
         self._metrics = metrics
-        self._remote = RemoteTime()
-        self._received_at = 0.0
+        self._in_flight: list[_InFlight] = []
+        """Requests handled and not answered yet, oldest first (more than one: pipelined produces)."""
+        self._muted = 0
+        """Throttles in progress (`_mute`): reading stays paused while any is."""
         self.listener = listener
         self.session = Session(security, "?")
         self._pool = pool
@@ -164,7 +204,6 @@ class Connection(asyncio.BufferedProtocol):
         self._body_filled = 0
         self._reserved: int | None = None
         """Pool bytes reserved by the frame being received."""
-        self._in_flight_reserved = 0
         self._inbox: Frame | None = None
         self._error: BaseException | None = None
         self._waiter: asyncio.Future[Frame] | None = None
@@ -219,11 +258,13 @@ class Connection(asyncio.BufferedProtocol):
         self._body = None
         self._pending = bytearray()
         self.frame_started = None
-        for reserved in (self._reserved, self._in_flight_reserved,
+        for reserved in (self._reserved, *(r.reserved for r in self._in_flight),
                          self._inbox[1] if self._inbox else 0):
             if reserved:
                 self._pool.release(reserved)
-        self._reserved, self._in_flight_reserved = None, 0
+        for request in self._in_flight:
+            request.reserved = 0
+        self._reserved = None
         if self._inbox is not None:
             self._inbox = (self._inbox[0], 0, self._inbox[2])
         self._fail(EndOfStream(truncated))
@@ -317,7 +358,7 @@ class Connection(asyncio.BufferedProtocol):
         elif self._error is None:
             self._error = error
 
-    async def _next_frame(self) -> bytes | memoryview:
+    async def _next_frame(self) -> Frame:
         frame = self._inbox
         if frame is not None:
             self._inbox = None
@@ -330,23 +371,23 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self._waiter = asyncio.get_running_loop().create_future()
             frame = await self._waiter
-        payload, self._in_flight_reserved, self._received_at = frame
         self.idle_since = None
-        return payload
+        return frame
 
-    def _request_done(self) -> None:
-        """The response is written: return the frame's memory."""
-        if self._in_flight_reserved:
-            reserved, self._in_flight_reserved = self._in_flight_reserved, 0
+    def _request_done(self, request: _InFlight) -> None:
+        """The response is written (or the request failed): return the frame's memory."""
+        self._in_flight.remove(request)
+        if request.reserved:
+            reserved, request.reserved = request.reserved, 0
             self._pool.release(reserved)
-        if self.frame_started is None and self._inbox is None:
+        if self.frame_started is None and self._inbox is None and not self._in_flight:
             self.idle_since = time.monotonic()
 
     def _update_reading(self) -> None:
         transport = self.transport
         if transport is None or self._state is ReadState.CLOSED:
             return
-        if self._state is ReadState.READING:
+        if self._state is ReadState.READING and not self._muted:
             transport.resume_reading()
         else:
             transport.pause_reading()
@@ -361,13 +402,37 @@ class Connection(asyncio.BufferedProtocol):
     # -- serving -------------------------------------------------------------------------------
 
     async def serve(self) -> None:
-        REMOTE_TIME.set(self._remote)  # this connection's task: purgatories add their waits
+        loop = asyncio.get_running_loop()
+        behind: list[asyncio.Task[None]] = []  # released produces not answered yet, oldest first
+        current: asyncio.Task[None] | None = None
         try:
             while True:
-                payload = await self._next_frame()
-                await self._handle(payload)
+                payload, reserved, received_at = await self._next_frame()
+                request = _InFlight(reserved, received_at)
+                self._in_flight.append(request)
+                produce = frames.is_api_key(payload, PRODUCE_KEY)
+                behind = [t for t in behind if not t.done()]
+                if behind and (not produce or len(behind) >= MAX_PIPELINED_PRODUCES):
+                    await (behind[0] if produce else behind[-1])  # each answers after the one before
+                    behind = [t for t in behind if not t.done()]
+                if not produce:  # Kafka's way: handled and answered before the next is read
+                    REMOTE_TIME.set(request.remote)
+                    try:
+                        await self._handle(payload, request)
+                    finally:
+                        self._request_done(request)
+                    del payload
+                    continue
+                released: asyncio.Future[None] = loop.create_future()
+                current = loop.create_task(self._serve_one(payload, request, behind[-1] if behind else None, released))
                 del payload
-                self._request_done()
+                await released
+                if current.done():
+                    current.result()  # ends the connection if it failed
+                else:
+                    current.add_done_callback(self._released_done)
+                    behind.append(current)
+                current = None
         except EndOfStream as e:
             if e.truncated:
                 log.warning("connection closed reason=truncated_frame client=%s client_id=%s",
@@ -381,6 +446,32 @@ class Connection(asyncio.BufferedProtocol):
         except Exception:  # a bug: never let it escape the connection task unlogged
             log.exception("connection closed reason=internal_error client=%s", self.address)
         finally:
+            for task in (*behind, current):
+                if task is not None:
+                    task.cancel()
+            if self.transport is not None:
+                self.transport.close()
+
+    async def _serve_one(self, payload: bytes | memoryview, request: _InFlight, after: asyncio.Task[None] | None,
+                         released: asyncio.Future[None]) -> None:
+        """A Produce in a task of its own (its REMOTE_TIME its own): `released` is set once its
+        records are appended (ctx.release) or it ends, and it answers after `after`."""
+        REMOTE_TIME.set(request.remote)
+        try:
+            await self._handle(payload, request, after, released)
+        finally:
+            self._request_done(request)
+            if not released.done():
+                released.set_result(None)
+
+    def _released_done(self, task: asyncio.Task[None]) -> None:
+        """A released produce ended: if it failed, end the connection (`serve` may be waiting
+        for the next frame, not for it)."""
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            self._fail(error)
             if self.transport is not None:
                 self.transport.close()
 
@@ -431,7 +522,11 @@ class Connection(asyncio.BufferedProtocol):
             raise ConnectionClosed("authentication_failed") from None
         await self._write([frames.size_prefix(len(answer)), answer])
 
-    async def _handle(self, payload: bytes | memoryview) -> None:
+    async def _handle(self, payload: bytes | memoryview, request_state: _InFlight,
+                      after: asyncio.Task[None] | None = None,
+                      released: asyncio.Future[None] | None = None) -> None:
+        """Handle one request and write its response, after `after`'s. A Produce may call
+        `ctx.release` once appended: `released` then lets `serve` read on (pipelined produces)."""
         session = self.session
         if session.state is not SaslState.COMPLETE or session.expires_at is not None:
             if session.raw_tokens:
@@ -480,9 +575,9 @@ class Connection(asyncio.BufferedProtocol):
             services=self.services,
             request=request,
             session=session,
+            release=_releaser(released) if released is not None and api_key == PRODUCE_KEY else None,
         )
         started = time.monotonic()
-        self._remote.seconds = 0.0
         try:
             response = await handler.handle(ctx, handler.handler_request(api_version, request))
         except CloseConnection as e:
@@ -517,11 +612,14 @@ class Connection(asyncio.BufferedProtocol):
                     correlation_id,
                 )
                 raise self._close("handler_error", correlation_id, api=handler.name) from None
-        throttle_ms = self._record_quotas(api_key, request, header.client_id, started, len(payload))
+        throttle_ms = self._record_quotas(api_key, request, header.client_id, started, len(payload),
+                                          request_state.remote.seconds)
+        if after is not None:  # answer after the request before (pipelined produces)
+            await after
         if response is None:  # acks=0 produce: no response
             if self._metrics is not None:
                 self._record(handler.name, api_key, api_version, request, None, started, started,
-                             len(payload) - header.header_size)
+                             len(payload) - header.header_size, request_state)
             await self._mute(throttle_ms)
             return
         def encode(response: Any) -> messages.FrameBuffer:
@@ -557,7 +655,7 @@ class Connection(asyncio.BufferedProtocol):
         await self._write([frames.size_prefix(out.size), *chunks])
         if self._metrics is not None:
             self._record(handler.name, api_key, api_version, request, response, started, sending,
-                         len(payload) - header.header_size)
+                         len(payload) - header.header_size, request_state)
         if session.failed:
             raise ConnectionClosed("authentication_failed")
         if api_key == frames.API_VERSIONS_KEY and response.error_code == ErrorCode.none:
@@ -574,7 +672,8 @@ class Connection(asyncio.BufferedProtocol):
             )
         await self._mute(throttle_ms)
 
-    def _record_quotas(self, api_key: int, request: Any, client_id: str | None, started: float, size: int) -> int:
+    def _record_quotas(self, api_key: int, request: Any, client_id: str | None, started: float, size: int,
+                       remote_s: float) -> int:
         """Record the request against its client's quotas (broker/quotas.py): the throttle time in
         ms; -1 for a request no quota applies to (ApiVersions, a follower's fetch)."""
         quotas = self.services.quotas
@@ -586,7 +685,7 @@ class Connection(asyncio.BufferedProtocol):
             return -1
         now_ms = _now_ms()
         user = self.session.principal.name
-        throttle_ms = quotas.request(user, client_id or "", time.monotonic() - started - self._remote.seconds, now_ms)
+        throttle_ms = quotas.request(user, client_id or "", time.monotonic() - started - remote_s, now_ms)
         if api_key == PRODUCE_KEY:
             throttle_ms = max(throttle_ms, quotas.produce(user, client_id or "", size, now_ms))
         return throttle_ms
@@ -595,15 +694,17 @@ class Connection(asyncio.BufferedProtocol):
         """Read nothing from the client for the throttle time (Kafka mutes the channel)."""
         if throttle_ms <= 0 or self.transport is None:
             return
+        self._muted += 1
         self.transport.pause_reading()
         try:
             await asyncio.sleep(throttle_ms / 1000)
         finally:
+            self._muted -= 1
             self._update_reading()
 
     def _record(
         self, handler_name: str, api_key: int, api_version: int, request: Any, response: Any,
-        started: float, sending: float, request_bytes: int,
+        started: float, sending: float, request_bytes: int, request_state: _InFlight,
     ) -> None:
         """Kafka's RequestChannel.updateRequestMetrics for this request."""
         assert self._metrics is not None
@@ -617,8 +718,8 @@ class Connection(asyncio.BufferedProtocol):
         else:
             names = (name,)
         self._metrics.record(
-            names, api_version, response, received=self._received_at, started=started,
-            sending=sending, done=time.monotonic(), remote_s=self._remote.seconds,
+            names, api_version, response, received=request_state.received_at, started=started,
+            sending=sending, done=time.monotonic(), remote_s=request_state.remote.seconds,
             request_bytes=request_bytes,
         )
 

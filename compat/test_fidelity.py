@@ -64,6 +64,31 @@ def test_fetch_sessions(differential: Any) -> None:
         assert (obs[key]["error"], obs[key]["partitions"]) == (70, []), obs[key]  # FETCH_SESSION_ID_NOT_FOUND
 
 
+def observe_chain_tag(target: Any) -> list[dict[str, Any]]:
+    """Fetch v12 with and without Samsa's chain-replication tagged field on the partition
+    (protocol/schemas/fetch_v12_chain.py): Kafka keeps a tag it does not know and ignores it, so the
+    answers are the same; Samsa ignores it from a consumer."""
+    from protocol.schemas.fetch_v12_chain import ChainReport, encode_chain_reports
+
+    obs: list[dict[str, Any]] = []
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-chain-tag"
+        fidelity.create_topic(client, topic)
+        assert fidelity.produce(client, topic, 0, fidelity.batch_of(3)).error == 0
+        for reports in (None, encode_chain_reports([ChainReport(3, 2, 5, 5)])):
+            answer = fidelity.fetch(client, [(topic, 0, 0)], chain_reports=reports)
+            obs.append({"step": "fetch", "tagged": reports is not None, "error": answer.error,
+                        "partitions": _partitions(answer)})
+    return obs
+
+
+@pytest.mark.compat(client="raw protocol", scenario="Fetch v12 with Samsa's chain replication tagged field")
+def test_chain_tag_is_ignored(differential: Any) -> None:
+    plain, tagged = differential("raw-fetch-chain-tag", observe_chain_tag)
+    assert plain["partitions"] == [["fidelity-chain-tag", 0, 0, 3, [0]]]
+    assert {**tagged, "tagged": False} == plain
+
+
 def observe_fetch_by_id(target: Any) -> list[dict[str, Any]]:
     """Fetch v13 and v17 naming topics by id (KIP-516): a known topic, an id nobody has, the zero
     id, and a known and an unknown id in one request with a partition the topic lacks (Kafka
@@ -320,3 +345,23 @@ def test_config_names(differential: Any) -> None:
     assert obs[0]["error"] == 0 and obs[0]["described"]["compression.gzip.level"] == ["5", 1, False]
     assert [o["error"] for o in obs[1:8]] == [40] * 7
     assert obs[-1] == {"step": "describe all", "internalListed": False}
+
+
+def observe_samsa_topic_configs(target: Any) -> list[dict[str, Any]]:
+    """CreateTopics with Samsa's own topic config (replication.pipeline.enable), which Kafka does
+    not know, and how the topic created with it describes it."""
+    with RawClient(_port(target)) as client:
+        topic = "fidelity-samsa-configs"
+        error, message = fidelity.create_topics(client, topic, {"replication.pipeline.enable": "true"})
+        step: dict[str, Any] = {"step": "create", "error": error, "message": message}
+        if error == 0:
+            fidelity.wait_for_leader(client, topic)
+            step["described"] = fidelity.describe_configs(
+                client, fidelity.TOPIC, topic, ["replication.pipeline.enable"])
+    return json.loads(json.dumps([step]))
+
+
+@pytest.mark.compat(client="raw protocol", scenario="Samsa's own topic config replication.pipeline.enable")
+def test_samsa_topic_configs(differential: Any) -> None:
+    (obs,) = differential("raw-samsa-configs", observe_samsa_topic_configs)
+    assert obs == {"step": "create", "error": 40}  # Kafka's INVALID_CONFIG; Samsa's acceptance normalised to it

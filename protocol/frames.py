@@ -89,6 +89,11 @@ def parse_request_key_version(payload: bytes | memoryview) -> tuple[int, int, in
     return _HEADER_V0.unpack_from(payload, 0)
 
 
+def is_api_key(payload: bytes | memoryview, api_key: int) -> bool:
+    """Whether a request frame names `api_key` (False for one too short to name any)."""
+    return len(payload) >= 2 and payload[0] == (api_key >> 8) & 0xFF and payload[1] == api_key & 0xFF
+
+
 def parse_request_header(payload: bytes | memoryview, header_version: int) -> RequestHeader:
     api_key, api_version, correlation_id = parse_request_key_version(payload)
     pos = _HEADER_V0.size

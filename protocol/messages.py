@@ -84,12 +84,19 @@ class FrameBuffer:
 
 
 def _own_schemas(api_key: int, api_version: int) -> tuple[type, type] | None:
-    """Samsa's (request, response) classes for a version kio lacks (Produce v0-2), imported on
-    first use like kio's own."""
+    """Samsa's (request, response) classes for a version kio lacks (Produce v0-2), or that Samsa
+    extends (Fetch v12's request: the chain replication carrier, a Samsa-reserved tagged field
+    kio would reject), imported on first use like kio's own."""
     if api_key == 0 and api_version <= 2:
         from protocol.schemas import produce_v0_2
 
         return produce_v0_2.SCHEMAS.get(api_version)
+    if api_key == 1 and api_version == 12:
+        from kio.schema.fetch.v12.response import FetchResponse
+
+        from protocol.schemas.fetch_v12_chain import FetchRequest
+
+        return FetchRequest, FetchResponse
     return None
 
 

@@ -157,6 +157,13 @@ class LogConfig:
     internal_segment_bytes: int | None = topic_setting(INT, None,
         "Kafka 4.x's internal segment size for tests (below segment.bytes' 1 MiB floor): when set, "
         "it is the segment size instead of segment.bytes.", at_least(14))
+    # ---- Samsa's own (Kafka rejects it as an unknown config: compat/differences.py) -------------
+    replication_pipeline_enable: bool = topic_setting(BOOLEAN, False,
+        "Samsa's pipelined (chain) replication: with three or more replicas, the followers fetch "
+        "in a chain in replica-list order (the first from the leader, each next from the one "
+        "before it), so the leader sends each byte once instead of once per follower; the high "
+        "watermark, ISR and truncation rules stay Kafka's, and a broken chain falls back to "
+        "fetching from the leader at once (broker/replication/chain.py).")
 
     @property
     def compact(self) -> bool:

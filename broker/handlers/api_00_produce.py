@@ -291,7 +291,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             errors[tp] = _Rejected(code, "The partition is not part of the producer's transaction")
             del entries[tp]
     results = await services.replica_manager.append_records(
-        list(entries.items()), acks, int(request.timeout.total_seconds() * 1000)
+        list(entries.items()), acks, int(request.timeout.total_seconds() * 1000), appended=ctx.release
     )
 
     if acks == 0:

@@ -32,9 +32,15 @@
 # KafkaApis orders its response: unknown ids first, then the others in request order.
 # Requests up to v12 are taken and answered in v12's classes, v13+ in v17's (a follower's v12
 # fetch is not converted).
+# Chain replication (Samsa's, replication.pipeline.enable: broker/replication/chain.py): a follower
+# serves its chain successor's replica fetch from its own log up to its LEO (leader epoch fenced as
+# on the leader; NOT_LEADER_OR_FOLLOWER to any other replica), and a v12 follower fetch may carry
+# its successors' states in a Samsa-reserved tagged field (protocol/schemas/fetch_v12_chain.py;
+# malformed: ignored with a log line, as Kafka ignores the tag), which the leader applies.
 # Not supported: v18 (the follower's high watermark, KIP-1166), rack-aware preferred read replicas.
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -64,10 +70,12 @@ from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.kio_compat import as_records
 from protocol.messages import convert, replace
+from protocol.schemas.fetch_v12_chain import ChainReport, decode_chain_reports
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, BrokerId, Offset, ProducerId, TopicName
 
 API_KEY = 1
+log = logging.getLogger("samsa.fetch")
 ZERO_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1
 FINAL_EPOCH = -1
@@ -78,8 +86,25 @@ _LEADER_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_l
 
 
 def _upgrade(api_version: int, request: Any) -> FetchRequestV12 | FetchRequest:
-    """v4-12 as v12 (topics by name), v13+ as v17 (topics by id)."""
+    """v4-12 as v12 (topics by name), v13+ as v17 (topics by id); v12 as decoded (Samsa's class,
+    with the chain reports)."""
+    if api_version == 12:
+        return request
     return convert(request, FetchRequestV12 if api_version <= 12 else FetchRequest)
+
+
+def _chain_reports(ctx: RequestContext, p: Any) -> tuple[ChainReport, ...]:
+    """A follower's reports on its chain successors (v12, Samsa's tagged field). A malformed field
+    is ignored, with a log line, as Kafka ignores the tag: the fetch is served."""
+    data = getattr(p, "chain_reports", None)
+    if not data:
+        return ()
+    try:
+        return decode_chain_reports(data)
+    except ValueError as e:
+        log.warning("chain reports ignored client_id=%s correlation_id=%d partition=%d error=%s",
+                    ctx.client_id, ctx.correlation_id, p.partition, e)  # fmt: skip
+        return ()
 
 
 def _partition_fields(result: FetchResult, read_committed: bool, aborted_kind: type) -> dict[str, Any]:
@@ -155,6 +180,7 @@ async def handle(ctx: RequestContext, request: FetchRequestV12 | FetchRequest) -
                 max_bytes=p.partition_max_bytes,
                 current_leader_epoch=p.current_leader_epoch,
                 log_start_offset=Offset(p.log_start_offset),
+                chain_reports=_chain_reports(ctx, p) if is_follower else (),
             )
     # Kafka's order of the refused: unknown ids, then in request order the partitions not
     # authorized or not in the cluster's metadata; they are answered after those read.

@@ -5,7 +5,9 @@
 # (-1, -1) for an epoch below the first one known. Consumers validate their position with it after
 # a leader change (KIP-320, v3+ in Java, v2 in librdkafka); followers truncate with it.
 # A current leader epoch other than ours is fenced; replica_id -2 (v0-2 default) may be answered by
-# any replica, others only by the leader.
+# any replica, others only by the leader, or by a follower to its successor in a chain-replicated
+# topic once it has truncated for the current leader epoch itself (broker/replication/chain.py): its
+# log is then a prefix of the leader's, so its answer never cuts a successor above the leader's.
 # Not supported: v0-1 (removed in Kafka 4; no listed client needs them).
 # Authorization: CLUSTER_ACTION on the cluster (brokers), else DESCRIBE on each topic
 # (TOPIC_AUTHORIZATION_FAILED).
@@ -24,7 +26,7 @@ from broker.handlers import registry
 from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
-from protocol.types import NO_THROTTLE
+from protocol.types import NO_THROTTLE, BrokerId
 
 API_KEY = 23
 DEBUGGING_REPLICA_ID = -2
@@ -43,8 +45,12 @@ async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> O
                 if not (ctx.authorized(AclOperation.CLUSTER_ACTION)
                         or ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.topic)):
                     raise KafkaError(ErrorCode.topic_authorization_failed)
-                epoch, end_offset = replica_manager.get_partition(tp).last_offset_for_leader_epoch(
-                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=only_leader
+                partition = replica_manager.get_partition(tp)
+                chain = request.replica_id >= 0 and not partition.is_leader
+                if chain:  # a chain successor truncating against this follower
+                    partition.check_serves_chain(BrokerId(request.replica_id), p.current_leader_epoch)
+                epoch, end_offset = partition.last_offset_for_leader_epoch(
+                    p.current_leader_epoch, p.leader_epoch, fetch_only_from_leader=only_leader and not chain
                 )
                 results.append(
                     EpochEndOffset(

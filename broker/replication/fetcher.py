@@ -43,7 +43,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.offset_for_leader_epoch.v4.request import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
@@ -59,6 +58,7 @@ from broker.replication.settings import FetcherSettings
 from broker.replication.throttle import ReplicationQuota, throttled
 from controller.model import Endpoint
 from protocol.errors import ErrorCode, KafkaError
+from protocol.schemas.fetch_v12_chain import FetchPartition, FetchRequest, FetchTopic, encode_chain_reports
 from protocol.topic_partition import TopicPartition
 from protocol.types import BrokerId, LeaderEpoch, Offset, TopicName
 
@@ -78,6 +78,9 @@ METADATA_RACE_ERRORS = frozenset(
 right after an election): retried after METADATA_RACE_BACKOFF_MS, not the full backoff, because
 the failover time waits on them."""
 METADATA_RACE_BACKOFF_MS = 50
+CHAIN_REPORT_WAIT_MS = 2
+"""A chain member's fetch wait while a successor's progress is to be reported (the leader's HW
+waits on it): the report goes up within this long of the successor's fetch."""
 
 
 # -- truncation (pure) -----------------------------------------------------------------------------
@@ -161,10 +164,18 @@ class ReplicaFetcher:
         *,
         stats: BrokerTopicStats | None = None,
         quota: ReplicationQuota | None = None,
+        on_append: Callable[[TopicPartition], object] = lambda tp: None,
+        source_failed: Callable[[TopicPartition, BrokerId, str], None] = lambda tp, source, reason: None,
     ) -> None:
-        """`partition(tp)`: this broker's partition of `tp`; `endpoint(broker_id)`: where a
-        broker's inter-broker listener is (both from the fetcher manager); `stats`: where the
-        replicated bytes are counted; `quota`: the follower's replication throttle."""
+        """`leader_id`: the broker fetched from, the partitions' leader or, for chain replication,
+        their chain predecessor (broker/replication/chain.py); `partition(tp)`: this broker's
+        partition of `tp`; `endpoint(broker_id)`: where a broker's inter-broker listener is (both
+        from the fetcher manager); `stats`: where the replicated bytes are counted; `quota`: the
+        follower's replication throttle; `on_append(tp)`: after an append; `source_failed(tp,
+        source, reason)`: a chain predecessor failed a partition (any error of its, the fetcher
+        manager sends the partition to its leader)."""
+        self._on_append = on_append
+        self._source_failed = source_failed
         self.settings = settings
         self._quota = quota if quota is not None else ReplicationQuota()
         self._stats = stats if stats is not None else BrokerTopicStats()
@@ -237,7 +248,7 @@ class ReplicaFetcher:
         if (
             partition is None
             or partition.role != PartitionRole.FOLLOWER
-            or partition.leader_id != self.leader_id
+            or partition.leader_id != st.leader_id
             or partition.leader_epoch != st.leader_epoch
         ):
             return None
@@ -253,6 +264,8 @@ class ReplicaFetcher:
     ) -> None:
         if self.partitions.get(st.tp) is not st:
             return
+        if st.leader_id != self.leader_id:  # a chain predecessor failed: to the leader at once
+            self._source_failed(st.tp, self.leader_id, reason)
         st.state = FetchState.DELAYED
         st.resume_state = resume
         backoff_ms = self.settings.backoff_ms
@@ -267,6 +280,7 @@ class ReplicaFetcher:
     def _to_fetching(self, st: PartitionFetchState, partition: Partition) -> None:
         st.state = FetchState.FETCHING
         st.fetch_offset = partition.log_end_offset
+        partition.chain_follower_truncated(st.leader_epoch)
 
     # -- loop ------------------------------------------------------------------------------------
 
@@ -445,6 +459,7 @@ class ReplicaFetcher:
         sent: dict[TopicPartition, tuple[PartitionFetchState, Offset]] = {}
         by_topic: dict[str, list[FetchPartition]] = {}
         held_back = False
+        now_ms = clock.now_ms()
         for st in states:
             partition = self._partition(st, FetchState.FETCHING)
             if partition is None:
@@ -456,6 +471,7 @@ class ReplicaFetcher:
             if st.fetch_offset != partition.log_end_offset:
                 st.fetch_offset = partition.log_end_offset
             sent[st.tp] = (st, st.fetch_offset)
+            reports = partition.chain_reports(now_ms)
             by_topic.setdefault(st.tp.topic, []).append(
                 FetchPartition(
                     partition=i32(st.tp.partition),
@@ -464,6 +480,7 @@ class ReplicaFetcher:
                     last_fetched_epoch=i32(-1),
                     log_start_offset=i64(partition.log_start_offset),
                     partition_max_bytes=i32(self.settings.max_bytes),
+                    chain_reports=encode_chain_reports(reports) if reports else None,
                 )
             )
         if not sent:
@@ -474,9 +491,16 @@ class ReplicaFetcher:
                     pass
             return
         s = self.settings
+        # a chain successor's progress not reported yet holds the leader's HW back: no long poll
+        # then, the next fetch carries the report at once (broker/replication/chain.py)
+        report_pending = any(
+            p is not None and p.chain_report_pending(now_ms, s.max_wait_ms)
+            for p in (self._partition_of(tp) for tp in sent)
+        )
+        max_wait_ms = min(s.max_wait_ms, CHAIN_REPORT_WAIT_MS) if report_pending else s.max_wait_ms
         request = FetchRequest(
             replica_id=BrokerId(s.broker_id),
-            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=s.max_wait_ms)),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
             min_bytes=i32(s.min_bytes),
             max_bytes=i32(s.response_max_bytes),
             isolation_level=0,  # type: ignore[arg-type]
@@ -550,6 +574,7 @@ class ReplicaFetcher:
                     )  # fmt: skip
                     self._delay(st, FetchState.TRUNCATING, "append failed")
                     return
+                self._on_append(tp)
             st.fetch_offset = partition.log_end_offset
             partition.update_follower_log_start_offset(Offset(int(data.log_start_offset)))  # type: ignore[attr-defined]
             st.leader_high_watermark = Offset(int(data.high_watermark))  # type: ignore[attr-defined]

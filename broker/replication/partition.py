@@ -47,7 +47,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING
 from broker import clock
 from broker.log.info import AppendOrigin, LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
 from broker.log.writer import INLINE_WRITER, LogWriter
+from broker.replication.chain import apply_report, report_of
+from broker.replication.chain import successor as chain_successor
 from controller.model import PartitionRegistration
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
     from broker.log.producer_state import ProducerStateEntry
     from broker.log.txn_index import AbortedTxn
     from broker.log.validation import CheckedRecords
+    from protocol.schemas.fetch_v12_chain import ChainReport
 
 AlterIsr = Callable[["Partition", PartitionRegistration], None]
 """Send a proposed ISR to the controller; the answer comes back through isr_change_committed or
@@ -201,6 +204,13 @@ class Partition:
         self._log_lock = asyncio.Lock()
         """Held by every append and truncation: one change of the log at a time, and none while
         an append's bytes are written (Kafka's log lock)."""
+        self._chain_states: dict[BrokerId, ReplicaState] = {}
+        """A follower serving chain successors (broker/replication/chain.py): what it knows of
+        each successor down the chain, from their fetches here and the reports on them."""
+        self._chain_reported: dict[BrokerId, Offset] = {}
+        """Each successor's log end offset as last reported upstream."""
+        self._chain_truncated_epoch: LeaderEpoch = NO_LEADER_EPOCH
+        """The leader epoch this follower finished truncating for: it serves successors from then."""
         self._role_generation = 0
         """Bumped whenever role or leader epoch change: an append prepared under an older one is
         abandoned when its write returns (Kafka holds the leader-ISR lock across the append)."""
@@ -332,6 +342,9 @@ class Partition:
             return False
         if self.role != PartitionRole.FOLLOWER or reg.leader_epoch != self.leader_epoch:
             self._role_generation += 1
+            self._chain_states = {}
+            self._chain_reported = {}
+            self._chain_truncated_epoch = NO_LEADER_EPOCH
             log.info(
                 "became follower topic=%s partition=%d leader=%d leader_epoch=%d hw=%d leo=%d",
                 self.tp.topic,
@@ -497,6 +510,95 @@ class Partition:
         state.update_fetch_state(fetch_offset, fetch_time_ms, leader_end_offset)
         self.maybe_expand_isr(replica_id)
         self.maybe_increment_high_watermark()
+
+    # -- chain replication (broker/replication/chain.py) ----------------------------------------
+
+    def update_chain_fetch_states(self, reporter: BrokerId, reports: Sequence[ChainReport], now_ms: int) -> None:
+        """The leader: apply a chain member's reports on its successors (after its own fetch state),
+        then move the HW. Reports on unknown replicas, on the reporter or on this broker are
+        ignored, so are reports older than what is known (`chain.apply_report`). No ISR expansion
+        comes from a report: a follower outside the ISR fetches from the leader itself."""
+        self._require_leader()
+        reporter_state = self._replica_states.get(reporter)
+        if reporter_state is None:
+            return
+        for report in reports:
+            replica = BrokerId(report.replica_id)
+            state = self._replica_states.get(replica)
+            if state is None or replica == reporter:
+                continue
+            apply_report(
+                state, report, now_ms,
+                reporter_log_end_offset=reporter_state.log_end_offset,
+                reporter_caught_up_ms=reporter_state.last_caught_up_time_ms,
+                leader_end_offset=self._log.log_end_offset,
+            )  # fmt: skip
+        self.maybe_increment_high_watermark()
+
+    def chain_follower_truncated(self, leader_epoch: LeaderEpoch) -> None:
+        """The fetcher finished truncating this follower for `leader_epoch`: its log is now a
+        prefix of the leader's, and it may serve chain successors."""
+        if self.role == PartitionRole.FOLLOWER and leader_epoch == self.leader_epoch:
+            self._chain_truncated_epoch = leader_epoch
+
+    def check_serves_chain(self, replica_id: BrokerId, current_leader_epoch: int) -> None:
+        """Whether this follower may serve `replica_id`'s replica fetch or OffsetsForLeaderEpoch as
+        its chain predecessor: the request's leader epoch is this follower's (FENCED or UNKNOWN
+        LEADER_EPOCH otherwise, as Kafka fences), it finished truncating for it, and `replica_id`
+        is its successor in the chain; NOT_LEADER_OR_FOLLOWER otherwise."""
+        self.check_leader_epoch(current_leader_epoch)  # before leadership, as Kafka fences
+        if self.role != PartitionRole.FOLLOWER:
+            self._require_leader()
+            return
+        enabled = self._log.config.replication_pipeline_enable
+        if (
+            self._chain_truncated_epoch != self.leader_epoch
+            or current_leader_epoch != self.leader_epoch
+            or chain_successor(self.local_broker_id, self.replicas, self.leader_id, enabled=enabled) != replica_id
+        ):
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower,
+                f"This broker is not the leader for partition {self.tp} nor serves broker {replica_id} in its chain",
+            )
+
+    def update_chain_successor_fetch_state(
+        self, replica_id: BrokerId, fetch_offset: Offset, now_ms: int, reports: Sequence[ChainReport]
+    ) -> None:
+        """A chain successor fetched here at `fetch_offset` (checked by `check_serves_chain`):
+        record its state against this follower's log end offset (Kafka's rule, as a leader does),
+        and the reports it carried on the successors further down, to relay upstream."""
+        state = self._chain_states.get(replica_id)
+        if state is None:
+            state = self._chain_states[replica_id] = ReplicaState(last_caught_up_time_ms=now_ms)
+        state.update_fetch_state(fetch_offset, now_ms, self._log.log_end_offset)
+        for report in reports:
+            further = BrokerId(report.replica_id)
+            if further in (replica_id, self.local_broker_id) or further not in self.replicas:
+                continue
+            apply_report(
+                self._chain_states.setdefault(further, ReplicaState(last_caught_up_time_ms=now_ms)),
+                report, now_ms,
+                reporter_log_end_offset=state.log_end_offset,
+                reporter_caught_up_ms=state.last_caught_up_time_ms,
+                leader_end_offset=self._log.log_end_offset,
+            )  # fmt: skip
+
+    def chain_reports(self, now_ms: int) -> tuple[ChainReport, ...]:
+        """What this follower reports upstream on its next fetch: its successors' states."""
+        self._chain_reported = {b: s.log_end_offset for b, s in self._chain_states.items()}
+        return tuple(report_of(b, s, now_ms) for b, s in self._chain_states.items())
+
+    def chain_report_pending(self, now_ms: int, active_ms: int) -> bool:
+        """Whether a successor's progress is not reported upstream yet, or a successor that
+        fetched within `active_ms` is behind this follower (it will make progress soon): the
+        leader's HW waits on that report, so the next upstream fetch must not long-poll."""
+        leo = self._log.log_end_offset
+        for b, s in self._chain_states.items():
+            if self._chain_reported.get(b) != s.log_end_offset:
+                return True
+            if s.log_end_offset < leo and now_ms - s.last_fetch_time_ms <= active_ms:
+                return True
+        return False
 
     def _propose(self, new_isr: frozenset[BrokerId]) -> PartitionRegistration:
         """Mark `new_isr` pending and send it to the controller (one change in flight at a time)."""

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from broker.log.manager import LogManager
     from broker.log.validation import CheckedRecords
     from protocol.record_check import RecordError
+    from protocol.schemas.fetch_v12_chain import ChainReport
 
 log = logging.getLogger("samsa.replica_manager")
 
@@ -75,6 +76,8 @@ class FetchRequestPartition:
     max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: Offset = Offset(-1)
+    chain_reports: tuple[ChainReport, ...] = ()
+    """a follower's fetch: its chain successors' states (broker/replication/chain.py)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +108,12 @@ class DelayedFetch:
         min_bytes: int,
         fetch_only_from_leader: bool,
         leader_throttled: Callable[[Partition], bool] | None = None,
+        replica_id: int = -1,
     ) -> None:
         """`leader_throttled`: a follower's fetch only, whether a partition gets it no records now
-        (a replication throttle); its bytes then do not count, as in Kafka's tryComplete."""
+        (a replication throttle); its bytes then do not count, as in Kafka's tryComplete.
+        `replica_id`: a follower's fetch, which a follower serves if it is its chain predecessor."""
+        self._replica_id = replica_id
         self._partitions = partitions
         self._leader_throttled = leader_throttled
         self._requests = requests
@@ -124,8 +130,12 @@ class DelayedFetch:
             if partition is None:
                 return True  # cases B, C
             try:
+                only_leader = self._fetch_only_from_leader
+                if self._replica_id >= 0 and not partition.is_leader:  # a chain successor's
+                    partition.check_serves_chain(BrokerId(self._replica_id), req.current_leader_epoch)
+                    only_leader = False
                 snapshot = partition.fetch_offset_snapshot(
-                    req.current_leader_epoch, fetch_only_from_leader=self._fetch_only_from_leader
+                    req.current_leader_epoch, fetch_only_from_leader=only_leader
                 )
                 fetch_offset = self._start.get(req.tp)
                 if fetch_offset is None:
@@ -197,7 +207,8 @@ class ReplicaManager:
         self.leader_quota = ReplicationQuota()
         """The leader's replication throttle (leader.replication.throttled.rate, throttle.py)."""
         self.fetcher_manager = ReplicaFetcherManager(
-            fetcher_settings, self.partitions.get, stats=self.metrics.topics)
+            fetcher_settings, self.partitions.get, stats=self.metrics.topics,
+            on_append=self.delayed_fetch.check_and_complete)
         """Replica fetchers for the partitions this broker follows (and the follower's throttle)."""
         self._record_checker = RecordChecker()
         self.alter_log_dirs_manager = ReplicaAlterLogDirsManager(log_manager.replace_current_with_future_log)
@@ -456,10 +467,12 @@ class ReplicaManager:
         required_acks: int,
         timeout_ms: int,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        appended: Callable[[], None] | None = None,
     ) -> dict[TopicPartition, ProduceResult]:
         """Kafka's appendRecords: check each leader partition's records (the record checker, off
         the loop when large), append them, and for acks=all wait until the HW covers them. A
-        coordinator's records (transaction markers, built here) are checked by the log."""
+        coordinator's records (transaction markers, built here) are checked by the log.
+        `appended` is called when the appends are done and the wait for the replicas begins."""
         if origin is AppendOrigin.COORDINATOR:
             results = await self.append_local(entries, required_acks, origin)
         else:
@@ -484,6 +497,8 @@ class ReplicaManager:
         def acks_done() -> bool:
             return all(self._acks_status(tp, *want)[0] for tp, want in pending.items())
 
+        if appended is not None:
+            appended()
         await self.delayed_produce.wait(pending.keys(), acks_done, timeout_ms / 1000)
         for tp, want in pending.items():
             done, error = self._acks_status(tp, *want)
@@ -535,27 +550,37 @@ class ReplicaManager:
         *,
         fetch_only_from_leader: bool = True,
         replica_id: int = -1,
+        chain_reports: bool = True,
     ) -> list[FetchResult]:
         """Read each partition in order; the response budget is max_bytes, but the first
         non-empty partition always returns at least one batch (KIP-74). A follower's read
         (replica_id >= 0) also records its fetch state on the leader partition, and gets no records
         for a partition throttled on the leader side while it is outside the ISR and the leader's
-        throttle is exceeded (Kafka's shouldLeaderThrottle: throttle.py)."""
+        throttle is exceeded (Kafka's shouldLeaderThrottle: throttle.py). `chain_reports`: apply
+        the chain reports the requests carry (once per request: on the read that ends a long
+        poll, their ages would date them later than they are)."""
         results: list[FetchResult] = []
         remaining = max_bytes
         min_one = True
         for req in requests:
             try:
                 partition = self.get_partition(req.tp)
+                chain = replica_id >= 0 and not partition.is_leader
+                if chain:  # a chain successor fetching from this follower
+                    partition.check_serves_chain(BrokerId(replica_id), req.current_leader_epoch)
                 read = partition.read_records(
                     req.fetch_offset,
                     max(0, min(req.max_bytes, remaining)),
                     isolation,
                     current_leader_epoch=req.current_leader_epoch,
-                    fetch_only_from_leader=fetch_only_from_leader,
+                    fetch_only_from_leader=fetch_only_from_leader and not chain,
                     min_one_message=min_one,
                 )
-                if replica_id >= 0:
+                if chain:
+                    partition.update_chain_successor_fetch_state(
+                        BrokerId(replica_id), req.fetch_offset, clock.now_ms(), req.chain_reports if chain_reports else ()
+                    )
+                elif replica_id >= 0:
                     now = clock.now_ms()
                     if self._leader_throttled(partition, replica_id, now):
                         read = replace(read, info=None)
@@ -564,6 +589,8 @@ class ReplicaManager:
                     partition.update_follower_fetch_state(
                         BrokerId(replica_id), req.fetch_offset, now, read.log_end_offset
                     )
+                    if req.chain_reports and chain_reports:
+                        partition.update_chain_fetch_states(BrokerId(replica_id), req.chain_reports, now)
                 size = read.info.size if read.info is not None else 0
                 if size:
                     remaining -= size
@@ -619,11 +646,12 @@ class ReplicaManager:
 
         throttled_now = None if replica_id < 0 else lambda p: self._leader_throttled(p, replica_id, clock.now_ms())
         delayed = DelayedFetch(
-            self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader, throttled_now
+            self.partitions.get, requests, isolation, min_bytes, fetch_only_from_leader, throttled_now, replica_id
         )
         await self.delayed_fetch.wait([r.tp for r in requests], delayed.try_complete, max_wait_ms / 1000)
         return self._count_fetch(self.read_local(
-            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id
+            requests, isolation, max_bytes, fetch_only_from_leader=fetch_only_from_leader, replica_id=replica_id,
+            chain_reports=False,
         ), replica_id)
 
     def _count_fetch(self, results: list[FetchResult], replica_id: int) -> list[FetchResult]:

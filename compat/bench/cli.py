@@ -15,7 +15,10 @@ run), each with the broker's CPU seconds (user + system, from /proc) per GB of r
 linger.ms=0), the same produce/consume with librdkafka, 50 librdkafka connections, and produce
 throughput and RSS at 100 and 1,000 partitions. Then a three-broker cluster (RF=3,
 min.insync.replicas=2, acks=all; CPU per GB summed over the three brokers; Samsa's ZooKeeper is
-not counted, Kafka's nodes are combined broker and controller). Medians with min and max go to docs/benchmarks.md (between the
+not counted, Kafka's nodes are combined broker and controller); on Samsa's cluster also star
+versus chain replication (replication.pipeline.enable) on a topic led by broker 1: RF=3 acks=all
+throughput and latency, the leader's CPU per GB and its replication bytes sent per byte produced
+(about 2 star, 1 chain). Medians with min and max go to docs/benchmarks.md (between the
 generated-section markers; the rest of the file is kept), the chart to docs/benchmarks.png, every
 sample to compat/target/bench-results.json. Progress goes to stderr.
 """
@@ -42,6 +45,7 @@ from compat.bench import loads, report
 from compat.bench.targets import (
     BenchTls,
     KafkaTarget,
+    SamsaClusterTarget,
     SamsaTarget,
     Target,
     compile_sources,
@@ -344,10 +348,44 @@ class Run:
             self.step(
                 name, f"RF=3 acks=all latency at {p.latency_rate} records/s", latency
             )
+            if isinstance(target, SamsaClusterTarget):
+                for mode in ("star", "chain"):
+                    self.step(name, f"RF=3 acks=all, {mode} replication (replicas 1, 2, 3)",
+                              lambda mode=mode: self.pipeline(name, r, target, mode))  # type: ignore[misc]
             rss = [rss_bytes(pid) / 2**20 for pid in target.pids()]
             self.add(name, "rf3_rss", max(rss), r)
         finally:
             target.close()
+
+    def pipeline(self, name: str, r: int, target: SamsaClusterTarget, mode: str) -> None:
+        """Star versus chain replication (replication.pipeline.enable) on a topic whose leader is
+        broker 1: throughput, the leader's CPU per GB and replication bytes sent per byte
+        produced, and latency at a fixed rate."""
+        p = self.params
+        bs = target.bootstrap_servers
+        config = {"replication.pipeline.enable": "true"} if mode == "chain" else {}
+        topic, lat_topic = f"r3{mode}", f"r3{mode}lat"
+        for t in (topic, lat_topic):
+            create_topic(bs, t, assignment=[[1, 2, 3]], config=config)
+        deadline = time.monotonic() + 30  # until the chain has formed: the middle follower serves the tail
+        while True:
+            middle = target.replication_bytes_out(2)
+            loads.producer_perf(bs, topic, 1000, p.size, "all")
+            time.sleep(0.5)
+            if mode == "star" or target.replication_bytes_out(2) > middle or time.monotonic() > deadline:
+                break
+        before = target.replication_bytes_out(1)
+        res, cpu = cpu_per_gb([target.pid_of(1)], p.records * p.size, lambda: loads.producer_perf(
+            bs, topic, p.records, p.size, "all"))  # fmt: skip
+        time.sleep(1.0)  # the followers' last fetches
+        sent = target.replication_bytes_out(1) - before
+        self.add(name, f"rf3_{mode}_produce_mbs", res.mb_per_s, r)
+        self.add(name, f"cpu_rf3_{mode}_leader", cpu, r)
+        self.add(name, f"rf3_{mode}_leader_sent", sent / (p.records * p.size), r)
+        res = loads.producer_perf(bs, lat_topic, p.latency_records, p.size, "all", throughput=p.latency_rate,
+                                  linger_ms=0, warmup=p.latency_rate)  # fmt: skip
+        for q in ("p50", "p99"):
+            self.add(name, f"rf3_{mode}_latency_{q}", res.latency_ms[q], r)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -411,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         params.repeat
         * len(names)
         * ((12 + len(params.partitions)) * single + 3 * cluster)
+        + params.repeat * 2 * cluster * ("samsa" in names)
     )
     run.progress(f"params: {asdict(params)}")
     compile_sources(ROOT)

@@ -122,6 +122,16 @@ METRICS: dict[str, Metric] = {
         "RSS with 1,000 partitions, after produce", "MiB", False, "memory"
     ),
     "rf3_rss": M("RF=3: largest broker RSS after the runs", "MiB", False, "memory"),
+    "rf3_star_produce_mbs": M("RF=3 acks=all, star replication, leader 1 (ProducerPerformance)", "MB/s", True, ""),
+    "rf3_chain_produce_mbs": M("RF=3 acks=all, chain replication, leader 1 (ProducerPerformance)", "MB/s", True, ""),
+    "cpu_rf3_star_leader": M("RF=3 acks=all, star: the leader's CPU per GB produced", "s/GB", False, ""),
+    "cpu_rf3_chain_leader": M("RF=3 acks=all, chain: the leader's CPU per GB produced", "s/GB", False, ""),
+    "rf3_star_leader_sent": M("RF=3 star: leader's replication bytes sent per byte produced", "x", False, ""),
+    "rf3_chain_leader_sent": M("RF=3 chain: leader's replication bytes sent per byte produced", "x", False, ""),
+    "rf3_star_latency_p50": M("RF=3 acks=all, star: latency p50 at 1,000 records/s", "ms", False, ""),
+    "rf3_star_latency_p99": M("RF=3 acks=all, star: latency p99 at 1,000 records/s", "ms", False, ""),
+    "rf3_chain_latency_p50": M("RF=3 acks=all, chain: latency p50 at 1,000 records/s", "ms", False, ""),
+    "rf3_chain_latency_p99": M("RF=3 acks=all, chain: latency p99 at 1,000 records/s", "ms", False, ""),
 }
 
 
@@ -130,7 +140,7 @@ def fmt(v: float, unit: str) -> str:
         return f"{v:,.0f}"
     if unit == "s":
         return f"{v:.3f}"
-    if unit == "s/GB":
+    if unit in ("s/GB", "x"):
         return f"{v:.2f}"
     if unit == "ms":
         return f"{v:.0f}" if v >= 10 else f"{v:.1f}"

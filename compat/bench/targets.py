@@ -91,12 +91,17 @@ def create_topic(
     partitions: int = 1,
     replication: int = 1,
     timeout: float = 120.0,
+    *,
+    assignment: list[list[int]] | None = None,
+    config: dict[str, str] | None = None,
 ) -> None:
-    """Create a topic and wait until every partition has a leader in Metadata."""
+    """Create a topic (with `assignment`, its replica lists, instead of a partition count and
+    replication factor) and wait until every partition has a leader in Metadata."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=replication)]
-    ).values():
+    topic = (NewTopic(name, len(assignment), replica_assignment=assignment, config=config or {})
+             if assignment is not None else
+             NewTopic(name, num_partitions=partitions, replication_factor=replication, config=config or {}))
+    for f in admin.create_topics([topic]).values():
         f.result(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -253,7 +258,7 @@ class SamsaClusterTarget:
             brokers,
             overrides={**BENCH_SETTINGS, **CLUSTER_SETTINGS, **(overrides or {})},
             log_level="WARNING",
-            metrics=METRICS_SCRAPE_S is not None,
+            metrics=True,  # read at the start and end of the chain runs; scraped only with --metrics
             proxied=False,  # Kafka's nodes talk directly too: no proxy in each replication round trip
         )
         self.scraper: Scraper | None = None
@@ -275,6 +280,20 @@ class SamsaClusterTarget:
             for slot in self.cluster.brokers.values()
             if slot.process.proc is not None
         ]
+
+    def pid_of(self, broker_id: int) -> int:
+        proc = self.cluster.brokers[broker_id].process.proc
+        assert proc is not None
+        return proc.pid
+
+    def replication_bytes_out(self, broker_id: int) -> int:
+        """The broker's ReplicationBytesOut (bytes its followers fetched from it), from /metrics."""
+        port = self.cluster.brokers[broker_id].metrics_port
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        for line in text.splitlines():
+            if line.startswith("kafka_server_brokertopicmetrics_replicationbytesout"):
+                return int(float(line.split()[-1]))
+        raise RuntimeError("no replicationbytesout metric")
 
     def server_pids(self) -> list[int]:
         """The brokers and their ZooKeeper."""

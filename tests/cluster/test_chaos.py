@@ -39,6 +39,9 @@ group's final committed offsets are the highest ones it committed.
 
     CHAOS_SEED=20261122 CHAOS_ROUNDS=8 .venv/bin/python -m pytest tests/cluster/test_chaos.py -s
 
+The `chain` variant runs the same with pipelined replication on for both topics
+(replication.pipeline.enable=true: broker/replication/chain.py), for CHAOS_CHAIN_ROUNDS rounds (4).
+
 The `sasl_ssl` variant runs the same with the brokers' inter-broker listener over SASL_SSL (PLAIN,
 PEM stores made at test time), for CHAOS_SECURED_ROUNDS rounds (2): replication and its
 reconnections after every fault go through TLS and SASL.
@@ -50,6 +53,7 @@ import itertools
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -79,6 +83,7 @@ LAG_MS = 3000
 SEED = int(os.environ.get("CHAOS_SEED", "20261122"))
 ROUNDS = int(os.environ.get("CHAOS_ROUNDS", "8"))
 SECURED_ROUNDS = int(os.environ.get("CHAOS_SECURED_ROUNDS", "2"))
+CHAIN_ROUNDS = int(os.environ.get("CHAOS_CHAIN_ROUNDS", "4"))
 KINDS = ("kill_leader", "kill_follower", "pause_follower", "partition", "zk_expire", "zk_stop", "restart",
          "kill_txn_coordinator")  # fmt: skip
 TXN_TOPIC = "chaos-txn"
@@ -104,7 +109,7 @@ def _sasl_ssl_inter_broker(directory: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(params=["plaintext", "sasl_ssl"])
+@pytest.fixture(params=["plaintext", "sasl_ssl", "chain"])
 def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SamsaCluster]:
     overrides = {
         "min.insync.replicas": "2",
@@ -497,12 +502,14 @@ def plan(rng: random.Random, rounds: int) -> list[str]:
 
 def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: Path,
                                                request: pytest.FixtureRequest) -> None:
-    rounds = SECURED_ROUNDS if request.node.callspec.params["cluster"] == "sasl_ssl" else ROUNDS
+    variant = request.node.callspec.params["cluster"]
+    rounds = {"sasl_ssl": SECURED_ROUNDS, "chain": CHAIN_ROUNDS}.get(variant, ROUNDS)
     started = time.monotonic()
     rng = random.Random(SEED)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(30)
-    admin.create_topics([NewTopic(TXN_TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TXN_TOPIC].result(30)
+    config = {"min.insync.replicas": "2", **({"replication.pipeline.enable": "true"} if variant == "chain" else {})}
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config=config)])[TOPIC].result(30)
+    admin.create_topics([NewTopic(TXN_TOPIC, PARTITIONS, 3, config=config)])[TXN_TOPIC].result(30)
     cluster.wait_for(lambda: len(partition_views(cluster)[TOPIC]) == PARTITIONS, 30, "topic created")
 
     bootstrap = cluster.bootstrap_servers  # every broker: clients survive any one being down
@@ -672,6 +679,11 @@ def test_chaos_keeps_every_acknowledged_record(cluster: SamsaCluster, tmp_path: 
     final = group_committed(cluster)
     assert final == {q: group.committed[q] for q in range(PARTITIONS)} == {q: len(log[q]) for q in range(PARTITIONS)}
     check_transactions(txns, read_committed_txns(cluster))
+    if variant == "chain":  # the chain was used: some follower fetched the chaos topic from another follower
+        chained = [m for i in cluster.brokers for m in re.finditer(
+            r"follower assigned topic=chaos partition=\d+ leader=(\d+) leader_epoch=\d+ fetcher=(\d+)/",
+            cluster.process(i).read_log()) if m[1] != m[2]]  # fmt: skip
+        assert chained, "no follower ever fetched from its chain predecessor"
 
     acked = len(ck.records) + len(kp.records) + len(jv.records)
     moved = sum(1 for a, b in itertools.pairwise(coordinators) if a != b)

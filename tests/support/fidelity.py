@@ -20,11 +20,11 @@ from kio.schema.create_topics.v7.request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from protocol.records import HEADER_SIZE, BatchHeader, NewRecord, build_batch
+from protocol.schemas.fetch_v12_chain import FetchPartition, FetchRequest, FetchTopic
 from tests.support.raw_client import RawClient
 from tests.support.wire import produce
 
@@ -108,8 +108,10 @@ def fetch(
     max_wait_ms: int = 0,
     partition_max_bytes: int = 1 << 20,
     isolation_level: int = 0,
+    chain_reports: bytes | None = None,
 ) -> FetchAnswer:
-    """Fetch v12 of (topic, partition, offset)s, timed."""
+    """Fetch v12 of (topic, partition, offset)s, timed; `chain_reports`: Samsa's tagged field on
+    each partition (kio's v12 bytes without it)."""
     topics: dict[str, list[FetchPartition]] = {}
     for topic, partition, offset in parts:
         topics.setdefault(topic, []).append(
@@ -120,6 +122,7 @@ def fetch(
                 last_fetched_epoch=i32(-1),
                 log_start_offset=i64(-1),
                 partition_max_bytes=i32(partition_max_bytes),
+                chain_reports=chain_reports,
             )
         )
     request = FetchRequest(

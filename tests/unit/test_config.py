@@ -134,7 +134,7 @@ def test_table_defaults_match_logconfig_defaults() -> None:
 TOPIC_ONLY = {
     "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
     "remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable",
-    "internal.segment.bytes",
+    "internal.segment.bytes", "replication.pipeline.enable",
 }
 """Topic configs Kafka gives no broker default (no ServerTopicConfigSynonyms entry)."""
 
