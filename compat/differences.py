@@ -195,11 +195,8 @@ GAPS: list[tuple[str, str]] = [
         "KIP-848 online migration",
         "group.consumer.migration.policy is not served: a classic JoinGroup on a consumer-protocol group "
         "with members gets INCONSISTENT_GROUP_PROTOCOL and a consumer heartbeat on a classic group with "
-        "members GROUP_ID_NOT_FOUND (Kafka converts non-empty groups online); empty groups change type.",
-    ),
-    (
-        "KIP-848 rack-aware assignment",
-        "members' rack ids are kept and described but the uniform and range assignors do not use them.",
+        "members GROUP_ID_NOT_FOUND (Kafka converts non-empty groups of the consumer protocol type online; "
+        "it refuses others with the same error and message as Samsa); empty groups change type.",
     ),
     (
         "KIP-848 regular expressions",

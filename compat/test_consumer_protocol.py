@@ -7,6 +7,7 @@
   broker evaluates it) resumes at the committed offsets; the AdminClient describes and lists.
 - confluent-kafka (librdkafka) with group.protocol=consumer: the same rebalances and resume.
 - Bad input as raw requests: Kafka's validation messages, FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID,
+  a consumer heartbeat on a classic group Kafka does not convert (another protocol type),
   static members (UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, the -2 temporary leave),
   UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, OffsetCommit/OffsetFetch v9 member epochs
   (STALE_MEMBER_EPOCH) and ConsumerGroupDescribe of a classic group.
@@ -16,6 +17,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 import time
 import uuid
@@ -24,6 +26,8 @@ from typing import Any
 import pytest
 from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
 from kio.schema.offset_commit.v8.request import OffsetCommitRequest as OffsetCommitRequestV8
 from kio.schema.offset_commit.v8.request import OffsetCommitRequestPartition as PartitionV8
 from kio.schema.offset_commit.v8.request import OffsetCommitRequestTopic as TopicV8
@@ -37,13 +41,19 @@ from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.schema.txn_offset_commit.v5.request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from compat.jvm import CLIENT_CLASSPATHS, run_main, run_tool
 from compat.test_cli_tools import _norm
 from protocol.errors import ErrorCode
 from tests.support import fidelity
+from tests.support import txn_requests as txn
 from tests.support.consumer_protocol import GROUP, describe, heartbeat, join
 from tests.support.raw_client import RawClient
 
@@ -214,6 +224,20 @@ def _fetch(client: RawClient, member_id: str | None, epoch: int) -> str:
     return ErrorCode(answer.groups[0].error_code).name
 
 
+TXN_ID = "raw-kip848-txn"
+
+
+def _txn_commit(client: RawClient, pid: int, epoch: int, member_id: str = "", generation: int = -1) -> str:
+    """TxnOffsetCommit v5 (transactions v2: no AddOffsetsToTxn first) to GROUP."""
+    answer = txn.retry(lambda: client.request(TxnOffsetCommitRequest(
+        transactional_id=TransactionalId(TXN_ID), group_id=GroupId(GROUP), producer_id=ProducerId(pid),
+        producer_epoch=i16(epoch), generation_id=i32(generation), member_id=member_id,
+        topics=(TxnOffsetCommitRequestTopic(name=TopicName(TOPIC), partitions=(
+            TxnOffsetCommitRequestPartition(partition_index=i32(1), committed_offset=i64(1), committed_metadata=""),)),),
+    )), lambda r: r.topics[0].partitions[0].error_code)  # fmt: skip
+    return ErrorCode(answer.topics[0].partitions[0].error_code).name
+
+
 def _bad_input(target: Any) -> list[dict[str, Any]]:
     port = int(target.bootstrap_servers.rsplit(":", 1)[1])
     obs: list[dict[str, Any]] = []
@@ -249,6 +273,15 @@ def _bad_input(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "fetch-unknown-member", "error": _fetch(client, m2, 1)})
         obs.append({"step": "fetch", "error": _fetch(client, m1, 1)})
         obs.append({"step": "fetch-admin", "error": _fetch(client, None, -1)})
+        # a transactional producer commits to the non-empty group: without member information
+        # (sendOffsetsToTransaction with only the group id) it may; with them they are checked
+        txn.find_coordinator(client, TXN_ID)
+        pid, producer_epoch = txn.init(client, TXN_ID)
+        obs.append({"step": "txn-commit-no-member", "error": _txn_commit(client, pid, producer_epoch)})
+        obs.append({"step": "txn-commit-stale-epoch", "error": _txn_commit(client, pid, producer_epoch, m1, 0)})
+        obs.append({"step": "txn-commit-unknown-member", "error": _txn_commit(client, pid, producer_epoch, m2, 1)})
+        obs.append({"step": "txn-commit", "error": _txn_commit(client, pid, producer_epoch, m1, 1)})
+        obs.append({"step": "txn-abort", "error": txn.end(client, TXN_ID, pid, producer_epoch, False, version=5)[0].name})
         described = describe(client, GROUP)
         obs.append({"step": "describe", **described, "members": [e for _, e in described["members"]]})
         obs.append(_obs("static-join", join(client, m2, instance_id="i1", topics=(TOPIC,))))
@@ -262,7 +295,44 @@ def _bad_input(target: Any) -> list[dict[str, Any]]:
         described = describe(client, GROUP)
         obs.append({"step": "describe-empty", **described})
         obs.append({"step": "describe-unknown", **describe(client, "raw-kip848-nobody")})
+        # a classic group of another protocol type: Kafka's default migration policy does not
+        # convert it either, and says why
+        other = "raw-kip848-connect"
+        obs.append({"step": "classic-join", "error": _classic_join(client, other)})
+        obs.append(_obs("consumer-join-classic", join(client, m1, group=other, topics=(TOPIC,)), message=True))
+        obs.append(_obs("consumer-heartbeat-classic", heartbeat(client, m1, 1, group=other), message=True))
+        # LeaveGroup on a consumer group of its own (an admin's removeMembersFromConsumerGroup):
+        # members are fenced whatever their protocol, each identity answered
+        leaving = "raw-kip848-leave"
+        m4, m5 = (uuid.uuid4().hex[:22] for _ in range(2))
+        obs.append(_obs("leave-group-join-dynamic", join(client, m4, group=leaving, topics=(TOPIC,))))
+        obs.append(_obs("leave-group-join-static", join(client, m5, group=leaving, instance_id="i5", topics=(TOPIC,))))
+        identities = ((m4, None), (m2, None), (m2, "i5"), ("", "i5"), ("", "i9"))
+        obs.append({"step": "leave-group", "errors": _leave_group(client, leaving, identities)})
+        described = describe(client, leaving)
+        obs.append({"step": "describe-after-leave-group", **described})
+        obs.append(_obs("heartbeat-after-leave-group", heartbeat(client, m4, 1, group=leaving)))
     return obs
+
+
+def _leave_group(client: RawClient, group: str, identities: tuple[tuple[str, str | None], ...]) -> list[str]:
+    answer = client.request(LeaveGroupRequest(group_id=GroupId(group), members=tuple(
+        MemberIdentity(member_id=m, group_instance_id=i, reason="compat") for m, i in identities)))  # fmt: skip
+    return [ErrorCode(answer.error_code).name] + [ErrorCode(m.error_code).name for m in answer.members]
+
+
+def _classic_join(client: RawClient, group: str) -> str:
+    """A classic member of protocol type "connect" joins `group` (v9: the member id round first)."""
+    def request(member_id: str) -> Any:
+        return client.request(JoinGroupRequest(
+            group_id=GroupId(group), session_timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+            rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)), member_id=member_id,
+            group_instance_id=None, protocol_type="connect",
+            protocols=(JoinGroupRequestProtocol(name="sessioned", metadata=b"\x00"),), reason=None,
+        ))  # fmt: skip
+
+    first = request("")
+    return ErrorCode(request(first.member_id).error_code).name
 
 
 @pytest.mark.compat(client="raw protocol", scenario="KIP-848 bad input: validation, epochs, static members, offsets")
@@ -271,8 +341,20 @@ def test_consumer_protocol_bad_input(differential: Any) -> None:
     assert obs["greater-epoch"]["error"] == "fenced_member_epoch"
     assert obs["unknown-member"]["error"] == "unknown_member_id"
     assert obs["commit-stale-epoch"]["error"] == "stale_member_epoch"
+    assert obs["txn-commit-no-member"]["error"] == "none"
+    assert obs["txn-commit-unknown-member"]["error"] == "unknown_member_id"
+    assert obs["txn-commit-stale-epoch"]["error"] == "illegal_generation"
+    assert obs["leave-group"]["errors"] == [
+        "none", "none", "unknown_member_id", "fenced_instance_id", "none", "unknown_member_id"]
+    assert obs["describe-after-leave-group"]["members"] == []
     assert obs["static-join-unreleased"]["error"] == "unreleased_instance_id"
     assert obs["static-fenced"]["error"] == "fenced_instance_id"
+    assert obs["classic-join"]["error"] == "none"
+    assert obs["consumer-join-classic"] == {
+        "step": "consumer-join-classic", "error": "group_id_not_found",
+        "message": "Cannot upgrade classic group raw-kip848-connect to consumer group because the group does not "
+                   "use the consumer embedded protocol.",
+    }  # fmt: skip
 
 
 # -- kafka-consumer-groups.sh -----------------------------------------------------------------------
@@ -329,7 +411,7 @@ def test_records_read_by_kafka() -> None:
     """consumer_records.py's bytes, parsed by the generated record classes of Kafka 4.3.1's
     group-coordinator jar: every field read back, no byte left over."""
     from broker.coordinator import consumer_records as rec
-    from broker.coordinator.consumer_group import MemberState
+    from broker.coordinator.consumer_group import ClassicMemberMetadata, MemberState
 
     t = uuid.UUID(int=5)
     records = {
@@ -338,6 +420,9 @@ def test_records_read_by_kafka() -> None:
         "ConsumerGroupMetadataValue": rec.group_epoch_value(7),
         "ConsumerGroupMemberMetadataValue": rec.member_metadata_value(
             rec.MemberMetadataValue("i1", None, "cid", "/h", ("a", "b"), "re.*", 30000, "range")),
+        "ConsumerGroupMemberMetadataValue#classic": rec.member_metadata_value(  # a classic member (online migration)
+            rec.MemberMetadataValue("i1", None, "cid", "/h", ("a",), None, 30000, None,
+                                    ClassicMemberMetadata(45000, (("range", b"\x00\x03"), ("cooperative-sticky", b""))))),
         "ConsumerGroupTargetAssignmentMetadataValue": rec.target_metadata_value(rec.TargetMetadataValue(3, 1_700_000_000_000)),
         "ConsumerGroupTargetAssignmentMemberValue": rec.target_member_value({t: frozenset({0, 2})}),
         "ConsumerGroupCurrentMemberAssignmentValue": rec.current_assignment_value(rec.CurrentAssignmentValue(
@@ -350,9 +435,13 @@ def test_records_read_by_kafka() -> None:
     assert got["ConsumerGroupMetadataKey"]["version"] == 3
     assert got["ConsumerGroupMemberMetadataKey"]["read"] == "ConsumerGroupMemberMetadataKey(groupId='g', memberId='m')"
     assert got["ConsumerGroupMetadataValue"]["read"] == "ConsumerGroupMetadataValue(epoch=7, metadataHash=0)"
-    assert got["ConsumerGroupMemberMetadataValue"]["read"].startswith(
+    assert got["ConsumerGroupMemberMetadataValue"]["read"] == (
         "ConsumerGroupMemberMetadataValue(instanceId='i1', rackId=null, clientId='cid', clientHost='/h', "
-        "subscribedTopicNames=[a, b], subscribedTopicRegex='re.*', rebalanceTimeoutMs=30000, serverAssignor='range'")
+        "subscribedTopicNames=[a, b], subscribedTopicRegex='re.*', rebalanceTimeoutMs=30000, serverAssignor='range', "
+        "classicMemberMetadata=null)")  # a consumer-protocol member: null, not missing (Kafka reads that as classic)
+    assert got["ConsumerGroupMemberMetadataValue#classic"]["read"].endswith(
+        "classicMemberMetadata=ClassicMemberMetadata(sessionTimeoutMs=45000, supportedProtocols=["
+        "ClassicProtocol(name='range', metadata=[0, 3]), ClassicProtocol(name='cooperative-sticky', metadata=[])]))")
     assert got["ConsumerGroupTargetAssignmentMetadataValue"]["read"] == (
         "ConsumerGroupTargetAssignmentMetadataValue(assignmentEpoch=3, assignmentTimestamp=1700000000000)")
     assert got["ConsumerGroupTargetAssignmentMemberValue"]["read"] == (

@@ -10,6 +10,10 @@ target assignment.
   allow and keeps each member's current target partitions where balance permits (sticky), like
   Kafka's UniformAssignor; when several balanced, sticky answers exist, which member gets which
   of the moved partitions may differ from Kafka's.
+
+Neither reads racks: Kafka 4.3.1's server assignors are not rack-aware (the racks of the
+partitions' replicas only enter its topic metadata hash: consumer_groups.py bumps the group epoch
+when they change), so a member's `client.rack` does not change its assignment, as on Kafka.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ and rebalance timers, is `consumer_groups.py`.
 
 Three epochs: the group epoch is bumped whenever what the assignment depends on changes (a member
 joins, leaves or is fenced, a subscription changes, a subscribed topic is created, deleted or gets
-partitions); the target assignment epoch is the group epoch the target assignment was last
-computed at; each member's epoch is the target assignment epoch it has reconciled to.
+partitions, the racks of a subscribed partition's replicas change); the target assignment epoch
+is the group epoch the target assignment was last computed at; each member's epoch is the target
+assignment epoch it has reconciled to.
 
 Group states (`ConsumerGroupState`, computed, as Kafka's ConsumerGroup.maybeUpdateGroupState):
 
@@ -70,6 +71,16 @@ class MemberState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member that uses the classic protocol in a consumer group joined with (KIP-848
+    online migration; Kafka's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+    """(protocol name, ConsumerProtocolSubscription bytes) in the member's order of preference."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     """One member (a value: every change makes a new one with `dataclasses.replace`)."""
 
@@ -87,6 +98,8 @@ class ConsumerGroupMember:
     previous_member_epoch: int = 0
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None
+    """Set when the member uses the classic protocol (JoinGroup/SyncGroup/Heartbeat)."""
 
     def with_epochs(self, epoch: int) -> ConsumerGroupMember:
         """Kafka's Builder.updateMemberEpoch: the previous epoch is the current one."""
@@ -194,6 +207,9 @@ class ConsumerGroup:
     """Subscribed topic name -> (topic id, partition count) when the group epoch was last bumped."""
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
     """Each member's regular expression -> the topics it matched at the last group epoch bump."""
+    partition_racks: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    """Subscribed topic name -> each partition's replica racks (sorted) at the last group epoch
+    bump: part of what Kafka's topic metadata hash covers, so a rack change bumps the epoch."""
     assignor: str = ""
     """The server assignor the target assignment was last computed with."""
     assignment_timestamp_ms: int = 0

@@ -7,7 +7,8 @@ until its session expires or it rejoins with the same instance id). Each heartbe
 
 1. applies the member's changed fields; a new group first moves to epoch 1, then a changed
    subscription (topic names), or a change of what the members' regular expressions match or of
-   the subscribed topics' partitions in the cluster, bumps the group epoch (Kafka 4.3's counts);
+   the subscribed topics' partitions in the cluster (their count, or the racks of their replicas'
+   brokers: what Kafka's topic metadata hash covers) bumps the group epoch (Kafka 4.3's counts);
 2. if the group epoch is ahead of the target assignment epoch and the last target is at least
    `group.consumer.assignment.interval.ms` old (KIP-1263), computes the target assignment of
    every member with the group's server assignor (the one most members ask for, else the first
@@ -18,9 +19,9 @@ until its session expires or it rejoins with the same instance id). Each heartbe
 A member is fenced (removed; the group epoch bumped) when its session
 (`group.consumer.session.timeout.ms`) expires, or when it has not revoked partitions within its
 rebalance timeout. A group id is one type or the other: a consumer heartbeat on a classic group
-with members gets GROUP_ID_NOT_FOUND, a JoinGroup on a consumer group with members gets
-INCONSISTENT_GROUP_PROTOCOL (Kafka converts such groups online; Samsa does not yet); an empty
-group of one type becomes the other on its first join.
+with members gets GROUP_ID_NOT_FOUND (Kafka's message where it refuses to convert it too), a
+JoinGroup on a consumer group with members INCONSISTENT_GROUP_PROTOCOL (Kafka converts such groups
+online; Samsa does not yet, see migration.py); an empty group changes type on its first join.
 
 Every change is written to the group's __consumer_offsets partition as Kafka's records
 (consumer_records.py: the group epoch, each member's metadata, target and current assignment, the
@@ -38,7 +39,7 @@ import base64
 import dataclasses
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -59,6 +60,8 @@ from broker.coordinator.consumer_group import (
     reconcile,
 )
 from broker.coordinator.group import ClassicGroup, GroupState
+from broker.coordinator.migration import MigrationPolicy, upgrade_refusal
+from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord
 
@@ -155,6 +158,7 @@ class ConsumerGroups:
         self._assignors = [assignor_name(a) for a in config.group_consumer_assignors]
         self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._racks = ReplicaRacks()
 
     @property
     def assignors(self) -> list[str]:
@@ -292,6 +296,7 @@ class ConsumerGroups:
                     client_host=value.client_host, rebalance_timeout_ms=value.rebalance_timeout_ms,
                     subscribed_topic_names=value.subscribed_topic_names,
                     subscribed_topic_regex=value.subscribed_topic_regex, server_assignor=value.server_assignor,
+                    classic=value.classic,
                 )  # fmt: skip
                 if isinstance(current, rec.CurrentAssignmentValue):
                     member = dataclasses.replace(
@@ -319,7 +324,9 @@ class ConsumerGroups:
         if holder is not None and holder.consumer is not None:
             return holder, holder.consumer
         if holder is not None and (holder.members or not holder.is_in(GroupState.EMPTY)):
-            raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+            refusal = upgrade_refusal(MigrationPolicy.BIDIRECTIONAL, holder, self._config.group_consumer_max_size)
+            message = (create and refusal) or f"Group {group_id} is not a consumer group."
+            raise HeartbeatError(ErrorCode.group_id_not_found, message)
         if not create:
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         if holder is None:
@@ -467,7 +474,8 @@ class ConsumerGroups:
 
     def _refresh_subscriptions(self, group: ConsumerGroup, image: ClusterImage) -> bool:
         """Resolve the members' regular expressions and the subscribed topics' partition counts
-        against the cluster; True when they changed since the last group epoch bump."""
+        and replica racks against the cluster (what Kafka's topic metadata hash covers); True when
+        they changed since the last group epoch bump."""
         regexes: dict[str, frozenset[str]] = {}
         names: set[str] = set()
         for m in group.members.values():
@@ -485,9 +493,12 @@ class ConsumerGroups:
             for name in names
             if (topic := image.topics.get(name)) is not None
         }
-        changed = metadata != group.subscription_metadata or regexes != group.resolved_regexes
+        racks = {name: self._racks.of(image, name) for name in metadata}
+        before = (group.subscription_metadata, group.resolved_regexes, group.partition_racks)
+        changed = (metadata, regexes, racks) != before
         group.subscription_metadata = metadata
         group.resolved_regexes = regexes
+        group.partition_racks = racks
         return changed
 
     def _subscribed_ids(self, group: ConsumerGroup, member: ConsumerGroupMember) -> frozenset[uuid.UUID]:
@@ -532,36 +543,6 @@ class ConsumerGroups:
     def assignor_of(self, group: ConsumerGroup) -> str:
         return group.assignor or group.preferred_assignor(self._assignors[0])
 
-    # == offsets (Kafka's ConsumerGroup.validateOffsetCommit / validateOffsetFetch) ================
-
-    @staticmethod
-    def validate_offset_commit(
-        group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int, transactional: bool
-    ) -> ErrorCode:
-        """An admin or unmanaged commit (epoch < 0) only while the group is empty; a member's
-        needs OffsetCommit v9+ and its current epoch (else STALE_MEMBER_EPOCH)."""
-        if member_epoch < 0 and group.is_empty():
-            return ErrorCode.none
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if not transactional and api_version < 9:
-            return ErrorCode.unsupported_version
-        if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
-        return ErrorCode.none
-
-    @staticmethod
-    def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode:
-        if member_id is None and member_epoch < 0:
-            return ErrorCode.none
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
-        return ErrorCode.none
-
     # == leaving and fencing =====================================================================
 
     def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:
@@ -573,7 +554,7 @@ class ConsumerGroups:
                     ErrorCode.unknown_member_id,
                     f"Member {req.member_id} is not a member of group {group.group_id}.",
                 )
-            self._remove(group, req.member_id, "left")
+            self._remove(group, (req.member_id,), "left")
             return response
         member = group.static_member(req.instance_id)
         if member is None:
@@ -592,18 +573,31 @@ class ConsumerGroups:
             log.info("static member left temporarily group=%s member_id=%s instance_id=%s",
                      group.group_id, member.member_id, req.instance_id)  # fmt: skip
             return dataclasses.replace(response, member_id=member.member_id)
-        self._remove(group, member.member_id, "left")
+        self._remove(group, (member.member_id,), "left")
         return response
 
-    def _remove(self, group: ConsumerGroup, member_id: str, reason: str) -> None:
-        group.remove_member(member_id)
-        self._cancel_timers(group.group_id, member_id)
-        self._emit_member_tombstones(group.group_id, member_id)
+    async def fence_members(self, group_id: str, member_ids: Sequence[str], reason: str) -> ErrorCode:
+        """Kafka's consumerGroupFenceMembers for a LeaveGroup: the members go, the group epoch is
+        bumped once, and the records are written before the answer (their error, if any)."""
+        group = self._current(group_id)
+        if group is None or not member_ids:
+            return ErrorCode.none
+        self._out = []
+        self._remove(group, member_ids, reason)
+        records, self._out = self._out, []
+        return await self._append(group_id, records)
+
+    def _remove(self, group: ConsumerGroup, member_ids: Sequence[str], reason: str) -> None:
+        for member_id in member_ids:
+            group.remove_member(member_id)
+            self._cancel_timers(group.group_id, member_id)
+            self._emit_member_tombstones(group.group_id, member_id)
         self._refresh_subscriptions(group, self._image())
         group.group_epoch += 1
         self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
-        log.info("consumer group member removed group=%s member_id=%s reason=%s epoch=%d members=%d",
-                 group.group_id, member_id, reason, group.group_epoch, len(group.members))  # fmt: skip
+        for member_id in member_ids:
+            log.info("consumer group member removed group=%s member_id=%s reason=%s epoch=%d members=%d",
+                     group.group_id, member_id, reason, group.group_epoch, len(group.members))  # fmt: skip
 
     def _current(self, group_id: str) -> ConsumerGroup | None:
         _, part = self._lookup(group_id)
@@ -615,7 +609,7 @@ class ConsumerGroups:
         group = self._current(group_id)
         if group is not None and member_id in group.members:
             self._out = []
-            self._remove(group, member_id, reason)
+            self._remove(group, (member_id,), reason)
             self._flush_later(group_id)
 
     def _rebalance_expired(self, group_id: str, member_id: str, epoch: int) -> None:
@@ -685,4 +679,5 @@ def _check_epoch(member: ConsumerGroupMember, req: HeartbeatRequest) -> None:
 
 def _metadata(m: ConsumerGroupMember) -> rec.MemberMetadataValue:
     return rec.MemberMetadataValue(m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-                                   m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)  # fmt: skip
+                                   m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor,
+                                   m.classic)  # fmt: skip

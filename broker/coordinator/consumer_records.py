@@ -16,7 +16,8 @@ strings); a value opens with an int16 version (0), then its fields in the flexib
             member epoch int32, state int8, assigned [topic id, [int32]], pending revocation (same)
 
 A null value is a tombstone. Samsa writes no metadata hash (Kafka's default 0: Samsa compares the
-subscribed topics themselves) and no classic member metadata (no online migration).
+subscribed topics themselves). The classic member metadata (session timeout int32, supported
+protocols [name string, metadata bytes]) is written for a member that uses the classic protocol.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from broker.coordinator.consumer_group import Assignment, MemberState
+from broker.coordinator.consumer_group import Assignment, ClassicMemberMetadata, MemberState
 from protocol.errors import CorruptRecordError
 
 GROUP_METADATA = 3
@@ -62,6 +63,7 @@ class MemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +144,23 @@ def member_metadata_value(v: MemberMetadataValue) -> bytes:
     _compact_string(out, v.subscribed_topic_regex)
     out += _I32.pack(v.rebalance_timeout_ms)
     _compact_string(out, v.server_assignor)
-    out.append(0)
+    if v.classic is None:
+        # Kafka writes a null classic member metadata as tag 0 holding a 0 marker (its reader
+        # takes a missing tag 0 for an empty, non-null one: a classic member)
+        out += b"\x01\x00\x01\x00"
+        return bytes(out)
+    classic = bytearray(_I32.pack(v.classic.session_timeout_ms))
+    _uvarint(classic, len(v.classic.supported_protocols) + 1)
+    for name, metadata in v.classic.supported_protocols:
+        _compact_string(classic, name)
+        _uvarint(classic, len(metadata) + 1)
+        classic += metadata
+        classic.append(0)  # tagged fields
+    classic.append(0)
+    out += b"\x01\x00"  # one tagged field, tag 0
+    _uvarint(out, len(classic) + 1)
+    out.append(1)  # not null
+    out += classic
     return bytes(out)
 
 
@@ -177,9 +195,10 @@ def current_assignment_value(v: CurrentAssignmentValue) -> bytes:
 class _Reader:
     __slots__ = ("buf", "pos")
 
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: bytes, pos: int = 2) -> None:
+        """`pos`: where to start (2: after a value's version)."""
         self.buf = buf
-        self.pos = 2
+        self.pos = pos
 
     def take(self, n: int) -> bytes:
         end = self.pos + n
@@ -230,6 +249,20 @@ class _Reader:
         return out
 
 
+def _classic_member_metadata(buf: bytes) -> ClassicMemberMetadata | None:
+    r = _Reader(buf, 0)
+    if r.uvarint() == 0:
+        return None
+    session_timeout = r.i32()
+    protocols: list[tuple[str, bytes]] = []
+    for _ in range(max(r.uvarint() - 1, 0)):
+        name = r.string() or ""
+        protocols.append((name, r.take(max(r.uvarint() - 1, 0))))
+        r.tagged()
+    r.tagged()
+    return ClassicMemberMetadata(session_timeout, tuple(protocols))
+
+
 def read_key(buf: bytes) -> ConsumerGroupKey | None:
     """A consumer group record key, or None for another record type."""
     record_type = int(_I16.unpack_from(buf, 0)[0])
@@ -256,9 +289,10 @@ def read_value(record_type: int, buf: bytes | None) -> ConsumerGroupValue | None
         regex = r.string()
         rebalance_timeout = r.i32()
         assignor = r.string()
-        r.tagged()
+        tagged = r.tagged()
+        classic = _classic_member_metadata(tagged[0]) if 0 in tagged else None
         return MemberMetadataValue(instance_id, rack_id, client_id or "", client_host or "", names, regex,
-                                   rebalance_timeout, assignor)  # fmt: skip
+                                   rebalance_timeout, assignor, classic)  # fmt: skip
     if record_type == TARGET_METADATA:
         epoch = r.i32()
         tagged = r.tagged()

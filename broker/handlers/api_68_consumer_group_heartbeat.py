@@ -13,9 +13,10 @@
 # topic name (TOPIC_AUTHORIZATION_FAILED).
 # Each change is written to __consumer_offsets (Kafka's ConsumerGroup* records, acks=-1) before the
 # answer; if it cannot be, the answer is the coordinator error.
-# Not supported: rack-aware assignment (the rack id is kept and described, not used); classic
-# members joining a consumer group (online migration); regular expressions are matched against
-# every topic, not only those the member may describe.
+# The member's rack id is kept and described; as in Kafka 4.3.1 the assignors do not read it, and
+# the racks of the subscribed partitions' replicas count among what bumps the group epoch.
+# Not supported: classic members joining a consumer group (online migration); regular expressions
+# are matched against every topic, not only those the member may describe.
 from __future__ import annotations
 
 import datetime

@@ -16,9 +16,10 @@ from broker.coordinator.consumer_group import ConsumerGroupMember, MemberState, 
 from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatError, HeartbeatRequest
 from broker.coordinator.group import ClassicGroup
 from broker.coordinator.loader import LoadState, decode_chunk
-from controller.model import ClusterImage, PartitionRegistration, TopicRegistration
+from controller.model import BrokerRegistration, ClusterImage, PartitionRegistration, TopicRegistration
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
+from protocol.types import BrokerId, ControllerEpoch
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 
@@ -180,6 +181,38 @@ def test_a_refused_join_creates_no_group() -> None:
         bad = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_regex="(", owned={})
         assert (await groups.heartbeat(bad, "c", "/h")).error == ErrorCode.invalid_regular_expression
         assert "g" not in part.groups
+        groups.close()
+
+    asyncio.run(run())
+
+
+def test_a_change_of_replica_racks_bumps_the_group_epoch() -> None:
+    """Kafka's topic metadata hash covers each partition's replica racks: a broker registering
+    with another rack bumps the group epoch; a broker leaving the image (a Samsa broker that is
+    down; a KRaft one stays registered, fenced) does not."""
+
+    def image(brokers: dict[int, str | None]) -> ClusterImage:
+        regs = {0: PartitionRegistration.from_json({"replicas": [1, 2], "isr": [1], "leader": 1, "leader_epoch": 0})}
+        return ClusterImage(
+            cluster_id="c", controller_id=BrokerId(1), controller_epoch=ControllerEpoch(1),
+            brokers={BrokerId(b): BrokerRegistration(BrokerId(b), (), rack) for b, rack in brokers.items()},
+            topics={"t": TopicRegistration("t", T1, regs)},
+        )  # fmt: skip
+
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+        part = _Partition()
+        current = [image({1: "r1", 2: "r2"})]
+        groups = ConsumerGroups(config, lambda: current[0], lambda _: (ErrorCode.none, part), _writer([]))
+        join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
+        assert (await groups.heartbeat(join, "c", "/h")).member_epoch == 2
+        again = HeartbeatRequest("g", "a", 2, owned={T1: (0,)})
+        current[0] = image({1: "r1"})  # broker 2 is down: its last rack stands
+        assert (await groups.heartbeat(again, "c", "/h")).member_epoch == 2
+        current[0] = image({1: "r1", 2: "r3"})  # broker 2 is back in another rack
+        assert (await groups.heartbeat(again, "c", "/h")).member_epoch == 3
+        group = part.groups["g"].consumer
+        assert group is not None and group.partition_racks == {"t": (("r1", "r3"),)}
         groups.close()
 
     asyncio.run(run())

@@ -2,7 +2,8 @@
 // classes from its group-coordinator jar, and prints what Kafka reads, one JSON line per record:
 // compat/test_consumer_protocol.py holds Samsa's broker/coordinator/consumer_records.py to them.
 //
-//   java -cp <kafka broker classpath>:<compiled> ConsumerGroupRecords <name>=<hex> ...
+//   java -cp <kafka broker classpath>:<compiled> ConsumerGroupRecords <name>[#<label>]=<hex> ...
+// (<name> is the record class; a label tells several records of one class apart)
 
 import java.nio.ByteBuffer;
 
@@ -20,7 +21,7 @@ public class ConsumerGroupRecords {
             short version = buf.getShort();
             ByteBufferAccessor in = new ByteBufferAccessor(buf);
             Object read;
-            switch (name) {
+            switch (name.split("#")[0]) {
                 case "ConsumerGroupMetadataKey": read = new ConsumerGroupMetadataKey(in, (short) 0); break;
                 case "ConsumerGroupMemberMetadataKey": read = new ConsumerGroupMemberMetadataKey(in, (short) 0); break;
                 case "ConsumerGroupMetadataValue": read = new ConsumerGroupMetadataValue(in, version); break;
