@@ -242,7 +242,8 @@ def rdkafka_txn_produce(bootstrap: str, topic: str, records: int, size: int, per
 
 
 def rdkafka_consume(
-    bootstrap: str, topic: str, records: int, isolation: str = "read_uncommitted", partitions: int = 1
+    bootstrap: str, topic: str, records: int, isolation: str = "read_uncommitted", partitions: int = 1,
+    **extra: object,
 ) -> Result:
     """One librdkafka consumer reading `records` from the start of the topic's `partitions`."""
     consumer = Consumer(
@@ -253,6 +254,7 @@ def rdkafka_consume(
             "fetch.max.bytes": 52_428_800,
             "max.partition.fetch.bytes": 10_485_760,
             "isolation.level": isolation,
+            **extra,
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
