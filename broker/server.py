@@ -105,7 +105,6 @@ class Broker:
             self.bound.append((listener, sock.getsockname()[1]))
 
         data_dir = Path(self.config.log_dirs[0])
-        data_dir.mkdir(parents=True, exist_ok=True)
         self.log_manager = LogManager(
             [Path(d) for d in self.config.log_dirs],
             self.default_log_config,
@@ -121,6 +120,9 @@ class Broker:
             io_threads=self.config.num_io_threads,
         )
         await asyncio.to_thread(self.log_manager.load_logs)
+        if not self.config.zookeeper_connect and data_dir in self.log_manager.offline_dirs:
+            # a single node keeps its metadata there (Kafka's KRaft halts without its metadata dir)
+            raise RuntimeError(f"the first log dir, which holds the metadata, is offline: {data_dir}")
         hw_checkpoints = self.log_manager.read_high_watermarks()
 
         self.controller = self._new_controller(data_dir)

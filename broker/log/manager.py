@@ -133,14 +133,17 @@ class LogManager:
         """Rolled segments being synced off the loop (`sync_then`)."""
         self.had_clean_shutdown: dict[Path, bool] = {}
         for d in self.log_dirs:
-            d.mkdir(parents=True, exist_ok=True)
+            self._validate_log_dir(d)
+        if not self.live_log_dirs:  # Kafka's createAndValidateLogDirs refuses to start too
+            raise RuntimeError(
+                "none of the log dirs can be created or read: " + ",".join(str(d) for d in self.log_dirs))
         self.cleaner: LogCleaner | None = None
         """Compaction (broker/log/cleaner.py); None when log.cleaner.enable is false or no
         cleaner config was given. It reads the high watermarks through this manager."""
         if cleaner_config is not None and cleaner_config.enable:
             self.cleaner = LogCleaner(
                 self.all_logs,
-                self.log_dirs,
+                self.live_log_dirs,
                 cleaner_config,
                 high_watermarks=lambda: (
                     self.high_watermarks() if self.high_watermarks is not None else {}
@@ -189,74 +192,99 @@ class LogManager:
         task.add_done_callback(self._syncs.discard)
 
     # ---------------------------------------------------------------- loading
+    def _validate_log_dir(self, log_dir: Path) -> None:
+        """Kafka's createAndValidateLogDirs: a log dir that cannot be created, is not a directory
+        or cannot be read and written is offline from the start; the broker starts without it."""
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            if not (log_dir.is_dir() and os.access(log_dir, os.R_OK | os.W_OK | os.X_OK)):
+                raise OSError(errno.EACCES, f"{log_dir} is not a readable and writable directory")
+        except OSError as exc:
+            self.offline_dirs.add(log_dir)
+            log.error("log dir offline at start-up dir=%s error=%s detail=%s", log_dir,
+                      errno.errorcode.get(exc.errno or 0, type(exc).__name__), exc.strerror or exc)
+
     def load_logs(self, config_for: Callable[[TopicPartition], LogConfig] | None = None) -> None:
-        """Open every partition directory in every log dir (startup)."""
+        """Open every partition directory in every live log dir (startup). A dir whose loading
+        fails with an I/O error goes offline and its logs are dropped (Kafka's loadLogs); with
+        none left, RuntimeError."""
         started = time.monotonic()
-        for log_dir in self.log_dirs:
-            marker = log_dir / CLEAN_SHUTDOWN_FILE
-            clean = marker.exists()
-            self.had_clean_shutdown[log_dir] = clean
-            recovery_points = OffsetCheckpointFile(
-                log_dir / RECOVERY_POINT_CHECKPOINT
-            ).read_or_empty()
-            start_offsets = OffsetCheckpointFile(
-                log_dir / LOG_START_OFFSET_CHECKPOINT
-            ).read_or_empty()
-            entries = sorted(p for p in log_dir.iterdir() if p.is_dir())
-            partitions: list[tuple[TopicPartition, Path, bool]] = []
-            for path in entries:
-                if path.name.endswith(DELETE_DIR_SUFFIX):
-                    log.info("removing log directory left for deletion path=%s", path)
-                    shutil.rmtree(path, ignore_errors=True)
-                    continue
-                future = path.name.endswith(FUTURE_DIR_SUFFIX)
-                try:
-                    tp = parse_future_dir_name(path.name) if future else TopicPartition.parse(path.name)
-                except ValueError:
-                    log.warning("ignoring directory that is not a partition path=%s", path)
-                    continue
-                partitions.append((tp, path, future))
-            log.info(
-                "loading logs dir=%s partitions=%d clean_shutdown=%s",
-                log_dir,
-                len(partitions),
-                clean,
-            )
-            for n, (tp, path, future) in enumerate(partitions, 1):
-                logs = self._future_logs if future else self._logs
-                if tp in logs:
-                    # Kafka refuses to start too: a failure between the two renames of a swap
-                    raise RuntimeError(
-                        f"duplicate {'future ' if future else ''}log directories for {tp}: "
-                        f"{logs[tp].dir} and {path}"
-                    )
-                config = config_for(tp) if config_for is not None else self.default_config
-                logs[tp] = UnifiedLog.open(
-                    path,
-                    config,
-                    tp,
-                    recovery_point=recovery_points.get(tp, 0),
-                    log_start_offset=start_offsets.get(tp, 0),
-                    had_clean_shutdown=clean,
-                    scheduler=self.schedule,
-                    syncer=self.sync_then,
-                    producer_id_expiration_ms=self.producer_id_expiration_ms,
-                )
-                self._watch(logs[tp], log_dir)
-                if not future:
-                    self._log_dir_of[tp] = log_dir
-                log.info(
-                    "loaded log dir=%s partition=%s future=%s progress=%d/%d",
-                    log_dir, tp, future, n, len(partitions),
-                )
-            if clean:
-                marker.unlink()
+        for log_dir in self.live_log_dirs:
+            try:
+                self._load_dir(log_dir, config_for)
+            except OSError as exc:
+                log.error("log dir offline at start-up: loading failed dir=%s error=%s detail=%s", log_dir,
+                          errno.errorcode.get(exc.errno or 0, type(exc).__name__), exc.strerror or exc)
+                self.handle_log_dir_failure(log_dir)
+        if not self.live_log_dirs:
+            raise RuntimeError("no log dir could be loaded: " + ",".join(str(d) for d in self.log_dirs))
         for tp in [tp for tp in self._future_logs if tp not in self._logs]:
             # the swap renamed the future log into place and the old one away: nothing to move
             log.warning("removing future log without a current log partition=%s", tp)
             self.remove_future_log(tp)
         log.info("logs loaded count=%d future=%d seconds=%.3f", len(self._logs),
                  len(self._future_logs), time.monotonic() - started)
+
+    def _load_dir(self, log_dir: Path, config_for: Callable[[TopicPartition], LogConfig] | None) -> None:
+        """Load one log dir's logs (an OSError: the dir failed)."""
+        marker = log_dir / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        self.had_clean_shutdown[log_dir] = clean
+        recovery_points = OffsetCheckpointFile(
+            log_dir / RECOVERY_POINT_CHECKPOINT
+        ).read_or_empty()
+        start_offsets = OffsetCheckpointFile(
+            log_dir / LOG_START_OFFSET_CHECKPOINT
+        ).read_or_empty()
+        entries = sorted(p for p in log_dir.iterdir() if p.is_dir())
+        partitions: list[tuple[TopicPartition, Path, bool]] = []
+        for path in entries:
+            if path.name.endswith(DELETE_DIR_SUFFIX):
+                log.info("removing log directory left for deletion path=%s", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            future = path.name.endswith(FUTURE_DIR_SUFFIX)
+            try:
+                tp = parse_future_dir_name(path.name) if future else TopicPartition.parse(path.name)
+            except ValueError:
+                log.warning("ignoring directory that is not a partition path=%s", path)
+                continue
+            partitions.append((tp, path, future))
+        log.info(
+            "loading logs dir=%s partitions=%d clean_shutdown=%s",
+            log_dir,
+            len(partitions),
+            clean,
+        )
+        for n, (tp, path, future) in enumerate(partitions, 1):
+            logs = self._future_logs if future else self._logs
+            if tp in logs:
+                # Kafka refuses to start too: a failure between the two renames of a swap
+                raise RuntimeError(
+                    f"duplicate {'future ' if future else ''}log directories for {tp}: "
+                    f"{logs[tp].dir} and {path}"
+                )
+            config = config_for(tp) if config_for is not None else self.default_config
+            logs[tp] = UnifiedLog.open(
+                path,
+                config,
+                tp,
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp, 0),
+                had_clean_shutdown=clean,
+                scheduler=self.schedule,
+                syncer=self.sync_then,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )
+            self._watch(logs[tp], log_dir)
+            if not future:
+                self._log_dir_of[tp] = log_dir
+            log.info(
+                "loaded log dir=%s partition=%s future=%s progress=%d/%d",
+                log_dir, tp, future, n, len(partitions),
+            )
+        if clean:
+            marker.unlink()
 
     # ----------------------------------------------------------------- access
     def get_log(self, tp: TopicPartition) -> UnifiedLog | None:
@@ -569,9 +597,9 @@ class LogManager:
         self._write_checkpoints(REPLICATION_OFFSET_CHECKPOINT, per_dir)
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
-        """The HWs checkpointed in every log dir (partition state starts from these)."""
+        """The HWs checkpointed in every live log dir (partition state starts from these)."""
         result: dict[TopicPartition, int] = {}
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             result.update(OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).read_or_empty())
         return result
 

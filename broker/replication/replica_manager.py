@@ -241,6 +241,7 @@ class ReplicaManager:
         """Apply a new metadata image: create, lead, follow or drop partitions. No awaits."""
         self._image = new
         seen: set[TopicPartition] = set()
+        newly_offline = False
         for topic in new.topics.values():
             old_topic = None if old is None else old.topics.get(topic.name)
             config = self._log_config_for(topic)
@@ -253,6 +254,10 @@ class ReplicaManager:
                 if tp in self.offline_partitions:
                     continue
                 partition = self.partitions.get(tp)
+                if partition is None and self._log_maybe_offline(tp, old, old_topic, index):
+                    self.offline_partitions.add(tp)
+                    newly_offline = True
+                    continue
                 if partition is None:
                     try:
                         log_ = self.log_manager.get_or_create_log(tp, config, topic.topic_id)
@@ -311,6 +316,34 @@ class ReplicaManager:
                     listener(tp, False)
             log.info("partition removed topic=%s partition=%d", tp.topic, tp.partition)
         self.fetcher_manager.update(new, self.partitions)
+        if newly_offline:
+            self._report_offline()
+
+    def _log_maybe_offline(
+        self, tp: TopicPartition, old: ClusterImage | None, old_topic: TopicRegistration | None, index: int
+    ) -> bool:
+        """Kafka's getOrCreateLog with isNew=false while a log dir is offline: a replica this
+        broker already had (it was assigned here before this image, or before this broker
+        started) whose log is in no live dir may have its log in the offline one; it is not
+        created empty elsewhere but taken offline (KAFKA_STORAGE_ERROR, reported to the
+        controller). A replica new here (a new topic or partition, a reassignment) is created."""
+        if not self.log_manager.offline_dirs or self.log_manager.get_log(tp) is not None:
+            return False
+        old_reg = None if old_topic is None else old_topic.partitions.get(index)
+        is_new = old is not None and (old_reg is None or self.broker_id not in old_reg.replicas)
+        if is_new:
+            return False
+        log.warning("partition offline: its log may be in an offline log dir partition=%s offline_dirs=%s",
+                    tp, ",".join(str(d) for d in sorted(self.log_manager.offline_dirs)))  # fmt: skip
+        return True
+
+    def _report_offline(self) -> None:
+        """Tell the controller every replica of this broker that is offline so far."""
+        if self._report_offline_replicas is not None:
+            task = asyncio.get_running_loop().create_task(
+                self._report_offline_replicas(frozenset(self.offline_partitions)), name="report-offline-replicas")
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def handle_log_dir_failure(self, log_dir: Path) -> None:
         """Kafka's ReplicaManager.handleLogDirFailure: the partitions whose log was in the failed
@@ -348,11 +381,7 @@ class ReplicaManager:
             if self._on_all_log_dirs_failed is not None:
                 self._on_all_log_dirs_failed()
             return
-        if self._report_offline_replicas is not None:
-            task = asyncio.get_running_loop().create_task(
-                self._report_offline_replicas(frozenset(self.offline_partitions)), name="report-offline-replicas")
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+        self._report_offline()
 
     def alter_replica_log_dirs(self, dirs: Mapping[TopicPartition, str]) -> dict[TopicPartition, ErrorCode]:
         """Kafka's ReplicaManager.alterReplicaLogDirs: per partition, move this broker's replica to

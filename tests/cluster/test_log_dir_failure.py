@@ -7,6 +7,10 @@ failed dir lose it (another ISR member leads, broker 1 leaves the ISR); those in
 it, leader included; DescribeLogDirs on broker 1 reports the dir with KAFKA_STORAGE_ERROR; the
 producer goes on on every partition and every acknowledged record is read back.
 
+And a log dir that cannot be read at start-up (Kafka's LogManager starts without it): broker 1,
+restarted with its second dir replaced by a file, registers and serves its first dir's
+partitions; its replicas of the second dir's are offline, reported so, and led elsewhere.
+
     .venv/bin/python -m pytest -s tests/cluster/test_log_dir_failure.py
 """
 
@@ -91,3 +95,49 @@ def test_failed_log_dir_takes_only_its_partitions_offline(cluster: SamsaCluster,
     assert not acks.errors, (acks.errors[:5], broker_logs(cluster, 3000))
     problems = acks.check_against(read_topic(cluster.bootstrap_servers, TOPIC, PARTITIONS))
     assert not problems, problems[:5]
+
+
+def test_log_dir_unreadable_at_start_up(tmp_path: Path) -> None:
+    first, second = tmp_path / f"broker-{VICTIM}", tmp_path / f"second-{VICTIM}"
+    with SamsaCluster(tmp_path, brokers=3, broker_overrides={VICTIM: {"log.dirs": f"{first},{second}"}}) as cluster:
+        create_topic(cluster, TOPIC, PARTITIONS, 3,
+                     assignments=[[1, 2, 3], [1, 3, 2], [1, 2, 3], [1, 3, 2]])  # fmt: skip
+        cluster.wait_for(
+            lambda: all(len(p.isr) == 3 for p in cluster.metadata(topics=[TOPIC]).topics[TOPIC].values()), 30,
+            "full ISR")  # fmt: skip
+        in_second = {p for p in range(PARTITIONS) if (second / f"{TOPIC}-{p}").is_dir()}
+        in_first = set(range(PARTITIONS)) - in_second
+        assert in_first and in_second, (in_first, in_second)
+        cluster.stop(VICTIM)
+        second.rename(tmp_path / "second-unreadable")
+        second.write_bytes(b"")  # as root, a mode of 000 would not stop reads: not a directory at all
+        cluster.restart(VICTIM)
+
+        def settled() -> bool:
+            now = cluster.metadata(topics=[TOPIC]).topics[TOPIC]
+            return all(now[p].offline == [VICTIM] and now[p].leader != VICTIM and VICTIM not in now[p].isr
+                       for p in in_second) and all(VICTIM in now[p].isr for p in in_first)  # fmt: skip
+
+        cluster.wait_for(settled, 30, "the unreadable dir's partitions offline on broker 1, the others in sync")
+        acks = AckLog()
+        stop = threading.Event()
+        producer = threading.Thread(target=run_producer,
+                                    args=(cluster.bootstrap_servers, TOPIC, PARTITIONS, acks, stop), daemon=True)
+        producer.start()
+        try:
+            cluster.wait_for(lambda: all(acks.count(q) > 20 for q in range(PARTITIONS)), 30, "traffic on every partition")
+            assert cluster.process(VICTIM).running
+        finally:
+            stop.set()
+            producer.join(60)
+        assert not acks.errors, (acks.errors[:5], broker_logs(cluster, 3000))
+        problems = acks.check_against(read_topic(cluster.bootstrap_servers, TOPIC, PARTITIONS))
+        assert not problems, problems[:5]
+        out = run_tool("kafka-log-dirs", "--bootstrap-server", cluster.bootstrap_servers, "--describe",
+                       "--broker-list", str(VICTIM), "--topic-list", TOPIC).stdout  # fmt: skip
+        answer = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+        by_dir = {Path(d["logDir"]): d for b in answer["brokers"] for d in b["logDirs"]}
+        assert by_dir[second]["error"] == "org.apache.kafka.common.errors.KafkaStorageException", by_dir
+        assert {p["partition"] for p in by_dir[first]["partitions"]} == {f"{TOPIC}-{p}" for p in in_first}
+        victim_log = cluster.process(VICTIM).read_log()
+        assert "log dir offline at start-up" in victim_log and "offline replicas reported" in victim_log

@@ -316,3 +316,59 @@ def test_a_failed_log_dir_takes_only_its_partitions_offline(tmp_path: Path, monk
         lm.close()
 
     asyncio.run(main())
+
+
+def test_a_log_dir_unreadable_at_start_up_is_offline(tmp_path: Path) -> None:
+    """Kafka's LogManager starts without a log dir it cannot read: the dir is offline, the
+    replicas the broker already had are not created empty elsewhere but offline (reported to the
+    controller, KAFKA_STORAGE_ERROR), the other dir's go on, a replica new here is created in a
+    live dir; with no dir readable the start fails."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    x, y, z = TopicPartition("x", 0), TopicPartition("y", 0), TopicPartition("z", 0)
+    reported: list[frozenset[TopicPartition]] = []
+
+    async def report(replicas: frozenset[TopicPartition]) -> None:
+        reported.append(replicas)
+
+    async def main() -> None:
+        lm = LogManager([a, b], LogConfig())
+        lm.load_logs()
+        rm = replica_manager(lm)
+        rm.on_image(None, image_of(x=(B1,), y=(B1,)))
+        assert (lm.log_dir_of(x), lm.log_dir_of(y)) == (a, b)
+        await rm.partitions[y].append_records_to_leader(batch(3), 1)
+        await rm.shutdown()
+        lm.close()
+
+        a.rename(tmp_path / "a-unreadable")
+        a.write_bytes(b"")  # not a directory: Kafka's "Failed to create or validate data directory"
+        lm = LogManager([a, b], LogConfig())
+        lm.load_logs()
+        assert lm.offline_dirs == {a} and set(lm.all_logs()) == {y}
+        view = SharedController().attach(BrokerRegistration(B1, (), None))
+        rm = ReplicaManager(
+            B1, lm, lambda t: LogConfig(), {}, alter_partition=view.alter_partition,
+            isr_settings=IsrSettings(), fetcher_settings=FetcherSettings(B1, "PLAINTEXT"),
+            report_offline_replicas=report,
+        )  # fmt: skip
+        image = image_of(x=(B1,), y=(B1,))
+        rm.on_image(None, image)
+        await asyncio.sleep(0.01)
+        assert x in rm.offline_partitions and lm.get_log(x) is None and reported == [frozenset({x})]
+        with pytest.raises(KafkaError) as e:
+            rm.get_partition(x)
+        assert e.value.code == ErrorCode.kafka_storage_error
+        assert rm.partitions[y].log_end_offset == 3
+        dirs = {d.path: d for d in describe_log_dirs(rm, None)}
+        assert dirs[str(a.absolute())].error == ErrorCode.kafka_storage_error
+        assert dirs[str(b.absolute())].error == ErrorCode.none
+        rm.on_image(image, image_of(x=(B1,), y=(B1,), z=(B1,)))  # a new topic: created in b
+        assert lm.log_dir_of(z) == b and x not in rm.partitions
+        await rm.shutdown()
+        lm.close()
+
+    asyncio.run(main())
+    b.rename(tmp_path / "b-gone")
+    b.write_bytes(b"")
+    with pytest.raises(RuntimeError, match="none of the log dirs"):
+        LogManager([a, b], LogConfig())
