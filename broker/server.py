@@ -436,12 +436,18 @@ class Broker:
             self.replica_manager.update_log_configs()
 
     def _configure_replication_throttles(self, config: BrokerConfig) -> None:
-        """leader/follower.replication.throttled.rate and their windows to the replica manager."""
+        """leader/follower.replication.throttled.rate, replica.alter.log.dirs.io.max.bytes.per.second
+        and their windows to the replica manager."""
         self.replica_manager.update_replication_throttles(
             config.leader_replication_throttled_rate,
             config.follower_replication_throttled_rate,
             config.replication_quota_window_num,
             config.replication_quota_window_size_seconds * 1000,
+        )
+        self.replica_manager.alter_log_dirs_manager.quota.configure(
+            config.replica_alter_log_dirs_io_max_bytes_per_second,
+            config.alter_log_dirs_replication_quota_window_num,
+            config.alter_log_dirs_replication_quota_window_size_seconds * 1000,
         )
 
 

@@ -430,6 +430,14 @@ class BrokerConfig(SecurityConfig):
         "The number of samples the replication throttles' rates are measured over.", at_least(1))
     replication_quota_window_size_seconds: int = setting(INT, 1,
         "The time span of each replication throttle rate sample.", at_least(1))
+    replica_alter_log_dirs_io_max_bytes_per_second: int = setting(LONG, 9_223_372_036_854_775_807,
+        "Bytes per second this broker copies, in all, into the future logs of replicas moving "
+        "between its log dirs (AlterReplicaLogDirs; broker/replication/alter_log_dirs.py); above "
+        "it, no copy step starts. The default is no throttle.", at_least(0), read_only=False)
+    alter_log_dirs_replication_quota_window_num: int = setting(INT, 11,
+        "The number of samples the log dir move throttle's rate is measured over.", at_least(1))
+    alter_log_dirs_replication_quota_window_size_seconds: int = setting(INT, 1,
+        "The time span of each log dir move throttle rate sample.", at_least(1))
     # ---- metrics (broker/metrics) ----------------------------------------------------------------
     metrics_prometheus_port: int = setting(INT, 0,
         "Port of the Prometheus endpoint (GET /metrics): Kafka's broker metrics under the names "

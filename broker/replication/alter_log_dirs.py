@@ -2,8 +2,13 @@
 ReplicaAlterLogDirsManager and ReplicaAlterLogDirsThread).
 
 One copier task per moving partition, on the event loop; its file work runs on threads (the
-reads, and the writes as the log writer runs them). Each step copies up to `max_bytes` from the
-partition's current log into its future log (`Partition.append_records_to_future_replica`); once
+reads, and the writes as the log writer runs them). Each step copies up to `max_bytes`
+(replica.fetch.max.bytes, as Kafka's alter-log-dirs fetches) from the partition's current log
+into its future log (`Partition.append_records_to_future_replica`). The steps of every move count
+against one throttle, replica.alter.log.dirs.io.max.bytes.per.second (Kafka's
+ReplicaAlterLogDirsThread quota): while the bytes copied are above it over the
+alter.log.dirs.replication.quota.window.* windows, no step starts and the copier waits
+replica.fetch.backoff.ms (Kafka's fetcher thread with nothing to fetch); once
 the future log has caught up, the partition swaps it in under its log lock
 (`Partition.maybe_replace_current_with_future_replica`) and the log manager deletes the old dir's
 copy.
@@ -14,6 +19,7 @@ States of a move:
     COPYING --stop (cancelled, partition gone, shutdown)--> (none; the future log is kept on
                  shutdown and reloaded, so the copy resumes after a restart, as in Kafka)
     COPYING --step fails--> COPYING (logged, retried after RETRY_BACKOFF_S)
+    COPYING --throttle exceeded--> COPYING (no step until the rate is back under the limit)
 """
 
 from __future__ import annotations
@@ -22,15 +28,15 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from broker import clock
 from broker.log.log import UnifiedLog
 from broker.replication.partition import Partition
+from broker.replication.throttle import ReplicationQuota
 from broker.tasks import cancel_and_wait
 from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger("samsa.replication")
 
-COPY_MAX_BYTES = 1024 * 1024
-"""What one copy step reads (Kafka's alter-log-dirs fetch uses replica.fetch.max.bytes, 1 MiB)."""
 CAUGHT_UP_BACKOFF_S = 0.001
 """A caught-up copy that could not swap (an append came first) copies again after this."""
 RETRY_BACKOFF_S = 1.0
@@ -39,9 +45,17 @@ RETRY_BACKOFF_S = 1.0
 class ReplicaAlterLogDirsManager:
     """The copier tasks, one per partition whose replica is moving to another log dir."""
 
-    def __init__(self, replace: Callable[[TopicPartition], UnifiedLog]) -> None:
-        """`replace(tp)`: the log manager's swap of the future log into place."""
+    def __init__(
+        self, replace: Callable[[TopicPartition], UnifiedLog], max_bytes: int = 1_048_576, backoff_ms: int = 1000
+    ) -> None:
+        """`replace(tp)`: the log manager's swap of the future log into place; `max_bytes` what
+        one copy step reads (replica.fetch.max.bytes); `backoff_ms` the wait while throttled
+        (replica.fetch.backoff.ms)."""
         self._replace = replace
+        self._max_bytes = max_bytes
+        self._backoff_s = backoff_ms / 1000
+        self.quota = ReplicationQuota()
+        """replica.alter.log.dirs.io.max.bytes.per.second (dynamic: the broker configures it)."""
         self._tasks: dict[TopicPartition, asyncio.Task[None]] = {}
 
     def moving(self, tp: TopicPartition) -> bool:
@@ -78,8 +92,12 @@ class ReplicaAlterLogDirsManager:
         log.info("moving replica partition=%s future_log_end_offset=%s", tp, partition.future_log_end_offset)
         while True:
             try:
-                copied = await partition.append_records_to_future_replica(COPY_MAX_BYTES)
+                if self.quota.exceeded(clock.now_ms()):
+                    await asyncio.sleep(self._backoff_s)
+                    continue
+                copied = await partition.append_records_to_future_replica(max(self._max_bytes, 1))
                 if copied:
+                    self.quota.record(copied, clock.now_ms())
                     continue
                 if partition.future_log_end_offset is None:
                     return  # removed meanwhile

@@ -211,7 +211,8 @@ class ReplicaManager:
             on_append=self.delayed_fetch.check_and_complete)
         """Replica fetchers for the partitions this broker follows (and the follower's throttle)."""
         self._record_checker = RecordChecker()
-        self.alter_log_dirs_manager = ReplicaAlterLogDirsManager(log_manager.replace_current_with_future_log)
+        self.alter_log_dirs_manager = ReplicaAlterLogDirsManager(
+            log_manager.replace_current_with_future_log, fetcher_settings.max_bytes, fetcher_settings.backoff_ms)
         """The copiers of replicas moving between this broker's log dirs (AlterReplicaLogDirs)."""
         log_manager.on_log_dir_failure = self.handle_log_dir_failure
 

@@ -182,3 +182,59 @@ def test_a_broker_whose_every_log_dir_failed_stops(tmp_path: Path) -> None:
         assert broker.proc.wait(30) == 1
         log = broker.read_log()
         assert "log dir failed" in log and "stopping the broker: every log dir has failed" in log
+
+
+def test_a_throttled_move_takes_as_long_as_the_rate_says(samsa_broker_factory: Any, tmp_path: Path) -> None:
+    """replica.alter.log.dirs.io.max.bytes.per.second, set and deleted as a dynamic broker config
+    (IncrementalAlterConfigs, confluent-kafka's admin client): ~300 KB moved at 100 KB/s take about
+    size/rate less the one window the rate allows at once (2 windows of 1 s, copy steps of
+    replica.fetch.max.bytes = 10 KB); unthrottled, the move back takes well under a second."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    dirs = [tmp_path / "dir-a", tmp_path / "dir-b"]
+    broker: SamsaProcess = samsa_broker_factory({
+        "log.dirs": ",".join(str(d) for d in dirs), "replica.fetch.max.bytes": "10000",
+        "replica.fetch.backoff.ms": "50", "alter.log.dirs.replication.quota.window.num": "2"})  # fmt: skip
+    with RawClient(broker.port) as c:
+        fidelity.create_topic(c, TOPIC, partitions=1)
+        fidelity.wait_for_leader(c, TOPIC, 0)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for n in range(300):
+        producer.produce(TOPIC, b"%08d" % n + bytes(992), partition=0)
+    assert producer.flush(30) == 0
+    source = next(d for d in dirs if (d / f"{TOPIC}-0").is_dir())
+    target = next(d for d in dirs if d != source)
+    size = sum(f.stat().st_size for f in (source / f"{TOPIC}-0").glob("*.log"))
+    assert size > 300_000, size
+    rate = 100_000
+    config = "replica.alter.log.dirs.io.max.bytes.per.second"
+    confluent = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+    def set_rate(op: AlterConfigOpType, value: str | None) -> None:
+        resource = ConfigResource("BROKER", str(BROKER_ID),
+                                  incremental_configs=[ConfigEntry(config, value, incremental_operation=op)])
+        for f in confluent.incremental_alter_configs([resource]).values():
+            f.result(10)
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    replica = TopicPartitionReplica(TOPIC, 0, BROKER_ID)
+
+    def move(to: Path) -> float:
+        started = time.monotonic()
+        assert admin.alter_replica_log_dirs({replica: str(to.absolute())}) == {replica: NoError}
+        while not (to / f"{TOPIC}-0").is_dir():
+            assert time.monotonic() - started < 30, "the move did not end in 30 s"
+            time.sleep(0.02)
+        return time.monotonic() - started
+
+    try:
+        set_rate(AlterConfigOpType.SET, str(rate))
+        throttled = move(target)
+        expected = size / rate - 1  # the first window's worth passes at once
+        assert expected - 0.7 <= throttled <= expected + 1.5, (throttled, expected, size)
+        set_rate(AlterConfigOpType.DELETE, None)
+        unthrottled = move(source)
+        assert unthrottled < 1.0, unthrottled
+    finally:
+        admin.close()
+    assert read_all(broker, 300) == [b"%08d" % n + bytes(992) for n in range(300)]
