@@ -8,11 +8,11 @@
 # `<topic>-<partition>.<uuid>-future` is created in the dir and filled from the current log, the
 # new appends followed, and swapped in under the partition's log lock once caught up
 # (broker/replication/alter_log_dirs.py); the answer (NONE) does not wait for the copy, which
-# DescribeLogDirs shows (is_future_key, offset lag) and which resumes after a restart. A partition
-# named under several dirs goes to the last one (Kafka's map). Without ALTER on the cluster every
-# partition answers CLUSTER_AUTHORIZATION_FAILED.
-# Not supported: v0 (Kafka 4.x serves v1+); replica.alter.log.dirs.io.max.bytes.per.second
-# (the copy is not throttled); throttle_time is always 0.
+# DescribeLogDirs shows (is_future_key, offset lag), which resumes after a restart and which
+# replica.alter.log.dirs.io.max.bytes.per.second throttles. A partition named under several dirs
+# goes to the last one (Kafka's map). Without ALTER on the cluster every partition answers
+# CLUSTER_AUTHORIZATION_FAILED.
+# Not supported: v0 (Kafka 4.x serves v1+); throttle_time is always 0.
 from __future__ import annotations
 
 from kio.schema.alter_replica_log_dirs.v2.request import AlterReplicaLogDirsRequest
