@@ -230,12 +230,8 @@ class LogManager:
         marker = log_dir / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
         self.had_clean_shutdown[log_dir] = clean
-        recovery_points = OffsetCheckpointFile(
-            log_dir / RECOVERY_POINT_CHECKPOINT
-        ).read_or_empty()
-        start_offsets = OffsetCheckpointFile(
-            log_dir / LOG_START_OFFSET_CHECKPOINT
-        ).read_or_empty()
+        recovery_points = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read_or_empty()
+        start_offsets = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read_or_empty()
         entries = sorted(p for p in log_dir.iterdir() if p.is_dir())
         partitions: list[tuple[TopicPartition, Path, bool]] = []
         for path in entries:
@@ -250,12 +246,7 @@ class LogManager:
                 log.warning("ignoring directory that is not a partition path=%s", path)
                 continue
             partitions.append((tp, path, future))
-        log.info(
-            "loading logs dir=%s partitions=%d clean_shutdown=%s",
-            log_dir,
-            len(partitions),
-            clean,
-        )
+        log.info("loading logs dir=%s partitions=%d clean_shutdown=%s", log_dir, len(partitions), clean)
         for n, (tp, path, future) in enumerate(partitions, 1):
             logs = self._future_logs if future else self._logs
             if tp in logs:
@@ -266,16 +257,10 @@ class LogManager:
                 )
             config = config_for(tp) if config_for is not None else self.default_config
             logs[tp] = UnifiedLog.open(
-                path,
-                config,
-                tp,
-                recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=start_offsets.get(tp, 0),
-                had_clean_shutdown=clean,
-                scheduler=self.schedule,
-                syncer=self.sync_then,
-                producer_id_expiration_ms=self.producer_id_expiration_ms,
-            )
+                path, config, tp, recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean, scheduler=self.schedule,
+                syncer=self.sync_then, producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )  # fmt: skip
             self._watch(logs[tp], log_dir)
             if not future:
                 self._log_dir_of[tp] = log_dir

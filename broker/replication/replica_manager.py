@@ -255,8 +255,7 @@ class ReplicaManager:
                 if tp in self.offline_partitions:
                     continue
                 partition = self.partitions.get(tp)
-                if partition is None and self._log_maybe_offline(tp, old, old_topic, index):
-                    self.offline_partitions.add(tp)
+                if partition is None and self._maybe_offline_for_lost_log(tp, old, old_topic, index):
                     newly_offline = True
                     continue
                 if partition is None:
@@ -320,22 +319,18 @@ class ReplicaManager:
         if newly_offline:
             self._report_offline()
 
-    def _log_maybe_offline(
-        self, tp: TopicPartition, old: ClusterImage | None, old_topic: TopicRegistration | None, index: int
-    ) -> bool:
-        """Kafka's getOrCreateLog with isNew=false while a log dir is offline: a replica this
-        broker already had (it was assigned here before this image, or before this broker
-        started) whose log is in no live dir may have its log in the offline one; it is not
-        created empty elsewhere but taken offline (KAFKA_STORAGE_ERROR, reported to the
-        controller). A replica new here (a new topic or partition, a reassignment) is created."""
+    def _maybe_offline_for_lost_log(self, tp: TopicPartition, old: ClusterImage | None,
+                                    old_topic: TopicRegistration | None, index: int) -> bool:
+        """Kafka's getOrCreateLog(isNew=false) while a log dir is offline: a replica this broker
+        had already (in the image before, or before it started) with no log in a live dir may have
+        it in the offline one: it is taken offline (True), not created empty; a new one is created."""
         if not self.log_manager.offline_dirs or self.log_manager.get_log(tp) is not None:
             return False
         old_reg = None if old_topic is None else old_topic.partitions.get(index)
-        is_new = old is not None and (old_reg is None or self.broker_id not in old_reg.replicas)
-        if is_new:
-            return False
-        log.warning("partition offline: its log may be in an offline log dir partition=%s offline_dirs=%s",
-                    tp, ",".join(str(d) for d in sorted(self.log_manager.offline_dirs)))  # fmt: skip
+        if old is not None and (old_reg is None or self.broker_id not in old_reg.replicas):
+            return False  # new here: a new topic or partition, a reassignment
+        log.warning("partition offline: its log may be in an offline log dir partition=%s", tp)
+        self.offline_partitions.add(tp)
         return True
 
     def _report_offline(self) -> None:
