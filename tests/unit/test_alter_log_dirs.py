@@ -372,3 +372,19 @@ def test_a_log_dir_unreadable_at_start_up_is_offline(tmp_path: Path) -> None:
     b.write_bytes(b"")
     with pytest.raises(RuntimeError, match="none of the log dirs"):
         LogManager([a, b], LogConfig())
+
+
+def test_a_log_dir_whose_loading_fails_is_offline(tmp_path: Path) -> None:
+    """An I/O error while loading a dir's logs (here a segment that is a directory: EISDIR) takes
+    that dir offline, its logs dropped; the other dir's logs are served (Kafka's loadLogs)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "x-0" / "00000000000000000000.log").mkdir(parents=True)
+    (a / "w-0").mkdir()
+    (b / "y-0").mkdir(parents=True)
+    lm = LogManager([a, b], LogConfig())
+    lm.load_logs()
+    try:
+        assert lm.offline_dirs == {a} and set(lm.all_logs()) == {TopicPartition("y", 0)}
+        assert lm.live_log_dirs == [b]
+    finally:
+        lm.close()
