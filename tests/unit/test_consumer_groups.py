@@ -216,3 +216,48 @@ def test_a_change_of_replica_racks_bumps_the_group_epoch() -> None:
         groups.close()
 
     asyncio.run(run())
+
+
+def test_a_rejoin_within_the_assignment_interval_gets_the_last_target_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16's sequence (a group emptied at epoch 5, a member rejoining): within
+    `group.consumer.assignment.interval.ms` of the last target assignment the new member is
+    reconciled to that target (its epoch, nothing assigned), past it the next target is computed
+    (Kafka's canComputeNextTargetAssignment). Samsa answered member epoch 2 where a loaded Kafka,
+    slower through the same steps, answered 6: a timing difference, not an older group; the group
+    epoch never goes back and the group's records rebuild the same group."""
+    now = [1_000_000]
+    monkeypatch.setattr("broker.clock.now_ms", lambda: now[0])
+
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "1000"})
+        part = _Partition()
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written))
+
+        def join(member_id: str) -> HeartbeatRequest:
+            return HeartbeatRequest("g", member_id, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
+                                    owned={})  # fmt: skip
+
+        assert (await groups.heartbeat(join("a"), "c", "/h")).member_epoch == 2  # target computed at epoch 2
+        now[0] += 10
+        b = await groups.heartbeat(join("b"), "c", "/h")
+        assert (b.member_epoch, b.assignment) == (2, {})  # group epoch 3, target still epoch 2's
+        for member_id, epoch in (("a", -1), ("b", -1)):
+            assert (await groups.heartbeat(HeartbeatRequest("g", member_id, epoch), "c", "/h")).error == ErrorCode.none
+        group = part.groups["g"].consumer
+        assert group is not None and (group.group_epoch, group.assignment_epoch, len(group.members)) == (5, 2, 0)
+        now[0] += 10
+        c = await groups.heartbeat(join("c"), "c", "/h")
+        assert (c.error, c.member_epoch, c.assignment) == (ErrorCode.none, 2, {})
+        assert (group.group_epoch, group.assignment_epoch) == (6, 2)
+        now[0] += 1_000  # the interval has passed: c's next heartbeat computes epoch 6's target
+        again = await groups.heartbeat(HeartbeatRequest("g", "c", 2, owned={}), "c", "/h")
+        assert (again.member_epoch, again.assignment) == (6, {T1: frozenset({0, 1})})
+        assert (group.group_epoch, group.assignment_epoch) == (6, 6)
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        restored = groups.restore("g", state.consumer_groups["g"])
+        assert (restored.group_epoch, restored.assignment_epoch, restored.members) == (6, 6, group.members)
+        groups.close()
+
+    asyncio.run(run())
