@@ -566,6 +566,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         results: dict[str, ErrorCode] = {}
         by_partition: dict[int, list[NewRecord]] = {}
+        consumer_writes: dict[str, asyncio.Task[ErrorCode]] = {}
         for group_id in group_ids:
             error, part = self.group_status(group_id)
             if part is None:
@@ -582,8 +583,10 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 del part.groups[group_id]
                 records = by_partition.setdefault(part.index, [])
                 records += self._offset_tombstones(group_id, group.offsets)
-                if group.consumer is not None:
-                    records += self.consumer_groups.deletion_records(group.consumer)
+                if group.consumer is not None:  # after the group's own writes still under way
+                    consumer_writes[group_id] = self.consumer_groups.write_in_order(
+                        group_id, self.consumer_groups.deletion_records(group.consumer)
+                    )
                 records.append(NewRecord(group_metadata_key(group_id), None))
                 results[group_id] = ErrorCode.none
                 log.info("group deleted group=%s offsets=%d", group_id, len(group.offsets))
@@ -595,6 +598,10 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 for group_id in group_ids:
                     if results.get(group_id) == ErrorCode.none and self.partition_for(group_id) == index:
                         results[group_id] = error
+        for group_id, task in consumer_writes.items():
+            error = await asyncio.shield(task)  # already the coordinator's error (_append_for)
+            if error != ErrorCode.none and results.get(group_id) == ErrorCode.none:
+                results[group_id] = error
         return results
 
     # == offset retention =========================================================================
@@ -660,8 +667,10 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 ):
                     self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
                     del part.groups[group.group_id]
-                    if group.consumer is not None:
-                        records += self.consumer_groups.deletion_records(group.consumer)
+                    if group.consumer is not None:  # after the group's own writes still under way
+                        self.consumer_groups.write_in_order(
+                            group.group_id, self.consumer_groups.deletion_records(group.consumer), background=True
+                        )
                     records.append(NewRecord(group_metadata_key(group.group_id), None))
                     log.info("group removed group=%s reason=empty_without_offsets", group.group_id)
             if records:

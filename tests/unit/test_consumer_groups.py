@@ -261,3 +261,40 @@ def test_a_rejoin_within_the_assignment_interval_gets_the_last_target_epoch(monk
         groups.close()
 
     asyncio.run(run())
+
+
+def test_records_of_a_timer_are_written_before_those_of_a_later_heartbeat() -> None:
+    """A member fenced by a timer (epoch 4 in memory, its records written in the background)
+    followed at once by a heartbeat that bumps the group epoch again (5, written while it is
+    answered): the partition must hold them in that order, or a coordinator loading it would
+    bring the group back at epoch 4, below what its members were told."""
+
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+        part = _Partition()
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written))
+        join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
+        await groups.heartbeat(join, "c", "/h")
+        b = await groups.heartbeat(dataclasses.replace(join, member_id="b"), "c", "/h")
+        groups._fence("g", "a", "session expired")  # what the session timer calls
+        changed = HeartbeatRequest("g", "b", b.member_epoch, subscribed_topic_names=("t", "u"), owned={})
+        assert (await groups.heartbeat(changed, "c", "/h")).error == ErrorCode.none
+        await asyncio.sleep(0.01)  # the background write
+        group = part.groups["g"].consumer
+        assert group is not None and group.group_epoch == 5
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        assert groups.restore("g", state.consumer_groups["g"]).group_epoch == 5
+        # the last member's session expires and the empty group is deleted at once (the
+        # coordinator's DeleteGroups or retention sweep): the tombstones come last, the group
+        # does not come back
+        groups._fence("g", "b", "session expired")
+        groups.write_in_order("g", groups.deletion_records(group))
+        await asyncio.sleep(0.01)
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        assert "g" not in state.group_ids()
+        groups.close()
+
+    asyncio.run(run())
