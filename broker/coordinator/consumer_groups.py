@@ -39,7 +39,7 @@ import base64
 import dataclasses
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -61,6 +61,7 @@ from broker.coordinator.consumer_group import (
 )
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.migration import MigrationPolicy, upgrade_refusal
+from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
 from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord
@@ -138,8 +139,6 @@ class GroupsPartition(Protocol):
 
 
 GroupLookup = Callable[[str], "tuple[ErrorCode, GroupsPartition | None]"]
-GroupAppend = Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]
-"""Append records to a group's __consumer_offsets partition (acks=-1): the coordinator's error."""
 
 
 class ConsumerGroups:
@@ -151,12 +150,9 @@ class ConsumerGroups:
         self._config = config
         self._image = image
         self._lookup = lookup
-        self._append = append
         self._out: list[NewRecord] = []
         """Records of the change being made (written before its answer is sent)."""
-        self._tasks: set[asyncio.Task[ErrorCode]] = set()
-        self._writes: dict[str, asyncio.Task[ErrorCode]] = {}
-        """Each group's last write: the next one waits for it (`write_in_order`)."""
+        self._writes = OrderedWrites(append)
         self._assignors = [assignor_name(a) for a in config.group_consumer_assignors]
         self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -250,30 +246,8 @@ class ConsumerGroups:
     def write_in_order(
         self, group_id: str, records: list[NewRecord], *, background: bool = False
     ) -> asyncio.Task[ErrorCode]:
-        """Append a group's records after its writes begun before (its place taken now, as the
-        change is made in memory): a heartbeat's records never overtake a timer's, which a reload
-        would replay as an older group epoch or a deleted group. `background`: failures logged."""
-        previous = self._writes.get(group_id)
-
-        async def write() -> ErrorCode:
-            if previous is not None:
-                await asyncio.wait((previous,))
-            error = await self._append(group_id, records)
-            if background and error != ErrorCode.none:
-                log.warning("consumer group records not written group=%s records=%d error=%s",
-                            group_id, len(records), error.name)  # fmt: skip
-            return error
-
-        task = asyncio.get_running_loop().create_task(write())
-        self._writes[group_id] = task
-        self._tasks.add(task)
-        task.add_done_callback(lambda done: self._forget_write(group_id, done))
-        return task
-
-    def _forget_write(self, group_id: str, task: asyncio.Task[ErrorCode]) -> None:
-        self._tasks.discard(task)
-        if self._writes.get(group_id) is task:
-            del self._writes[group_id]
+        """Write a group's records after those of its changes made before (ordered_writes.py)."""
+        return self._writes.write(group_id, records, background=background)
 
     def deletion_records(self, group: ConsumerGroup) -> list[NewRecord]:
         """Tombstones for every record of a group being deleted (it has no members)."""
@@ -664,8 +638,7 @@ class ConsumerGroups:
             self._cancel_timers(group.group_id, member_id)
 
     def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+        self._writes.close()
         for timers in (self._session_timers, self._rebalance_timers):
             for handle in timers.values():
                 handle.cancel()

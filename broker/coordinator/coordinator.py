@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -290,20 +290,23 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
 
     # == persistence ==============================================================================
 
-    async def _append(self, index: int, records: list[NewRecord]) -> ErrorCode:
-        return await self._append_batch(index, build_batch(records))
+    async def _append(self, index: int, records: list[NewRecord], appended: Callable[[], None] | None = None) -> ErrorCode:
+        return await self._append_batch(index, build_batch(records), appended)
 
-    async def _append_for(self, group_id: str, records: list[NewRecord]) -> ErrorCode:
-        """Write a group's records to its partition, if this broker still coordinates it."""
+    async def _append_for(
+        self, group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None
+    ) -> ErrorCode:
+        """Write a group's records to its partition, if this broker still coordinates it
+        (`appended`: called once they are in the log, when the wait for the replicas begins)."""
         part = self._partitions.get(self.partition_for(group_id))
         if part is None or part.status is not LoadStatus.ACTIVE:
             return ErrorCode.not_coordinator
-        return _append_error_for_group(await self._append(part.index, records))
+        return _append_error_for_group(await self._append(part.index, records, appended))
 
-    async def _append_batch(self, index: int, batch: bytes) -> ErrorCode:
+    async def _append_batch(self, index: int, batch: bytes, appended: Callable[[], None] | None = None) -> ErrorCode:
         tp = TopicPartition(OFFSETS_TOPIC, index)
         results = await self._replica_manager.append_records(
-            [(tp, batch)], -1, self.config.offsets_commit_timeout_ms, AppendOrigin.COORDINATOR
+            [(tp, batch)], -1, self.config.offsets_commit_timeout_ms, AppendOrigin.COORDINATOR, appended
         )
         result = results.get(tp)
         return ErrorCode.unknown_server_error if result is None else result.error

@@ -83,9 +83,12 @@ def test_uniform_assignor_heterogeneous_subscriptions() -> None:
     assert got == {"a": {T1: frozenset({0, 1})}, "b": {T2: frozenset({0, 1})}}
 
 
-def _writer(written: list[NewRecord]) -> Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]:
-    async def append(group_id: str, records: list[NewRecord]) -> ErrorCode:
+def _writer(written: list[NewRecord]) -> Callable[..., Awaitable[ErrorCode]]:
+    async def append(group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None) -> ErrorCode:
         written.extend(records)
+        if appended is not None:
+            appended()
+        await asyncio.sleep(0.001)  # the wait for the replicas
         return ErrorCode.none
 
     return append
