@@ -26,10 +26,10 @@ online; Samsa does not yet, see migration.py); an empty group changes type on it
 Every change is written to the group's __consumer_offsets partition as Kafka's records
 (consumer_records.py: the group epoch, each member's metadata, target and current assignment, the
 target assignment epoch; tombstones when a member leaves or the group is deleted) before the
-heartbeat is answered, in the order of the changes (`write_in_order`), and `restore` rebuilds the group from them when a coordinator loads the
-partition: members carry on with their epochs after a coordinator move. A change whose records
-cannot be written is answered with the coordinator error but stays in memory (Kafka reverts it;
-the partition is then usually no longer led here).
+heartbeat is answered, in the order of the changes (`write_in_order`), and `restore` rebuilds the
+group from them when a coordinator loads the partition: members carry on with their epochs after
+a coordinator move. A change whose records cannot be written is answered with the coordinator
+error but stays in memory (Kafka reverts it; the partition is then usually no longer led here).
 """
 
 from __future__ import annotations
