@@ -26,10 +26,10 @@ online; Samsa does not yet, see migration.py); an empty group changes type on it
 Every change is written to the group's __consumer_offsets partition as Kafka's records
 (consumer_records.py: the group epoch, each member's metadata, target and current assignment, the
 target assignment epoch; tombstones when a member leaves or the group is deleted) before the
-heartbeat is answered, and `restore` rebuilds the group from them when a coordinator loads the
-partition: members carry on with their epochs after a coordinator move. A change whose records
-cannot be written is answered with the coordinator error but stays in memory (Kafka reverts it;
-the partition is then usually no longer led here).
+heartbeat is answered, in the order of the changes (`write_in_order`), and `restore` rebuilds the
+group from them when a coordinator loads the partition: members carry on with their epochs after
+a coordinator move. A change whose records cannot be written is answered with the coordinator
+error but stays in memory (Kafka reverts it; the partition is then usually no longer led here).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ import base64
 import dataclasses
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import re2
 
@@ -61,6 +61,7 @@ from broker.coordinator.consumer_group import (
 )
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.migration import MigrationPolicy, upgrade_refusal
+from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
 from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord
@@ -138,8 +139,6 @@ class GroupsPartition(Protocol):
 
 
 GroupLookup = Callable[[str], "tuple[ErrorCode, GroupsPartition | None]"]
-GroupAppend = Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]
-"""Append records to a group's __consumer_offsets partition (acks=-1): the coordinator's error."""
 
 
 class ConsumerGroups:
@@ -151,10 +150,9 @@ class ConsumerGroups:
         self._config = config
         self._image = image
         self._lookup = lookup
-        self._append = append
         self._out: list[NewRecord] = []
         """Records of the change being made (written before its answer is sent)."""
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._writes = OrderedWrites(append)
         self._assignors = [assignor_name(a) for a in config.group_consumer_assignors]
         self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -216,7 +214,7 @@ class ConsumerGroups:
             result = HeartbeatResult(e.error, e.message)
         records, self._out = self._out, []
         if records:
-            error = await self._append(req.group_id, records)
+            error = await asyncio.shield(self.write_in_order(req.group_id, records))
             if error != ErrorCode.none:
                 return HeartbeatResult(error, error.name)
         return result
@@ -243,18 +241,13 @@ class ConsumerGroups:
         """Write what a timer changed (no request waits on it)."""
         records, self._out = self._out, []
         if records:
-            self._spawn(self._write(group_id, records))
+            self.write_in_order(group_id, records, background=True)
 
-    async def _write(self, group_id: str, records: list[NewRecord]) -> None:
-        error = await self._append(group_id, records)
-        if error != ErrorCode.none:
-            log.warning("consumer group records not written group=%s records=%d error=%s",
-                        group_id, len(records), error.name)  # fmt: skip
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def write_in_order(
+        self, group_id: str, records: list[NewRecord], *, background: bool = False
+    ) -> asyncio.Task[ErrorCode]:
+        """Write a group's records after those of its changes made before (ordered_writes.py)."""
+        return self._writes.write(group_id, records, background=background)
 
     def deletion_records(self, group: ConsumerGroup) -> list[NewRecord]:
         """Tombstones for every record of a group being deleted (it has no members)."""
@@ -273,7 +266,7 @@ class ConsumerGroups:
             return
         records = self.deletion_records(holder.consumer)
         holder.consumer = None
-        self._spawn(self._write(holder.group_id, records))
+        self.write_in_order(holder.group_id, records, background=True)
 
     def restore(self, group_id: str, records: Mapping[tuple[int, str | None], rec.ConsumerGroupValue]) -> ConsumerGroup:
         """A group rebuilt from its records when its partition is loaded: members keep their
@@ -585,7 +578,7 @@ class ConsumerGroups:
         self._out = []
         self._remove(group, member_ids, reason)
         records, self._out = self._out, []
-        return await self._append(group_id, records)
+        return await asyncio.shield(self.write_in_order(group_id, records))
 
     def _remove(self, group: ConsumerGroup, member_ids: Sequence[str], reason: str) -> None:
         for member_id in member_ids:
@@ -626,9 +619,7 @@ class ConsumerGroups:
         timers: dict[tuple[str, str], asyncio.TimerHandle], key: tuple[str, str], delay_ms: int,
         callback: Callable[[], None],
     ) -> None:  # fmt: skip
-        old = timers.pop(key, None)
-        if old is not None:
-            old.cancel()
+        ConsumerGroups._cancel(timers, key)
         timers[key] = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, callback)
 
     @staticmethod
@@ -647,8 +638,7 @@ class ConsumerGroups:
             self._cancel_timers(group.group_id, member_id)
 
     def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+        self._writes.close()
         for timers in (self._session_timers, self._rebalance_timers):
             for handle in timers.values():
                 handle.cancel()

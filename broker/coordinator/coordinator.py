@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -290,20 +290,23 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
 
     # == persistence ==============================================================================
 
-    async def _append(self, index: int, records: list[NewRecord]) -> ErrorCode:
-        return await self._append_batch(index, build_batch(records))
+    async def _append(self, index: int, records: list[NewRecord], appended: Callable[[], None] | None = None) -> ErrorCode:
+        return await self._append_batch(index, build_batch(records), appended)
 
-    async def _append_for(self, group_id: str, records: list[NewRecord]) -> ErrorCode:
-        """Write a group's records to its partition, if this broker still coordinates it."""
+    async def _append_for(
+        self, group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None
+    ) -> ErrorCode:
+        """Write a group's records to its partition, if this broker still coordinates it
+        (`appended`: called once they are in the log, when the wait for the replicas begins)."""
         part = self._partitions.get(self.partition_for(group_id))
         if part is None or part.status is not LoadStatus.ACTIVE:
             return ErrorCode.not_coordinator
-        return _append_error_for_group(await self._append(part.index, records))
+        return _append_error_for_group(await self._append(part.index, records, appended))
 
-    async def _append_batch(self, index: int, batch: bytes) -> ErrorCode:
+    async def _append_batch(self, index: int, batch: bytes, appended: Callable[[], None] | None = None) -> ErrorCode:
         tp = TopicPartition(OFFSETS_TOPIC, index)
         results = await self._replica_manager.append_records(
-            [(tp, batch)], -1, self.config.offsets_commit_timeout_ms, AppendOrigin.COORDINATOR
+            [(tp, batch)], -1, self.config.offsets_commit_timeout_ms, AppendOrigin.COORDINATOR, appended
         )
         result = results.get(tp)
         return ErrorCode.unknown_server_error if result is None else result.error
@@ -566,6 +569,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         results: dict[str, ErrorCode] = {}
         by_partition: dict[int, list[NewRecord]] = {}
+        consumer_writes: dict[str, asyncio.Task[ErrorCode]] = {}
         for group_id in group_ids:
             error, part = self.group_status(group_id)
             if part is None:
@@ -582,8 +586,10 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 del part.groups[group_id]
                 records = by_partition.setdefault(part.index, [])
                 records += self._offset_tombstones(group_id, group.offsets)
-                if group.consumer is not None:
-                    records += self.consumer_groups.deletion_records(group.consumer)
+                if group.consumer is not None:  # after the group's own writes still under way
+                    consumer_writes[group_id] = self.consumer_groups.write_in_order(
+                        group_id, self.consumer_groups.deletion_records(group.consumer)
+                    )
                 records.append(NewRecord(group_metadata_key(group_id), None))
                 results[group_id] = ErrorCode.none
                 log.info("group deleted group=%s offsets=%d", group_id, len(group.offsets))
@@ -595,6 +601,10 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 for group_id in group_ids:
                     if results.get(group_id) == ErrorCode.none and self.partition_for(group_id) == index:
                         results[group_id] = error
+        for group_id, task in consumer_writes.items():
+            error = await asyncio.shield(task)  # already the coordinator's error (_append_for)
+            if error != ErrorCode.none and results.get(group_id) == ErrorCode.none:
+                results[group_id] = error
         return results
 
     # == offset retention =========================================================================
@@ -660,8 +670,10 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 ):
                     self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
                     del part.groups[group.group_id]
-                    if group.consumer is not None:
-                        records += self.consumer_groups.deletion_records(group.consumer)
+                    if group.consumer is not None:  # after the group's own writes still under way
+                        self.consumer_groups.write_in_order(
+                            group.group_id, self.consumer_groups.deletion_records(group.consumer), background=True
+                        )
                     records.append(NewRecord(group_metadata_key(group.group_id), None))
                     log.info("group removed group=%s reason=empty_without_offsets", group.group_id)
             if records:

@@ -83,9 +83,12 @@ def test_uniform_assignor_heterogeneous_subscriptions() -> None:
     assert got == {"a": {T1: frozenset({0, 1})}, "b": {T2: frozenset({0, 1})}}
 
 
-def _writer(written: list[NewRecord]) -> Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]:
-    async def append(group_id: str, records: list[NewRecord]) -> ErrorCode:
+def _writer(written: list[NewRecord]) -> Callable[..., Awaitable[ErrorCode]]:
+    async def append(group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None) -> ErrorCode:
         written.extend(records)
+        if appended is not None:
+            appended()
+        await asyncio.sleep(0.001)  # the wait for the replicas
         return ErrorCode.none
 
     return append
@@ -213,6 +216,88 @@ def test_a_change_of_replica_racks_bumps_the_group_epoch() -> None:
         assert (await groups.heartbeat(again, "c", "/h")).member_epoch == 3
         group = part.groups["g"].consumer
         assert group is not None and group.partition_racks == {"t": (("r1", "r3"),)}
+        groups.close()
+
+    asyncio.run(run())
+
+
+def test_a_rejoin_within_the_assignment_interval_gets_the_last_target_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16's sequence (a group emptied at epoch 5, a member rejoining): within
+    `group.consumer.assignment.interval.ms` of the last target assignment the new member is
+    reconciled to that target (its epoch, nothing assigned), past it the next target is computed
+    (Kafka's canComputeNextTargetAssignment). Samsa answered member epoch 2 where a loaded Kafka,
+    slower through the same steps, answered 6: a timing difference, not an older group; the group
+    epoch never goes back and the group's records rebuild the same group."""
+    now = [1_000_000]
+    monkeypatch.setattr("broker.clock.now_ms", lambda: now[0])
+
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "1000"})
+        part = _Partition()
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written))
+
+        def join(member_id: str) -> HeartbeatRequest:
+            return HeartbeatRequest("g", member_id, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
+                                    owned={})  # fmt: skip
+
+        assert (await groups.heartbeat(join("a"), "c", "/h")).member_epoch == 2  # target computed at epoch 2
+        now[0] += 10
+        b = await groups.heartbeat(join("b"), "c", "/h")
+        assert (b.member_epoch, b.assignment) == (2, {})  # group epoch 3, target still epoch 2's
+        for member_id, epoch in (("a", -1), ("b", -1)):
+            assert (await groups.heartbeat(HeartbeatRequest("g", member_id, epoch), "c", "/h")).error == ErrorCode.none
+        group = part.groups["g"].consumer
+        assert group is not None and (group.group_epoch, group.assignment_epoch, len(group.members)) == (5, 2, 0)
+        now[0] += 10
+        c = await groups.heartbeat(join("c"), "c", "/h")
+        assert (c.error, c.member_epoch, c.assignment) == (ErrorCode.none, 2, {})
+        assert (group.group_epoch, group.assignment_epoch) == (6, 2)
+        now[0] += 1_000  # the interval has passed: c's next heartbeat computes epoch 6's target
+        again = await groups.heartbeat(HeartbeatRequest("g", "c", 2, owned={}), "c", "/h")
+        assert (again.member_epoch, again.assignment) == (6, {T1: frozenset({0, 1})})
+        assert (group.group_epoch, group.assignment_epoch) == (6, 6)
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        restored = groups.restore("g", state.consumer_groups["g"])
+        assert (restored.group_epoch, restored.assignment_epoch, restored.members) == (6, 6, group.members)
+        groups.close()
+
+    asyncio.run(run())
+
+
+def test_records_of_a_timer_are_written_before_those_of_a_later_heartbeat() -> None:
+    """A member fenced by a timer (epoch 4 in memory, its records written in the background)
+    followed at once by a heartbeat that bumps the group epoch again (5, written while it is
+    answered): the partition must hold them in that order, or a coordinator loading it would
+    bring the group back at epoch 4, below what its members were told."""
+
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+        part = _Partition()
+        written: list[NewRecord] = []
+        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written))
+        join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
+        await groups.heartbeat(join, "c", "/h")
+        b = await groups.heartbeat(dataclasses.replace(join, member_id="b"), "c", "/h")
+        groups._fence("g", "a", "session expired")  # what the session timer calls
+        changed = HeartbeatRequest("g", "b", b.member_epoch, subscribed_topic_names=("t", "u"), owned={})
+        assert (await groups.heartbeat(changed, "c", "/h")).error == ErrorCode.none
+        await asyncio.sleep(0.01)  # the background write
+        group = part.groups["g"].consumer
+        assert group is not None and group.group_epoch == 5
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        assert groups.restore("g", state.consumer_groups["g"]).group_epoch == 5
+        # the last member's session expires and the empty group is deleted at once (the
+        # coordinator's DeleteGroups or retention sweep): the tombstones come last, the group
+        # does not come back
+        groups._fence("g", "b", "session expired")
+        groups.write_in_order("g", groups.deletion_records(group))
+        await asyncio.sleep(0.01)
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(written), 0))
+        assert "g" not in state.group_ids()
         groups.close()
 
     asyncio.run(run())
