@@ -21,11 +21,10 @@ does with the policy `disabled`, and the config is not declared. The OffsetCommi
 checks of classic members are served (consumer_offset_checks.py), and a LeaveGroup on a consumer
 group fences the members it names (classic_members.leave, ConsumerGroups.fence_members). Still to
 build: routing classic members of a consumer group from the JoinGroup, SyncGroup and Heartbeat
-handlers to classic_members.py (whose pure answers are written: join_error, joined_member,
-classic_member, heartbeat_error, sync_assignment), with the rest of classicGroupJoinToConsumerGroup
-(the member id round, static members, the group epoch bump, target assignment and reconciliation
-the consumer heartbeat flow already does, the JoinGroup answer once the member is reconciled, and
-the session and join timers); the downgrade check in fence_members and on a consumer member's
+handlers (classic_join.join_consumer_group serves the JoinGroup but for the sync timeout and the
+downgrade on a static replacement; SyncGroup and Heartbeat have their pure answers in
+classic_members.py: classic_member, heartbeat_error, sync_assignment, and need the session
+restart and the join timer Kafka schedules on REBALANCE_IN_PROGRESS); the downgrade check in fence_members and on a consumer member's
 leave (can_downgrade); the conversions wired into ConsumerGroups and GroupMembership with their
 records and timers; DescribeGroups and ConsumerGroupDescribe of mixed groups; then the config.
 """
