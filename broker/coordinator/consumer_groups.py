@@ -159,6 +159,8 @@ class ConsumerGroups:
         self._assignors = [assignor_name(a) for a in config.group_consumer_assignors]
         self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._classic_timers: dict[str, dict[tuple[str, str], asyncio.TimerHandle]] = {"join": {}, "sync": {}}
+        """A classic member's join and sync timeouts (classic_join.py), by kind."""
         self._racks = ReplicaRacks()
 
     @property
@@ -666,8 +668,26 @@ class ConsumerGroups:
             handle.cancel()
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        for timers in (self._session_timers, self._rebalance_timers, *self._classic_timers.values()):
+            self._cancel(timers, (group_id, member_id))
+
+    def schedule_classic_timeout(
+        self, kind: str, group_id: str, member_id: str, delay_ms: int, reason: str, if_absent: bool = False
+    ) -> None:
+        """Fence a classic member unless it joins ("join") or syncs ("sync") within `delay_ms`."""
+        timers = self._classic_timers[kind]
+        if if_absent and (group_id, member_id) in timers:
+            return
+        self._schedule(timers, (group_id, member_id), delay_ms,
+                       lambda: self._classic_expired(kind, group_id, member_id, reason))  # fmt: skip
+
+    def cancel_classic_timeout(self, kind: str, group_id: str, member_id: str) -> None:
+        self._cancel(self._classic_timers[kind], (group_id, member_id))
+
+    def _classic_expired(self, kind: str, group_id: str, member_id: str, reason: str) -> None:
+        self._classic_timers[kind].pop((group_id, member_id), None)
         self._cancel(self._session_timers, (group_id, member_id))
-        self._cancel(self._rebalance_timers, (group_id, member_id))
+        self._fence(group_id, member_id, reason)
 
     def unload(self, group: ConsumerGroup) -> None:
         """The group's partition is no longer led here: its timers stop."""
@@ -677,7 +697,7 @@ class ConsumerGroups:
     def close(self) -> None:
         for task in self._tasks:
             task.cancel()
-        for timers in (self._session_timers, self._rebalance_timers):
+        for timers in (self._session_timers, self._rebalance_timers, *self._classic_timers.values()):
             for handle in timers.values():
                 handle.cancel()
             timers.clear()

@@ -10,7 +10,7 @@ import struct
 import uuid
 
 from broker.config import BrokerConfig
-from broker.coordinator.classic_join import join_consumer_group
+from broker.coordinator.classic_join import heartbeat_consumer_group, join_consumer_group, sync_consumer_group
 from broker.coordinator.consumer_group import ConsumerGroup
 from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatRequest
 from broker.coordinator.group import ClassicGroup
@@ -18,6 +18,7 @@ from broker.coordinator.loader import LoadState, decode_chunk
 from broker.coordinator.membership import JoinRequest, JoinResult
 from broker.coordinator.migration import MigrationPolicy
 from controller.model import ClusterImage, PartitionRegistration, TopicRegistration
+from protocol.consumer_protocol import read_assignment
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
 
@@ -114,6 +115,96 @@ def test_classic_member_joins_a_consumer_group() -> None:
         restored = groups.restore("g", state.consumer_groups["g"])
         assert restored.members == group.members and restored.target == group.target
         assert restored.group_epoch == group.group_epoch
+        groups.close()
+
+    asyncio.run(run())
+
+
+async def _mixed_group(written: list[NewRecord]) -> tuple[ConsumerGroups, ClassicGroup, ConsumerGroup]:
+    """Group g with consumer-protocol member c1 owning both partitions of t at epoch 2."""
+    config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+    part = _Partition()
+
+    async def append(group_id: str, records: list[NewRecord]) -> ErrorCode:
+        written.extend(records)
+        return ErrorCode.none
+
+    groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append)
+    c1 = HeartbeatRequest("g", "c1", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
+    assert (await groups.heartbeat(c1, "c", "/h")).member_epoch == 2
+    holder = part.groups["g"]
+    assert holder.consumer is not None
+    return groups, holder, holder.consumer
+
+
+def test_classic_member_syncs_heartbeats_and_rejoins_for_a_released_partition() -> None:
+    async def run() -> None:
+        groups, holder, group = await _mixed_group([])
+        policy = MigrationPolicy.BIDIRECTIONAL
+        joined = await join_consumer_group(groups, holder, group, _join(instance_id="i1"), policy, 10)
+        m, epoch = joined.member_id, joined.generation_id
+        assert epoch == 3
+        names = {T1: "t"}
+        bad_generation = sync_consumer_group(groups, group, m, "i1", 2, "consumer", "range", names)
+        assert bad_generation.error == ErrorCode.illegal_generation
+        wrong_name = sync_consumer_group(groups, group, m, "i1", epoch, "consumer", "roundrobin", names)
+        assert wrong_name.error == ErrorCode.inconsistent_group_protocol
+        assert sync_consumer_group(groups, group, "x", "i1", epoch, None, None, names).error == (
+            ErrorCode.fenced_instance_id
+        )
+        synced = sync_consumer_group(groups, group, m, "i1", epoch, "consumer", "range", names)
+        assert (synced.error, synced.protocol_type, synced.protocol_name) == (
+            ErrorCode.none,
+            "consumer",
+            "range",
+        )
+        assert read_assignment(synced.assignment).partitions == ()  # c1 still owns its partition
+        assert heartbeat_consumer_group(groups, group, m, "i1", epoch) == ErrorCode.none  # waiting on c1
+        assert heartbeat_consumer_group(groups, group, m, "i1", 9) == ErrorCode.illegal_generation
+        # c1 revokes the partition it lost: the classic member must rejoin to get it
+        mine = group.target["c1"][T1]
+        c1 = await groups.heartbeat(HeartbeatRequest("g", "c1", 2, owned={T1: tuple(mine)}), "c", "/h")
+        assert c1.member_epoch == 3
+        assert heartbeat_consumer_group(groups, group, m, "i1", epoch) == ErrorCode.rebalance_in_progress
+        again = await join_consumer_group(groups, holder, group, _join(m, "i1"), policy, 10)
+        assert (again.error, again.generation_id) == (ErrorCode.none, 3)
+        synced = sync_consumer_group(groups, group, m, "i1", epoch, "consumer", "range", names)
+        assert read_assignment(synced.assignment).partitions == (("t", tuple({0, 1} - mine)),)
+        assert heartbeat_consumer_group(groups, group, m, "i1", epoch) == ErrorCode.none
+        groups.close()
+
+    asyncio.run(run())
+
+
+def test_classic_member_is_fenced_without_sync_or_rejoin() -> None:
+    async def run() -> None:
+        written: list[NewRecord] = []
+        groups, holder, group = await _mixed_group(written)
+        quick = dataclasses.replace(_join(instance_id="i1"), rebalance_timeout_ms=50)
+        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10)
+        assert joined.member_id in group.members
+        await asyncio.sleep(0.2)  # no SyncGroup within the rebalance timeout
+        assert joined.member_id not in group.members and group.group_epoch == 4
+        assert [r.value is None for r in written[-4:]] == [
+            True,
+            True,
+            True,
+            False,
+        ]  # tombstones, then the epoch
+        # a member told to rejoin that does not is fenced after its rebalance timeout
+        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10)
+        m = joined.member_id
+        sync_consumer_group(groups, group, m, "i1", joined.generation_id, None, None, {T1: "t"})
+        c1 = group.members["c1"]
+        await groups.heartbeat(
+            HeartbeatRequest("g", "c1", c1.member_epoch, owned={T1: tuple(group.target["c1"][T1])}), "c", "/h"
+        )
+        assert (
+            heartbeat_consumer_group(groups, group, m, "i1", joined.generation_id)
+            == ErrorCode.rebalance_in_progress
+        )
+        await asyncio.sleep(0.2)
+        assert m not in group.members
         groups.close()
 
     asyncio.run(run())
