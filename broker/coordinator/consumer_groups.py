@@ -274,6 +274,23 @@ class ConsumerGroups:
         records, self._out = self._out, []
         return records
 
+    def creation_records(self, group: ConsumerGroup) -> list[NewRecord]:
+        """Every record of a group made whole at once (an upgraded classic group, migration.py),
+        in Kafka's ConsumerGroup.createConsumerGroupRecords order: the members, the group epoch,
+        the target assignment and its epoch, the current assignments."""
+        self._out = []
+        for m in group.members.values():
+            self._emit_member(group.group_id, m)
+        self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
+        for member_id in group.members:
+            self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(group.target.get(member_id, {})))
+        self._emit(rec.TARGET_METADATA, group.group_id, None, rec.target_metadata_value(
+            rec.TargetMetadataValue(group.assignment_epoch, group.assignment_timestamp_ms)))  # fmt: skip
+        for m in group.members.values():
+            self._emit_current(group.group_id, m)
+        records, self._out = self._out, []
+        return records
+
     def convert_to_classic(self, holder: ClassicGroup) -> None:
         """An empty consumer-protocol group becomes a classic group (a classic member joins): its
         records are deleted, so that a reload does not bring the consumer group back."""

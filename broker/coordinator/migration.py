@@ -26,7 +26,7 @@ downgrade on a static replacement; SyncGroup and Heartbeat have their pure answe
 classic_members.py: classic_member, heartbeat_error, sync_assignment, and need the session
 restart and the join timer Kafka schedules on REBALANCE_IN_PROGRESS); the downgrade check in fence_members and on a consumer member's
 leave (can_downgrade); the conversions wired into ConsumerGroups and GroupMembership with their
-records and timers; DescribeGroups and ConsumerGroupDescribe of mixed groups; then the config.
+records (ConsumerGroups.creation_records writes an upgraded group) and timers; DescribeGroups and ConsumerGroupDescribe of mixed groups; then the config.
 """
 
 from __future__ import annotations

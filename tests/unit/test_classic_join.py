@@ -13,12 +13,12 @@ from broker.config import BrokerConfig
 from broker.coordinator.classic_join import heartbeat_consumer_group, join_consumer_group, sync_consumer_group
 from broker.coordinator.consumer_group import ConsumerGroup
 from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatRequest
-from broker.coordinator.group import ClassicGroup
+from broker.coordinator.group import ClassicGroup, GroupState, Member
 from broker.coordinator.loader import LoadState, decode_chunk
 from broker.coordinator.membership import JoinRequest, JoinResult
-from broker.coordinator.migration import MigrationPolicy
+from broker.coordinator.migration import MigrationPolicy, consumer_group_from_classic
 from controller.model import ClusterImage, PartitionRegistration, TopicRegistration
-from protocol.consumer_protocol import read_assignment
+from protocol.consumer_protocol import read_assignment, write_assignment
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
 
@@ -208,3 +208,36 @@ def test_classic_member_is_fenced_without_sync_or_rejoin() -> None:
         groups.close()
 
     asyncio.run(run())
+
+
+def test_an_upgraded_classic_group_is_written_whole() -> None:
+    """The records of a classic group converted to a consumer group (Kafka's
+    createConsumerGroupRecords) rebuild it on a coordinator loading the partition."""
+    classic = ClassicGroup("g", state=GroupState.STABLE, generation=5, protocol_type="consumer")
+    for member_id, partitions in (("m1", (0,)), ("m2", (1,))):
+        classic.add(
+            Member(member_id, None, "cid", "/h", 60_000, 45_000, "consumer", (("range", _subscription()),))
+        )
+        classic.members[member_id].assignment = write_assignment(1, (("t", partitions),))
+    classic.protocol_name = "range"
+    converted = consumer_group_from_classic(classic, {"t": T1})
+
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties({})
+        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, _Partition()), _writer_unused)
+        records = groups.creation_records(converted)
+        assert len(records) == 2 + 1 + 2 + 1 + 2
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(records), 0))
+        restored = groups.restore("g", state.consumer_groups["g"])
+        assert restored.members == converted.members and restored.target == converted.target
+        assert (restored.group_epoch, restored.assignment_epoch) == (5, 5)
+        assert restored.members["m2"].assigned == {T1: frozenset({1})}
+
+        groups.close()
+
+    asyncio.run(run())
+
+
+async def _writer_unused(group_id: str, records: list[NewRecord]) -> ErrorCode:
+    raise AssertionError("nothing is written")
