@@ -22,9 +22,9 @@ leader's assignments are ignored) and restarts the session; Heartbeat restarts t
 answers REBALANCE_IN_PROGRESS when the member must rejoin (classic_members.heartbeat_error),
 starting its join timeout (fenced unless it joins within its rebalance timeout) if not running.
 
-State of the work: not called by the handlers yet (see migration.py); the downgrade when a static
-classic member replaces the last consumer-protocol member (validateOnlineDowngradeWithReplacedMember)
-is not built.
+State of the work: called by the JoinGroup, SyncGroup and Heartbeat handlers; joins are refused
+while migration is disabled (see migration.py). The downgrade when a static classic member
+replaces the last consumer-protocol member (validateOnlineDowngradeWithReplacedMember) is not built.
 """
 
 from __future__ import annotations

@@ -587,6 +587,10 @@ class ConsumerGroups:
             return ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.", None
         return ErrorCode.none, None, holder.consumer
 
+    def topic_names(self) -> dict[uuid.UUID, str]:
+        """The cluster's topic names by id."""
+        return {t.topic_id: name for name, t in self._image().topics.items()}
+
     def assignor_of(self, group: ConsumerGroup) -> str:
         return group.assignor or group.preferred_assignor(self._assignors[0])
 
