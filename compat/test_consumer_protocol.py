@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.heartbeat.v4.request import HeartbeatRequest as ClassicHeartbeatRequest
 from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
 from kio.schema.offset_commit.v8.request import OffsetCommitRequest as OffsetCommitRequestV8
@@ -41,6 +42,7 @@ from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
+from kio.schema.sync_group.v5.request import SyncGroupRequest
 from kio.schema.txn_offset_commit.v5.request import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
@@ -318,6 +320,11 @@ def _bad_input(target: Any) -> list[dict[str, Any]]:
         # LeaveGroup on a consumer group of its own (an admin's removeMembersFromConsumerGroup):
         # members are fenced whatever their protocol, each identity answered
         obs.append(_obs("leave-group-join-static", join(client, m5, group=leaving, instance_id="i5", topics=(TOPIC,))))
+        # classic Heartbeat and SyncGroup on the consumer group: a consumer-protocol member, an
+        # unknown one, another member id with a static member's instance id
+        for step, member, instance in (("consumer-member", m4, None), ("unknown", m2, None), ("fenced", m4, "i5")):
+            beat_sync = _classic_heartbeat_and_sync(client, leaving, member, instance)
+            obs.append({"step": f"classic-heartbeat-{step}", **beat_sync})
         identities = ((m4, None), (m2, None), (m2, "i5"), ("", "i5"), ("", "i9"))
         obs.append({"step": "leave-group", "errors": _leave_group(client, leaving, identities)})
         described = describe(client, leaving)
@@ -330,6 +337,16 @@ def _leave_group(client: RawClient, group: str, identities: tuple[tuple[str, str
     answer = client.request(LeaveGroupRequest(group_id=GroupId(group), members=tuple(
         MemberIdentity(member_id=m, group_instance_id=i, reason="compat") for m, i in identities)))  # fmt: skip
     return [ErrorCode(answer.error_code).name] + [ErrorCode(m.error_code).name for m in answer.members]
+
+
+def _classic_heartbeat_and_sync(client: RawClient, group: str, member_id: str, instance: str | None) -> dict[str, str]:
+    """Heartbeat v4 and SyncGroup v5 of a classic member at generation 1."""
+    beat = client.request(ClassicHeartbeatRequest(
+        group_id=GroupId(group), generation_id=i32(1), member_id=member_id, group_instance_id=instance))  # fmt: skip
+    sync = client.request(SyncGroupRequest(
+        group_id=GroupId(group), generation_id=i32(1), member_id=member_id, group_instance_id=instance,
+        protocol_type="consumer", protocol_name="range", assignments=()))  # fmt: skip
+    return {"heartbeat": ErrorCode(beat.error_code).name, "sync": ErrorCode(sync.error_code).name}
 
 
 def _classic_join(client: RawClient, group: str) -> str:
@@ -358,6 +375,8 @@ def test_consumer_protocol_bad_input(differential: Any) -> None:
     assert obs["leave-group"]["errors"] == [
         "none", "none", "unknown_member_id", "fenced_instance_id", "none", "unknown_member_id"]
     assert obs["describe-after-leave-group"]["members"] == []
+    assert obs["classic-heartbeat-fenced"] == {
+        "step": "classic-heartbeat-fenced", "heartbeat": "fenced_instance_id", "sync": "fenced_instance_id"}
     assert obs["static-join-unreleased"]["error"] == "unreleased_instance_id"
     assert obs["static-fenced"]["error"] == "fenced_instance_id"
     assert obs["classic-join"]["error"] == "none"

@@ -7,8 +7,7 @@ its member epoch; the server assignor computes its assignment, SyncGroup hands i
 embedded consumer protocol, and REBALANCE_IN_PROGRESS tells it to rejoin (JoinGroup) when its
 epoch is behind the target, it has partitions to revoke, or partitions it waits for are free.
 
-State of the work: not called yet (see migration.py); the caller owns the session and join
-timers Kafka reschedules here.
+Called by classic_join.py, which owns the session, join and sync timers Kafka reschedules here.
 """
 
 from __future__ import annotations

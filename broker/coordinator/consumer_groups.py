@@ -1,3 +1,4 @@
+# Over 700 lines: the heartbeat flow, its records and its timers share one in-memory group state per coordinator.
 """The KIP-848 consumer group protocol on the group coordinator: ConsumerGroupHeartbeat and
 ConsumerGroupDescribe, as Kafka's GroupMetadataManager serves them.
 
@@ -156,6 +157,8 @@ class ConsumerGroups:
         self._assignors = [assignor_name(a) for a in config.group_consumer_assignors]
         self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._classic_timers: dict[str, dict[tuple[str, str], asyncio.TimerHandle]] = {"join": {}, "sync": {}}
+        """A classic member's join and sync timeouts (classic_join.py), by kind."""
         self._racks = ReplicaRacks()
 
     @property
@@ -204,7 +207,7 @@ class ConsumerGroups:
     async def heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
         """Apply the heartbeat in memory, write its records, then answer (the coordinator's error
         if they could not be written)."""
-        self._out = []
+        self.begin()
         try:
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 result = self._leave(req)
@@ -212,12 +215,19 @@ class ConsumerGroups:
                 result = self._heartbeat(req, client_id, client_host)
         except HeartbeatError as e:
             result = HeartbeatResult(e.error, e.message)
+        error = await self.commit(req.group_id)
+        return result if error == ErrorCode.none else HeartbeatResult(error, error.name)
+
+    def begin(self) -> None:
+        """Start a change (a heartbeat, or a classic member's request: classic_join.py)."""
+        self._out = []
+
+    async def commit(self, group_id: str) -> ErrorCode:
+        """Write the change's records (if any): the coordinator's error."""
         records, self._out = self._out, []
-        if records:
-            error = await asyncio.shield(self.write_in_order(req.group_id, records))
-            if error != ErrorCode.none:
-                return HeartbeatResult(error, error.name)
-        return result
+        if not records:
+            return ErrorCode.none
+        return await asyncio.shield(self.write_in_order(group_id, records))
 
     # == records (consumer_records.py) ==============================================================
 
@@ -256,6 +266,23 @@ class ConsumerGroups:
             self._emit_member_tombstones(group.group_id, member_id)
         self._emit(rec.TARGET_METADATA, group.group_id, None, None)
         self._emit(rec.GROUP_METADATA, group.group_id, None, None)
+        records, self._out = self._out, []
+        return records
+
+    def creation_records(self, group: ConsumerGroup) -> list[NewRecord]:
+        """Every record of a group made whole at once (an upgraded classic group, migration.py),
+        in Kafka's ConsumerGroup.createConsumerGroupRecords order: the members, the group epoch,
+        the target assignment and its epoch, the current assignments."""
+        self._out = []
+        for m in group.members.values():
+            self._emit_member(group.group_id, m)
+        self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
+        for member_id in group.members:
+            self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(group.target.get(member_id, {})))
+        self._emit(rec.TARGET_METADATA, group.group_id, None, rec.target_metadata_value(
+            rec.TargetMetadataValue(group.assignment_epoch, group.assignment_timestamp_ms)))  # fmt: skip
+        for m in group.members.values():
+            self._emit_current(group.group_id, m)
         records, self._out = self._out, []
         return records
 
@@ -300,11 +327,14 @@ class ConsumerGroups:
         group.target = {m: a for m, a in group.target.items() if m in group.members}
         self._refresh_subscriptions(group, self._image())  # what the group epoch was computed against
         for member_id in group.members:
-            self._start_session(group_id, member_id)
+            self.start_session(group_id, member_id)
         return group
 
-    def _start_session(self, group_id: str, member_id: str) -> None:
-        self._schedule(self._session_timers, (group_id, member_id), self._config.group_consumer_session_timeout_ms,
+    def start_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """(Re)start the member's session: `group.consumer.session.timeout.ms` unless given (a
+        classic member's own session timeout)."""
+        timeout = self._config.group_consumer_session_timeout_ms if timeout_ms is None else timeout_ms
+        self._schedule(self._session_timers, (group_id, member_id), timeout,
                        lambda: self._fence(group_id, member_id, "session expired"))  # fmt: skip
 
     def _group(self, group_id: str, create: bool) -> tuple[ClassicGroup, ConsumerGroup]:
@@ -353,15 +383,7 @@ class ConsumerGroups:
                     f"Static member {existing.member_id} with instance id {req.instance_id} "
                     "is not released yet.",
                 )
-            # The rejoining instance takes the member's place (and its assignment).
-            group.remove_member(existing.member_id)
-            self._cancel_timers(group.group_id, existing.member_id)
-            self._emit_member_tombstones(group.group_id, existing.member_id)
-            target = group.target.get(existing.member_id)
-            if target is not None:
-                group.target[member_id] = target
-                self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(target))
-            return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            return self.replace_static_member(group, existing, member_id)
         if existing is None:
             raise HeartbeatError(
                 ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
@@ -374,6 +396,19 @@ class ConsumerGroups:
             )
         _check_epoch(existing, req)
         return existing
+
+    def replace_static_member(
+        self, group: ConsumerGroup, existing: ConsumerGroupMember, member_id: str
+    ) -> ConsumerGroupMember:
+        """A rejoining static instance takes the member's place (and its assignment) at epoch 0."""
+        group.remove_member(existing.member_id)
+        self._cancel_timers(group.group_id, existing.member_id)
+        self._emit_member_tombstones(group.group_id, existing.member_id)
+        target = group.target.get(existing.member_id)
+        if target is not None:
+            group.target[member_id] = target
+            self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(target))
+        return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
 
     def _heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
         joining = req.member_epoch == 0
@@ -413,6 +448,37 @@ class ConsumerGroups:
             client_id=client_id,
             client_host=client_host,
         )
+        after = self.apply_member(holder, group, member, updated, req.owned)
+        if after != updated:
+            key = (group.group_id, member_id)
+            if after.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule(self._rebalance_timers, key, after.rebalance_timeout_ms,
+                               lambda: self._rebalance_expired(group.group_id, member_id, after.member_epoch))
+            else:
+                self._cancel(self._rebalance_timers, key)
+        self.start_session(group.group_id, member_id)
+        full = joining or (
+            req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and req.owned is not None
+        )
+        changed = after.assigned != member.assigned or is_new
+        return HeartbeatResult(
+            ErrorCode.none,
+            member_id=member_id,
+            member_epoch=after.member_epoch,
+            heartbeat_interval_ms=self._config.group_consumer_heartbeat_interval_ms,
+            assignment=after.assigned if full or changed else None,
+        )
+
+    def apply_member(
+        self, holder: ClassicGroup, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+        owned: Mapping[uuid.UUID, tuple[int, ...]] | None,
+    ) -> ConsumerGroupMember:  # fmt: skip
+        """Steps 1-3 of a heartbeat (or of a classic member's JoinGroup): `member` becomes
+        `updated`, the group epoch is bumped if the subscriptions changed, the target assignment
+        computed if due, and the member reconciled towards it (`owned`: the partitions it reports,
+        None when it does not say); returns the member as it now is."""
+        member_id = updated.member_id
+        is_new = member_id not in group.members
         # A new group first moves away from epoch 0; then a changed subscription (topic names;
         # a regular expression counts once what it matches changes) bumps it, as Kafka 4.3 does.
         bump = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
@@ -441,29 +507,12 @@ class ConsumerGroups:
         after = before
         if not before.is_reconciled_to(group.assignment_epoch):
             after = reconcile(
-                before, group.assignment_epoch, group.target.get(member_id, {}), group.partition_owners(), req.owned
+                before, group.assignment_epoch, group.target.get(member_id, {}), group.partition_owners(), owned
             )
             if after != before:
                 group.update_member(after)
                 self._emit_current(group.group_id, after)
-                key = (group.group_id, member_id)
-                if after.state is MemberState.UNREVOKED_PARTITIONS:
-                    self._schedule(self._rebalance_timers, key, after.rebalance_timeout_ms,
-                                   lambda: self._rebalance_expired(group.group_id, member_id, after.member_epoch))
-                else:
-                    self._cancel(self._rebalance_timers, key)
-        self._start_session(group.group_id, member_id)
-        full = joining or (
-            req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and req.owned is not None
-        )
-        changed = after.assigned != member.assigned or is_new
-        return HeartbeatResult(
-            ErrorCode.none,
-            member_id=member_id,
-            member_epoch=after.member_epoch,
-            heartbeat_interval_ms=self._config.group_consumer_heartbeat_interval_ms,
-            assignment=after.assigned if full or changed else None,
-        )
+        return after
 
     def _refresh_subscriptions(self, group: ConsumerGroup, image: ClusterImage) -> bool:
         """Resolve the members' regular expressions and the subscribed topics' partition counts
@@ -532,6 +581,10 @@ class ConsumerGroups:
         if holder.consumer is None:
             return ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.", None
         return ErrorCode.none, None, holder.consumer
+
+    def topic_names(self) -> dict[uuid.UUID, str]:
+        """The cluster's topic names by id."""
+        return {t.topic_id: name for name, t in self._image().topics.items()}
 
     def assignor_of(self, group: ConsumerGroup) -> str:
         return group.assignor or group.preferred_assignor(self._assignors[0])
@@ -629,8 +682,26 @@ class ConsumerGroups:
             handle.cancel()
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        for timers in (self._session_timers, self._rebalance_timers, *self._classic_timers.values()):
+            self._cancel(timers, (group_id, member_id))
+
+    def schedule_classic_timeout(
+        self, kind: str, group_id: str, member_id: str, delay_ms: int, reason: str, if_absent: bool = False
+    ) -> None:
+        """Fence a classic member unless it joins ("join") or syncs ("sync") within `delay_ms`."""
+        timers = self._classic_timers[kind]
+        if if_absent and (group_id, member_id) in timers:
+            return
+        self._schedule(timers, (group_id, member_id), delay_ms,
+                       lambda: self._classic_expired(kind, group_id, member_id, reason))  # fmt: skip
+
+    def cancel_classic_timeout(self, kind: str, group_id: str, member_id: str) -> None:
+        self._cancel(self._classic_timers[kind], (group_id, member_id))
+
+    def _classic_expired(self, kind: str, group_id: str, member_id: str, reason: str) -> None:
+        self._classic_timers[kind].pop((group_id, member_id), None)
         self._cancel(self._session_timers, (group_id, member_id))
-        self._cancel(self._rebalance_timers, (group_id, member_id))
+        self._fence(group_id, member_id, reason)
 
     def unload(self, group: ConsumerGroup) -> None:
         """The group's partition is no longer led here: its timers stop."""
@@ -639,7 +710,7 @@ class ConsumerGroups:
 
     def close(self) -> None:
         self._writes.close()
-        for timers in (self._session_timers, self._rebalance_timers):
+        for timers in (self._session_timers, self._rebalance_timers, *self._classic_timers.values()):
             for handle in timers.values():
                 handle.cancel()
             timers.clear()

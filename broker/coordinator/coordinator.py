@@ -30,6 +30,7 @@ from broker.coordinator.consumer_records import GROUP_METADATA
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
 from broker.coordinator.membership import GroupMembership, MembershipConfig
+from broker.coordinator.migration import MigrationPolicy
 from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
 from broker.coordinator.records import (
     OffsetAndMetadata,
@@ -122,6 +123,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             self._persist_group,
         )
         self.consumer_groups = ConsumerGroups(config, lambda: controller.image, self.group_status, self._append_for)
+        self.migration_policy = MigrationPolicy.DISABLED
+        """KIP-848 online migration (migration.py): disabled until group.consumer.migration.policy is served."""
         self.share_groups = share_groups_for(self, lambda: controller.image, self._append_for)
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()

@@ -14,20 +14,25 @@ ConsumerGroup.fromClassicGroup and ClassicGroup.fromConsumerGroup have them.
   member with its target assignment written in the version of the subscription it joined with.
 
 State of the work: the checks and conversions are here and unit-tested; the coordinator calls
-only `upgrade_refusal`, for the refusals Kafka's default policy makes too (another protocol type,
-too many members), answered with Kafka's messages. Otherwise a classic group with members still
-refuses consumer heartbeats and a consumer group with members refuses classic joins, as Kafka
-does with the policy `disabled`, and the config is not declared. The OffsetCommit/OffsetFetch
-checks of classic members are served (consumer_offset_checks.py), and a LeaveGroup on a consumer
-group fences the members it names (classic_members.leave, ConsumerGroups.fence_members). Still to
-build: routing classic members of a consumer group from the JoinGroup, SyncGroup and Heartbeat
-handlers to classic_members.py (whose pure answers are written: join_error, joined_member,
-classic_member, heartbeat_error, sync_assignment), with the rest of classicGroupJoinToConsumerGroup
-(the member id round, static members, the group epoch bump, target assignment and reconciliation
-the consumer heartbeat flow already does, the JoinGroup answer once the member is reconciled, and
-the session and join timers); the downgrade check in fence_members and on a consumer member's
-leave (can_downgrade); the conversions wired into ConsumerGroups and GroupMembership with their
-records and timers; DescribeGroups and ConsumerGroupDescribe of mixed groups; then the config.
+`upgrade_refusal` for the refusals Kafka's default policy makes too (another protocol type, too
+many members), answered with Kafka's messages. The JoinGroup, SyncGroup and Heartbeat handlers
+send classic members of a consumer group with members to classic_join.py (Kafka's
+classicGroup*ToConsumerGroup: member id round trip, static members, the consumer heartbeat flow,
+sync and join timeouts), but with GroupCoordinator.migration_policy `disabled` (the config is not
+declared) a classic JoinGroup there is refused with INCONSISTENT_GROUP_PROTOCOL and a classic group
+with members refuses consumer heartbeats, as Kafka does with the policy `disabled`; classic
+Heartbeat and SyncGroup on a consumer group already answer as Kafka (compat/test_consumer_protocol.py).
+The OffsetCommit/OffsetFetch checks of classic members are served (consumer_offset_checks.py), and
+a LeaveGroup on a consumer group fences the members it names (classic_members.leave,
+ConsumerGroups.fence_members). Still to build, in order: the upgrade in ConsumerGroups._group
+(convertToConsumerGroup: the classic group's join and sync waiters answered
+REBALANCE_IN_PROGRESS and its timers stopped in GroupMembership, its tombstone, then
+ConsumerGroups.creation_records of consumer_group_from_classic and the members' sessions at their
+classic session timeouts); the downgrade (can_downgrade in fence_members, on a consumer member's
+leave or fencing, and on a static classic member replacing the last consumer member, with
+classic_group_from_consumer, its records and GroupMembership's timers); DescribeGroups and
+ConsumerGroupDescribe of mixed groups; then the config (Kafka's default `bidirectional`) and the
+differential cases; the GAPS entry in compat/differences.py stays until they pass.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@
 # GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 # COORDINATOR_NOT_AVAILABLE. v0-1 are served (old librdkafka checks v0 is advertised for GSSAPI);
 # v0 has no rebalance timeout, so the session timeout is used. The reason (v8+) is logged.
-# A group id that is a consumer-protocol (KIP-848) group with members answers
-# INCONSISTENT_GROUP_PROTOCOL; an empty one becomes a classic group. A share group's id answers
+# A group id that is a consumer-protocol (KIP-848) group with members goes to
+# classic_join.join_consumer_group, which answers INCONSISTENT_GROUP_PROTOCOL while online
+# migration is disabled (coordinator.migration_policy); an empty one becomes a classic group. A share group's id answers
 # INCONSISTENT_GROUP_PROTOCOL with an empty member id.
 # Not supported: nothing of v0-9 is left out; a classic member joining a KIP-848 group (Kafka's
 # online migration, group.consumer.migration.policy).
@@ -22,6 +23,7 @@ from kio.schema.join_group.v9.response import JoinGroupResponse, JoinGroupRespon
 from kio.static.primitive import i32
 
 from broker.context import RequestContext
+from broker.coordinator.classic_join import join_consumer_group
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.membership import JoinRequest, JoinResult
 from broker.coordinator.wire import NO_THROTTLE, client_host, coordinator, millis
@@ -78,10 +80,6 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
             return _response(ctx, JoinResult(ErrorCode.unknown_member_id, request.member_id))
         group = ClassicGroup(group_id)
         part.groups[group_id] = group
-    elif group.consumer is not None:
-        if not group.consumer.is_empty():  # Kafka lets the member join the consumer group (KIP-848 migration)
-            return _response(ctx, JoinResult(ErrorCode.inconsistent_group_protocol, request.member_id))
-        coord.consumer_groups.convert_to_classic(group)  # an empty consumer-protocol group becomes classic
     join = JoinRequest(
         group_id=group_id,
         member_id=request.member_id,
@@ -96,4 +94,9 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
         reason=request.reason,
         correlation_id=ctx.correlation_id,
     )
+    if group.consumer is not None:
+        if not group.consumer.is_empty():  # a classic member joins a consumer group (KIP-848 migration)
+            return _response(ctx, await join_consumer_group(coord.consumer_groups, group, group.consumer, join,
+                                                            coord.migration_policy, config.group_consumer_max_size))  # fmt: skip
+        coord.consumer_groups.convert_to_classic(group)  # an empty consumer-protocol group becomes classic
     return _response(ctx, await coord.membership.join(group, join))

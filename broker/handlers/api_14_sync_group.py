@@ -5,6 +5,8 @@
 # Stable group SyncGroup answers with the stored assignment at once. v5 checks protocol type and
 # name against the group's (INCONSISTENT_GROUP_PROTOCOL). Other errors as Kafka: UNKNOWN_MEMBER_ID,
 # ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, coordinator errors.
+# A classic member of a consumer-protocol (KIP-848) group gets its server-assigned partitions
+# (classic_join.sync_consumer_group).
 # Not supported: nothing of v0-5 is left out.
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
 from __future__ import annotations
@@ -13,6 +15,7 @@ from kio.schema.sync_group.v5.request import SyncGroupRequest
 from kio.schema.sync_group.v5.response import SyncGroupResponse
 
 from broker.context import RequestContext
+from broker.coordinator.classic_join import sync_consumer_group
 from broker.coordinator.membership import SyncResult
 from broker.coordinator.wire import NO_THROTTLE, coordinator
 from broker.handlers import registry
@@ -46,6 +49,15 @@ async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupRes
     if group is None:
         return _response(SyncResult(ErrorCode.unknown_member_id))
     v5 = ctx.api_version >= 5
+    if group.consumer is not None:  # a classic member of a consumer group (KIP-848 migration)
+        if group.consumer.is_empty():
+            return _response(SyncResult(ErrorCode.unknown_member_id))
+        return _response(sync_consumer_group(
+            coord.consumer_groups, group.consumer, request.member_id,
+            request.group_instance_id if ctx.api_version >= 3 else None, int(request.generation_id),
+            request.protocol_type if v5 else None, request.protocol_name if v5 else None,
+            coord.consumer_groups.topic_names(),
+        ))  # fmt: skip
     result = await coord.membership.sync(
         group,
         request.member_id,
