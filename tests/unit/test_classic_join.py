@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import struct
 import uuid
+from collections.abc import Callable
 
 from broker.config import BrokerConfig
 from broker.coordinator.classic_join import heartbeat_consumer_group, join_consumer_group, sync_consumer_group
@@ -55,7 +56,7 @@ def test_classic_member_joins_a_consumer_group() -> None:
         part = _Partition()
         written: list[NewRecord] = []
 
-        async def append(group_id: str, records: list[NewRecord]) -> ErrorCode:
+        async def append(group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None) -> ErrorCode:
             written.extend(records)
             return ErrorCode.none
 
@@ -125,7 +126,7 @@ async def _mixed_group(written: list[NewRecord]) -> tuple[ConsumerGroups, Classi
     config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
     part = _Partition()
 
-    async def append(group_id: str, records: list[NewRecord]) -> ErrorCode:
+    async def append(group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None) -> ErrorCode:
         written.extend(records)
         return ErrorCode.none
 
