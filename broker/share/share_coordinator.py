@@ -216,12 +216,23 @@ class ShareCoordinator(PartitionedCoordinator[StatePartition]):
 
     async def ensure_topic(self, key: SharePartitionKey) -> ErrorCode:
         """Create `__share_group_state` if missing (Kafka: the persister's FindCoordinator with
-        key type SHARE) and wait a moment for `key`'s partition to load."""
+        key type SHARE) and wait up to a second for `key`'s partition to be loaded here, if this
+        broker is to lead it (right after the topic's creation its leadership is still on its
+        way: without the wait the group would retry only after
+        `group.share.initialize.retry.interval.ms`)."""
         if SHARE_GROUP_STATE_TOPIC not in self._controller.image.topics:
             await self._create_topic()
         if SHARE_GROUP_STATE_TOPIC not in self._controller.image.topics:
             return ErrorCode.coordinator_not_available
-        await self._wait_loaded(self.partition_for(coordinator_key(key)))
+        index = self.partition_for(coordinator_key(key))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 1.0
+        while index not in self._partitions and self._active and loop.time() < deadline:
+            registration = self._controller.image.partition(SHARE_GROUP_STATE_TOPIC, index)
+            if registration is None or registration.leader != self.config.broker_id:
+                break
+            await asyncio.sleep(0.01)
+        await self._wait_loaded(index)
         return ErrorCode.none
 
     # == writing ==================================================================================
