@@ -1,9 +1,9 @@
 """The share coordinator (broker/share/share_coordinator.py) in a real broker: a share group's
 partitions get their state initialized in `__share_group_state` (created as Kafka creates it) and
-are then assigned; the state the share partitions write is replicated, read back, fenced by leader
-epoch, and, after a broker restart, replayed from the topic (snapshots and the updates after them)
-into the same state, while the group keeps its initialized partitions and is not initialized
-again."""
+are then assigned; the state the share partitions write is replicated, read back and fenced by
+leader epoch; when leadership of its partition moves away and back, and after a broker restart,
+it is replayed from the topic (snapshots and the updates after them) into the same state, while
+the group keeps its initialized partitions and is not initialized again."""
 
 from __future__ import annotations
 
@@ -18,13 +18,14 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
 from broker.share.in_flight import PersisterStateBatch, RecordState
-from broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC, ShareCoordinator
+from broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC, ShareCoordinator, coordinator_key
 from broker.share.share_coordinator_shard import ReadAnswer
 from broker.share.share_group import ShareGroup, ShareHeartbeat
 from broker.share.share_groups import ShareHeartbeatResult
 from broker.share.share_state import SharePartitionKey
 from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 T = TypeVar("T")
 GROUP = "queue"
@@ -99,6 +100,7 @@ def test_share_state_is_initialized_written_and_replayed_after_a_restart(tmp_pat
             answer = _until(partial(_read, samsa, key, -1))
             assert (answer.error, answer.state_epoch, answer.start_offset, answer.state_batches) == (
                 ErrorCode.none, 1, -1, ())  # fmt: skip
+
         # and a heartbeat assigns them (once group.share.assignment.interval.ms has passed)
         def assignment() -> dict[uuid.UUID, frozenset[int]] | None:
             answer = _heartbeat(samsa, "m1", _until(lambda: _group(samsa)).members["m1"].member_epoch).answer
@@ -128,6 +130,19 @@ def test_share_state_is_initialized_written_and_replayed_after_a_restart(tmp_pat
             PersisterStateBatch(7, 9, RecordState.AVAILABLE, 1),
             PersisterStateBatch(10, 12, RecordState.ARCHIVED, 5),
         )
+
+        # leadership of the state partition moves away and back: the state is dropped, then
+        # replayed from the log
+        index = coordinator.partition_for(coordinator_key(key))
+        state_tp = TopicPartition(SHARE_GROUP_STATE_TOPIC, index)
+
+        async def move(is_leader: bool) -> None:
+            coordinator.on_leadership_change(state_tp, is_leader)
+
+        samsa.run(move(False))
+        assert samsa.run(coordinator.read(key, 3)).error == ErrorCode.not_coordinator
+        samsa.run(move(True))
+        assert _until(lambda: _read(samsa, key, 3)) == state
 
         samsa.restart()
         after = _until(lambda: _read(samsa, key, 3))
