@@ -17,11 +17,21 @@ from typing import TypeVar
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from broker.share.in_flight import PersisterStateBatch, RecordState
+from broker.share import share_partition_state
+from broker.share.in_flight import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    FetchedBatch,
+    PersisterStateBatch,
+    RecordState,
+    SharePartitionSettings,
+)
 from broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC, ShareCoordinator, coordinator_key
 from broker.share.share_coordinator_shard import ReadAnswer
 from broker.share.share_group import ShareGroup, ShareHeartbeat
 from broker.share.share_groups import ShareHeartbeatResult
+from broker.share.share_partition import SharePartition
+from broker.share.share_partition_state import SharePartitionPersister
 from broker.share.share_state import SharePartitionKey
 from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
@@ -157,5 +167,67 @@ def test_share_state_is_initialized_written_and_replayed_after_a_restart(tmp_pat
         assert _read(samsa, key, 3) == after
         fenced = samsa.run(_share_coordinator(samsa).write(key, 1, 2, 8, 0, ()))
         assert fenced.error == ErrorCode.fenced_leader_epoch  # the leader epoch was replayed too
+    finally:
+        samsa.close()
+
+
+def test_a_share_partition_leader_loads_and_persists_its_state_through_the_coordinator(
+    tmp_path: Path,
+) -> None:
+    """What a leader completed (accepted, released) is there after a restart; what it had
+    acquired without completing is delivered again; an older leader's write is fenced and its
+    change rolled back."""
+    samsa = SamsaInProcess(tmp_path / "data", {"share.coordinator.state.topic.num.partitions": "1"}).start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=samsa.bootstrap_servers)
+        admin.create_topics([NewTopic("t", 1, 1)])
+        admin.close()
+        topic_id: uuid.UUID = samsa.broker.controller.image.topics["t"].topic_id
+        key = SharePartitionKey("g", topic_id, 0)
+        coordinator = _share_coordinator(samsa)
+        done = samsa.run(coordinator.initialize_partitions("g", 4, {topic_id: frozenset({0})}))
+        assert done == {topic_id: frozenset({0})}
+        log = [FetchedBatch(first, first + 4) for first in range(0, 20, 5)]
+
+        def fetch(sp: SharePartition, member: str) -> list[tuple[int, int, int]]:
+            offset = sp.next_fetch_offset()
+            got = sp.acquire(member, [b for b in log if b.last_offset >= offset], offset, 10, 5, 0)
+            return [(a.first_offset, a.last_offset, a.delivery_count) for a in got]
+
+        settings = SharePartitionSettings()
+        error, sp, persister = samsa.run(
+            share_partition_state.load(coordinator, key, "t", 3, settings, lambda: 0)
+        )
+        assert error == ErrorCode.none and sp is not None and persister is not None
+        assert persister.state_epoch == 4
+        assert fetch(sp, "a") == [(0, 4, 1), (5, 9, 1)]
+        accept, release = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE)
+        transition = sp.acknowledge(
+            "a", [AcknowledgementBatch(0, 4, (accept,)), AcknowledgementBatch(5, 6, (release,))], 1
+        )
+        assert samsa.run(persister.persist(sp, transition, 1)) == ErrorCode.none
+        assert sp.start_offset == 5
+
+        samsa.restart()
+        coordinator = _share_coordinator(samsa)
+
+        def load() -> tuple[ErrorCode, SharePartition | None, SharePartitionPersister | None] | None:
+            loaded = samsa.run(share_partition_state.load(coordinator, key, "t", 4, settings, lambda: 0))
+            return None if loaded[0] == ErrorCode.coordinator_load_in_progress else loaded
+
+        error, moved, new_persister = _until(load)
+        assert error == ErrorCode.none and moved is not None and new_persister is not None
+        assert moved.start_offset == 5 and moved.next_fetch_offset() == 5
+        # 5-6 were released (count 1 kept, raised on redelivery); 7-9 were never written
+        assert fetch(moved, "b") == [(5, 6, 2), (7, 14, 1)]
+        # the old leader (epoch 3) is fenced now that epoch 4 read the state: its change is
+        # rolled back
+        old = SharePartitionPersister(coordinator, key, 3, 4)
+        transition = moved.acknowledge("b", [AcknowledgementBatch(5, 6, (accept,))], 2)
+        assert samsa.run(old.persist(moved, transition, 2)) == ErrorCode.fenced_leader_epoch
+        state = moved.record_state(5)
+        assert state is not None and (state.state, state.member_id) == (RecordState.ACQUIRED, "b")
+        transition = moved.acknowledge("b", [AcknowledgementBatch(5, 6, (accept,))], 3)
+        assert samsa.run(new_persister.persist(moved, transition, 3)) == ErrorCode.none
     finally:
         samsa.close()
