@@ -40,6 +40,7 @@ from broker.security.listeners import listener_securities
 from broker.security.session import ListenerSecurity
 from broker.security.tls import StoreSpec, write_pem_files
 from broker.services import FORWARDING_CLIENT_ID, BrokerServices
+from broker.share.share_coordinator import ShareCoordinator
 from broker.tasks import cancel_and_wait
 from broker.topic_creation import AutoTopicCreator
 from broker.txn.coordinator import TransactionCoordinator
@@ -81,6 +82,7 @@ class Broker:
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.txn_coordinator: TransactionCoordinator | None = None
+        self.share_coordinator: ShareCoordinator | None = None
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
         self.security_store: SecurityStore | None = None
@@ -146,7 +148,10 @@ class Broker:
         self._configure_replication_throttles(self.config)
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
         self.controller.add_suspicion_listener(self.replica_manager.isr_manager.wake)
-        self.group_coordinator = GroupCoordinator(self.config, self.controller, self.replica_manager)
+        self.share_coordinator = ShareCoordinator(self.config, self.controller, self.replica_manager)
+        self.group_coordinator = GroupCoordinator(
+            self.config, self.controller, self.replica_manager, self.share_coordinator.initialize_partitions
+        )
         self.txn_coordinator = TransactionCoordinator(
             self.config, self.controller, self.replica_manager, self.producer_ids, self.group_coordinator
         )
@@ -172,8 +177,10 @@ class Broker:
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership_change)
+        self.replica_manager.add_leadership_listener(self.share_coordinator.on_leadership_change)
         self.group_coordinator.start()
         self.txn_coordinator.start()
+        self.share_coordinator.start()
         self.dynamic_config.add_listener(self._on_config_change)
         # dynamic broker configs first, so partitions are created with the topic defaults they set
         self.controller.subscribe(lambda old, new: self.dynamic_config.update(new.broker_configs))
@@ -275,6 +282,8 @@ class Broker:
             services.controller_channel.close()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
+        if self.share_coordinator is not None:
+            await self.share_coordinator.shutdown()
         if self.replica_manager is not None:
             await self.replica_manager.shutdown()
         if self.controller is not None:

@@ -17,7 +17,7 @@ from controller.quotas import QuotaEntity
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_BROKER, BrokerId, ControllerEpoch, LeaderEpoch
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 DEFAULT_BROKER_ENTITY = ""
 """The entity of the cluster-wide dynamic broker config defaults (Kafka's `<default>`)."""
 MIN_INSYNC_REPLICAS = "min.insync.replicas"

@@ -351,6 +351,21 @@ class BrokerConfig(SecurityConfig):
     transaction_partition_verification_enable: bool = setting(BOOLEAN, True,
         "KIP-890: a transactional produce is appended only to a partition its transaction has "
         "added (verified with the transaction coordinator).", read_only=False)
+    # ---- share coordinator (KIP-932) -------------------------------------------------------------
+    share_coordinator_state_topic_num_partitions: int = setting(INT, 50,
+        "Partitions of __share_group_state, created when a share group first initializes a "
+        "share partition's state.", at_least(1))
+    share_coordinator_state_topic_replication_factor: int = setting(SHORT, 3,
+        "Replication factor of __share_group_state (at most the live brokers when it is "
+        "created).", at_least(1))
+    share_coordinator_state_topic_min_isr: int = setting(SHORT, 2,
+        "min.insync.replicas of __share_group_state.", at_least(1))
+    share_coordinator_state_topic_segment_bytes: int = setting(INT, 104_857_600,
+        "segment.bytes of __share_group_state.", at_least(1))
+    share_coordinator_snapshot_update_records_per_snapshot: int = setting(INT, 500,
+        "Updates of a share partition's state written between two snapshots of it.", Range(0, 500))
+    share_coordinator_write_timeout_ms: int = setting(INT, 5000,
+        "How long the share coordinator waits for its state records to be replicated.", at_least(1))
     # ---- replication ----------------------------------------------------------------------------
     replica_lag_time_max_ms: int = setting(LONG, 30_000,
         "A follower that has not caught up for this long leaves the ISR.")

@@ -41,6 +41,7 @@ from broker.coordinator.records import (
     partition_for,
 )
 from broker.log.info import AppendOrigin
+from broker.share.share_groups import Initializer as ShareInitializer
 from broker.share.share_groups import for_coordinator as share_groups_for
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
@@ -114,7 +115,8 @@ def _append_error_for_offsets(error: ErrorCode) -> ErrorCode:
 
 class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     def __init__(
-        self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager
+        self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager,
+        share_initializer: ShareInitializer | None = None,
     ) -> None:
         super().__init__(OFFSETS_TOPIC, controller, replica_manager, log)
         self.config = config
@@ -125,7 +127,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         self.consumer_groups = ConsumerGroups(config, lambda: controller.image, self.group_status, self._append_for)
         self.migration_policy = MigrationPolicy.DISABLED
         """KIP-848 online migration (migration.py): disabled until group.consumer.migration.policy is served."""
-        self.share_groups = share_groups_for(self, lambda: controller.image, self._append_for)
+        self.share_groups = share_groups_for(self, lambda: controller.image, self._append_for, share_initializer)
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 

@@ -31,6 +31,24 @@ if TYPE_CHECKING:
     from controller.interface import Controller
 
 
+def append_error(error: ErrorCode) -> ErrorCode:
+    """A coordinator's error for a failed append of its records (Kafka's
+    CoordinatorOperationExceptionHelper.handleOperationException, which the transaction
+    coordinator's appendTransactionToLog mirrors)."""
+    if error in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+    ):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
+        return ErrorCode.unknown_server_error
+    return error
+
+
 class LoadStatus(enum.Enum):
     LOADING = "loading"
     ACTIVE = "active"

@@ -6,8 +6,7 @@ messages).
 
 Pure: each function returns the answer and the records to append; the caller appends them to the
 `__share_group_state` partition, replays them into the store once written, and only then answers
-(Kafka's CoordinatorRuntime). Not reachable yet: no share coordinator leads `__share_group_state`
-partitions and no handler serves these APIs.
+(Kafka's CoordinatorRuntime): share_coordinator.py does. No handler serves these APIs yet.
 
 Checks, per request (the first that fails answers):
 

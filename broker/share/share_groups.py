@@ -7,8 +7,9 @@ shareGroupLeave, shareGroupDescribe and its replay serve them.
 The group coordinator builds one (`for_coordinator`), loads each partition's share groups into it
 and unloads them with the partition; ListGroups, DeleteGroups, JoinGroup and
 ConsumerGroupHeartbeat consult it, but no handler creates a share group yet (no ShareGroupHeartbeat
-row, no config: Kafka's defaults), and with no share coordinator yet no partition's state gets
-initialized.
+row, no config: Kafka's defaults). The partitions' state is initialized through the share
+coordinator (share_coordinator.py) when this broker leads their `__share_group_state` partitions
+too; others stay initializing until the state RPCs between brokers exist.
 
 A heartbeat:
 
@@ -71,8 +72,9 @@ OtherGroup = Callable[[str], bool]
 """Whether a classic or consumer group holds this group id."""
 ShareAppend = Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]
 """Append records to a group's `__consumer_offsets` partition (acks=-1): the coordinator's error."""
-Initializer = Callable[[str, Mapping[uuid.UUID, frozenset[int]]], Awaitable[bool]]
-"""Initialize the share-group state of these partitions with the share coordinator: success."""
+Initializer = Callable[[str, int, Mapping[uuid.UUID, frozenset[int]]], Awaitable[Mapping[uuid.UUID, frozenset[int]]]]
+"""Initialize the share-group state of these partitions of a group, with the group epoch as the
+state epoch, with the share coordinator: the partitions it initialized."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,13 +193,14 @@ class ShareGroups:
         self, group_id: str, group: ShareGroup, todo: Mapping[uuid.UUID, frozenset[int]]
     ) -> None:
         """Kafka's GroupCoordinatorService.persisterInitialize then initializeShareGroupState."""
-        if not await self._initialize(group_id, todo):
-            log.warning("share group state not initialized group=%s topics=%d", group_id, len(todo))
-            return
-        if self._current(group_id) is not group:
-            return  # unloaded or deleted meanwhile
+        done = await self._initialize(group_id, group.group_epoch, todo)
+        missing = sum(len(ps - done.get(t, frozenset())) for t, ps in todo.items())
+        if missing:
+            log.warning("share group state not initialized group=%s partitions=%d", group_id, missing)
+        if not done or self._current(group_id) is not group:
+            return  # nothing initialized, or unloaded or deleted meanwhile
         before = snapshot(group)
-        for topic_id, partitions in todo.items():
+        for topic_id, partitions in done.items():
             sg.initialized(group, topic_id, partitions)
         await self._write(group_id, changes(before, group, _names(self._topics())))
 
@@ -253,7 +256,8 @@ class ShareGroups:
         """DeleteGroups on a share group (Kafka's ShareGroup.validateDeleteGroup and
         createGroupTombstoneRecords): an Empty group is removed and its tombstones returned for
         the caller to write; GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP otherwise. The share
-        coordinator's state of its partitions is not deleted yet (there is none)."""
+        coordinator's state of its partitions is not deleted yet (Kafka's DeleteShareGroupState
+        through the persister is still to come)."""
         _, index = self._lookup(group_id)
         groups = self._groups.get(index, {}) if index is not None else {}
         group = groups.get(group_id)
@@ -324,9 +328,11 @@ class GroupsCoordinator(Protocol):
 
 
 def for_coordinator(
-    coordinator: GroupsCoordinator, image: Callable[[], ClusterImage], append: ShareAppend
+    coordinator: GroupsCoordinator, image: Callable[[], ClusterImage], append: ShareAppend,
+    initialize: Initializer | None = None,
 ) -> ShareGroups:
-    """The share groups of a group coordinator's `__consumer_offsets` partitions."""
+    """The share groups of a group coordinator's `__consumer_offsets` partitions; `initialize` is
+    the share coordinator's (None: no share partition gets initialized)."""
 
     def lookup(group_id: str) -> tuple[ErrorCode, int | None]:
         error, part = coordinator.group_status(group_id)
@@ -336,8 +342,10 @@ def for_coordinator(
         _, group = coordinator.get_group(group_id)
         return group is not None and not group.is_in(GroupState.DEAD)
 
-    async def no_share_coordinator(group_id: str, todo: Mapping[uuid.UUID, frozenset[int]]) -> bool:
-        return False  # the share coordinator is not built yet: the partitions stay initializing
+    async def no_share_coordinator(
+        group_id: str, state_epoch: int, todo: Mapping[uuid.UUID, frozenset[int]]
+    ) -> Mapping[uuid.UUID, frozenset[int]]:
+        return {}  # the partitions stay initializing
 
     return ShareGroups(ShareGroupSettings(), lambda: cluster_topics(image()), lookup, other_group, append,
-                       no_share_coordinator)  # fmt: skip
+                       initialize or no_share_coordinator)  # fmt: skip

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from broker import clock
 from broker.coordinator.loader import replay_partition
 from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
+from broker.coordinator.partitions import append_error as _append_error
 from broker.coordinator.records import partition_for
 from broker.handlers.versions import FEATURES
 from broker.security.client import ClientSecurity
@@ -143,22 +144,6 @@ def _decode(data: bytes, start_offset: int) -> _Chunk:
         next_offset = header.next_offset
         pos += header.size
     return _Chunk(tuple(out), next_offset)
-
-
-def _append_error(error: ErrorCode) -> ErrorCode:
-    """Kafka's TransactionStateManager.appendTransactionToLog error mapping."""
-    if error in (
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.not_enough_replicas,
-        ErrorCode.not_enough_replicas_after_append,
-        ErrorCode.request_timed_out,
-    ):
-        return ErrorCode.coordinator_not_available
-    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
-        return ErrorCode.not_coordinator
-    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
-        return ErrorCode.unknown_server_error
-    return error
 
 
 class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):

@@ -67,17 +67,20 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
         first = _heartbeat(samsa, "m1", 0, ("jobs",))
         assert first.error == ErrorCode.none and first.answer is not None and first.answer.member_epoch == 1
         assert _heartbeat(samsa, "m2", 0, ("jobs",)).error == ErrorCode.none
-        before = _loaded_group(samsa)
-        assert before.group_epoch == 2 and set(before.members) == {"m1", "m2"}
         jobs_id = samsa.broker.controller.image.topics["jobs"].topic_id
-        assert before.initializing.keys() == {jobs_id}  # no share coordinator yet: still initializing
+        deadline = time.monotonic() + 15
+        while not (before := _loaded_group(samsa)).initialized:  # by the share coordinator
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert before.group_epoch == 2 and set(before.members) == {"m1", "m2"}
+        assert before.initialized == {jobs_id: frozenset({0, 1})} and before.initializing == {}
 
         samsa.restart()
         after = _loaded_group(samsa)
         assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
         assert after.members == before.members and after.target == before.target
         assert after.members["m1"].subscribed_topic_names == {"jobs"}
-        assert after.initializing.keys() == {jobs_id}
+        assert after.initialized == before.initialized and after.initializing == {}
         m1_epoch = after.members["m1"].member_epoch
         again = _heartbeat(samsa, "m1", m1_epoch)  # carries on after the restart
         assert again.error == ErrorCode.none and again.answer is not None

@@ -45,9 +45,11 @@ class Partition:
             self.records += records
         return self.append_error
 
-    async def initialize(self, group_id: str, todo: Mapping[uuid.UUID, frozenset[int]]) -> bool:
+    async def initialize(
+        self, group_id: str, state_epoch: int, todo: Mapping[uuid.UUID, frozenset[int]]
+    ) -> Mapping[uuid.UUID, frozenset[int]]:
         self.initialize_calls.append((group_id, dict(todo)))
-        return self.initialize_ok
+        return todo if self.initialize_ok else {}
 
     def driver(self, settings: ShareGroupSettings = SETTINGS) -> ShareGroups:
         return ShareGroups(settings, lambda: {"foo": FOO}, self.lookup, self.other_groups.__contains__,

@@ -1,0 +1,344 @@
+"""The share coordinator (KIP-932; Kafka 4.3.1's ShareCoordinatorService and the CoordinatorRuntime
+under it): the share-group state of every share partition, kept in the `__share_group_state`
+partitions this broker leads.
+
+The state of share partition (group, topic id, partition) lives in partition
+`abs(javaHashCode("group:topicId:partition")) % share.coordinator.state.topic.num.partitions`
+(the topic id in Kafka's base64 form) of `__share_group_state`, created on the first
+initialization as Kafka creates it (cleanup.policy=delete, retention.ms=-1, compression.type=producer,
+`share.coordinator.state.topic.*`). It follows leadership as the group and transaction coordinators
+do (PartitionedCoordinator): on becoming leader of a partition it replays the partition's records
+into a ShareStateStore; on losing leadership it drops it.
+
+Every request is answered by share_coordinator_shard.py's rules against the partition's store; the
+records they return are appended with acks=all (`share.coordinator.write.timeout.ms`), replayed into
+the store once written, and only then is the request answered (Kafka's CoordinatorRuntime). One
+request at a time per partition (a lock), so that the records of each are built from the state the
+previous one left.
+
+Served in-process only: the group coordinator's initializer calls `initialize` when it leads the
+share partition's state partition too; the state RPCs between brokers (InitializeShareGroupState,
+ReadShareGroupState, ... and FindCoordinator key type 2) come with their handlers. Not done yet:
+pruning the topic below the records still needed (`share.coordinator.state.topic.prune.interval.ms`)
+and cold-partition snapshots.
+
+States of a state partition: those of broker/coordinator/partitions.py (LOADING -> ACTIVE -> gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from broker import clock
+from broker.coordinator.loader import replay_partition
+from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
+from broker.coordinator.partitions import append_error as _append_error
+from broker.share import share_coordinator_shard as shard
+from broker.share import state_records
+from broker.share.in_flight import PersisterStateBatch
+from broker.share.share_coordinator_shard import ReadAnswer, StateAnswer, SummaryAnswer
+from broker.share.share_state import (
+    UNINITIALIZED_START_OFFSET,
+    SharePartitionKey,
+    ShareStateRecord,
+    ShareStateStore,
+)
+from protocol.errors import CorruptRecordError, ErrorCode
+from protocol.records import HEADER_SIZE, BatchHeader, NewRecord, build_batch, decode_records
+from protocol.topic_partition import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from broker.replication.replica_manager import ReplicaManager
+    from controller.interface import Controller
+
+log = logging.getLogger("samsa.share_coordinator")
+
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+
+
+def coordinator_key(key: SharePartitionKey) -> str:
+    """Kafka's SharePartitionKey.asCoordinatorKey: `group:topicId:partition`, the topic id as
+    Kafka's Uuid.toString prints it (URL-safe base64, no padding)."""
+    topic_id = base64.urlsafe_b64encode(key.topic_id.bytes).decode().rstrip("=")
+    return f"{key.group_id}:{topic_id}:{key.partition}"
+
+
+@dataclass(eq=False)
+class StatePartition(CoordinatorPartition):
+    """One `__share_group_state` partition this broker leads and the share partitions it holds."""
+
+    leader_epoch: int = field(kw_only=True)
+    store: ShareStateStore = field(kw_only=True)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    records: tuple[ShareStateRecord, ...]
+    next_offset: int
+
+
+def _decode(data: bytes, start_offset: int) -> _Chunk:
+    """The state records of the whole batches in `data` (worker thread)."""
+    out: list[ShareStateRecord] = []
+    pos = 0
+    next_offset = start_offset
+    while len(data) - pos >= HEADER_SIZE:
+        header = BatchHeader.parse(data, pos)
+        if pos + header.size > len(data):
+            break
+        if not header.is_control:
+            for record in decode_records(data, pos, header):
+                if record.offset < start_offset or record.key is None:
+                    continue
+                try:
+                    key = state_records.read_key(record.key)
+                    value = None if record.value is None else state_records.read_value(key.type, record.value)
+                    out.append((key, value))
+                except CorruptRecordError as exc:
+                    log.warning(
+                        "unreadable __share_group_state record offset=%d error=%s", record.offset, exc
+                    )
+        next_offset = header.next_offset
+        pos += header.size
+    return _Chunk(tuple(out), next_offset)
+
+
+def _to_record(item: ShareStateRecord) -> NewRecord:
+    key, value = item
+    return NewRecord(
+        state_records.key_bytes(key), None if value is None else state_records.value_bytes(value)
+    )
+
+
+class ShareCoordinator(PartitionedCoordinator[StatePartition]):
+    def __init__(self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager) -> None:
+        super().__init__(SHARE_GROUP_STATE_TOPIC, controller, replica_manager, log)
+        self.config = config
+
+    # == lifecycle ================================================================================
+
+    def start(self) -> None:
+        self._active = True
+
+    async def shutdown(self) -> None:
+        self._active = False
+        self._unload_all()
+
+    # == partitions ===============================================================================
+
+    def _configured_partitions(self) -> int:
+        return self.config.share_coordinator_state_topic_num_partitions
+
+    def _new_partition(self, tp: TopicPartition) -> StatePartition | None:
+        partition = self._replica_manager.partitions.get(tp)
+        if partition is None:
+            return None
+        store = ShareStateStore(self.config.share_coordinator_snapshot_update_records_per_snapshot)
+        return StatePartition(tp.partition, leader_epoch=int(partition.leader_epoch), store=store)
+
+    def _release(self, part: StatePartition) -> None:
+        if part.store.states:
+            log.info(
+                "share state unloaded partition=%d share_partitions=%d", part.index, len(part.store.states)
+            )
+
+    def _topic_settings(self, live_brokers: int) -> tuple[int, dict[str, str]]:
+        """Kafka's ShareCoordinatorService.shareGroupStateTopicConfigs."""
+        replication = max(1, min(self.config.share_coordinator_state_topic_replication_factor, live_brokers))
+        return replication, {
+            "cleanup.policy": "delete",
+            "compression.type": "producer",
+            "segment.bytes": str(self.config.share_coordinator_state_topic_segment_bytes),
+            "min.insync.replicas": str(min(self.config.share_coordinator_state_topic_min_isr, replication)),
+            "retention.ms": "-1",
+        }
+
+    async def _load(self, part: StatePartition) -> None:
+        tp = TopicPartition(SHARE_GROUP_STATE_TOPIC, part.index)
+        started = time.monotonic()
+        try:
+            partition = self._replica_manager.partitions.get(tp)
+            if partition is None:
+                return
+            store = part.store
+
+            def apply(chunk: _Chunk) -> None:
+                for record in chunk.records:
+                    store.replay(record)
+
+            end = await replay_partition(
+                partition,
+                _decode,
+                apply,
+                lambda: self._is_current(part),
+                label=f"share state partition={part.index}",
+            )
+            if end is None:
+                return
+            part.status = LoadStatus.ACTIVE
+            part.loaded.set()
+            log.info("share state loaded partition=%d leader_epoch=%d share_partitions=%d end_offset=%d ms=%.0f",
+                     part.index, part.leader_epoch, len(store.states), end,
+                     (time.monotonic() - started) * 1000)  # fmt: skip
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("loading share state failed partition=%d", part.index)
+
+    def is_local(self, key: SharePartitionKey) -> bool:
+        """Whether this broker leads the state partition of `key` and has loaded it."""
+        _, part = self._checked_partition(coordinator_key(key))
+        return part is not None
+
+    async def ensure_topic(self, key: SharePartitionKey) -> ErrorCode:
+        """Create `__share_group_state` if missing (Kafka: the persister's FindCoordinator with
+        key type SHARE) and wait up to a second for `key`'s partition to be loaded here, if this
+        broker is to lead it (right after the topic's creation its leadership is still on its
+        way: without the wait the group would retry only after
+        `group.share.initialize.retry.interval.ms`)."""
+        if SHARE_GROUP_STATE_TOPIC not in self._controller.image.topics:
+            await self._create_topic()
+        if SHARE_GROUP_STATE_TOPIC not in self._controller.image.topics:
+            return ErrorCode.coordinator_not_available
+        index = self.partition_for(coordinator_key(key))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 1.0
+        while index not in self._partitions and self._active and loop.time() < deadline:
+            registration = self._controller.image.partition(SHARE_GROUP_STATE_TOPIC, index)
+            if registration is None or registration.leader != self.config.broker_id:
+                break
+            await asyncio.sleep(0.01)
+        await self._wait_loaded(index)
+        return ErrorCode.none
+
+    # == writing ==================================================================================
+
+    async def _append(self, part: StatePartition, records: list[ShareStateRecord]) -> ErrorCode:
+        """Append the records (acks=all) and replay them into the store once written."""
+        if not records:
+            return ErrorCode.none
+        tp = TopicPartition(SHARE_GROUP_STATE_TOPIC, part.index)
+        batch = build_batch([_to_record(r) for r in records])
+        results = await self._replica_manager.append_records(
+            [(tp, batch)], -1, self.config.share_coordinator_write_timeout_ms
+        )
+        result = results.get(tp)
+        error = _append_error(ErrorCode.unknown_server_error if result is None else result.error)
+        if error == ErrorCode.none and (
+            not self._is_current(part) or part.leader_epoch != self._leader_epoch(part)
+        ):
+            error = ErrorCode.not_coordinator
+        if error != ErrorCode.none:
+            log.info(
+                "writing share state failed partition=%d records=%d error=%s",
+                part.index,
+                len(records),
+                error.name,
+            )
+            return error
+        for record in records:
+            part.store.replay(record)
+        return ErrorCode.none
+
+    def _leader_epoch(self, part: StatePartition) -> int:
+        partition = self._replica_manager.partitions.get(TopicPartition(SHARE_GROUP_STATE_TOPIC, part.index))
+        return -1 if partition is None or not partition.is_leader else int(partition.leader_epoch)
+
+    def _partition_count(self, topic_id: uuid.UUID) -> int | None:
+        for topic in self._controller.image.topics.values():
+            if topic.topic_id == topic_id:
+                return len(topic.partitions)
+        return None
+
+    # == the state RPCs (one share partition each) ================================================
+
+    async def initialize(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> StateAnswer:
+        """InitializeShareGroupState."""
+        error, part = self._checked_partition(coordinator_key(key))
+        if part is None:
+            return StateAnswer(error, error.name)
+        async with part.lock:
+            answer, records = shard.initialize(
+                part.store, self._partition_count, key, state_epoch, start_offset, clock.now_ms()
+            )
+            return self._answer(answer, await self._append(part, records))
+
+    async def write(
+        self, key: SharePartitionKey, state_epoch: int, leader_epoch: int, start_offset: int,
+        delivery_complete_count: int, batches: Iterable[PersisterStateBatch],
+    ) -> StateAnswer:  # fmt: skip
+        """WriteShareGroupState."""
+        error, part = self._checked_partition(coordinator_key(key))
+        if part is None:
+            return StateAnswer(error, error.name)
+        async with part.lock:
+            answer, records = shard.write(
+                part.store, self._partition_count, key, state_epoch, leader_epoch, start_offset,
+                delivery_complete_count, batches, clock.now_ms(),
+            )  # fmt: skip
+            return self._answer(answer, await self._append(part, records))
+
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> ReadAnswer:
+        """ReadShareGroupState (a newer leader epoch is recorded before answering)."""
+        error, part = self._checked_partition(coordinator_key(key))
+        if part is None:
+            return ReadAnswer(error, error.name)
+        async with part.lock:
+            answer, records = shard.read(part.store, self._partition_count, key, leader_epoch, clock.now_ms())
+            error = await self._append(part, records)
+            return answer if error == ErrorCode.none else ReadAnswer(error, error.name)
+
+    def read_summary(self, key: SharePartitionKey) -> SummaryAnswer:
+        """ReadShareGroupStateSummary."""
+        error, part = self._checked_partition(coordinator_key(key))
+        if part is None:
+            return SummaryAnswer(error, error.name)
+        return shard.read_summary(part.store, self._partition_count, key)
+
+    async def delete(self, key: SharePartitionKey) -> StateAnswer:
+        """DeleteShareGroupState."""
+        error, part = self._checked_partition(coordinator_key(key))
+        if part is None:
+            return StateAnswer(error, error.name)
+        async with part.lock:
+            answer, records = shard.delete(part.store, self._partition_count, key)
+            return self._answer(answer, await self._append(part, records))
+
+    @staticmethod
+    def _answer(answer: StateAnswer, written: ErrorCode) -> StateAnswer:
+        return answer if written == ErrorCode.none else StateAnswer(written, written.name)
+
+    # == the group coordinator's initializer ======================================================
+
+    async def initialize_partitions(
+        self, group_id: str, state_epoch: int, todo: Mapping[uuid.UUID, frozenset[int]]
+    ) -> dict[uuid.UUID, frozenset[int]]:
+        """Initialize the state of a share group's partitions (start offset -1: the share
+        partition decides it on first fetch), as Kafka's persister does for
+        GroupCoordinatorService.persisterInitialize; the partitions whose state partition this
+        broker does not lead fail (NOT_COORDINATOR) until the state RPCs exist."""
+        keys = [SharePartitionKey(group_id, topic_id, p) for topic_id, ps in todo.items() for p in sorted(ps)]
+        answers = await asyncio.gather(*(self._initialize_one(key, state_epoch) for key in keys))
+        done: dict[uuid.UUID, set[int]] = {}
+        for key, answer in zip(keys, answers, strict=True):
+            if answer.error == ErrorCode.none:
+                done.setdefault(key.topic_id, set()).add(key.partition)
+            else:
+                log.info("share partition state not initialized group=%s topic_id=%s partition=%d error=%s",
+                         group_id, key.topic_id, key.partition, answer.error.name)  # fmt: skip
+        return {topic_id: frozenset(ps) for topic_id, ps in done.items()}
+
+    async def _initialize_one(self, key: SharePartitionKey, state_epoch: int) -> StateAnswer:
+        error = await self.ensure_topic(key)
+        if error != ErrorCode.none:
+            return StateAnswer(error, error.name)
+        return await self.initialize(key, state_epoch, UNINITIALIZED_START_OFFSET)
