@@ -22,11 +22,11 @@ protocols [name string, metadata bytes]) is written for a member that uses the c
 
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass
 
 from broker.coordinator.consumer_group import Assignment, ClassicMemberMetadata, MemberState
+from protocol.coordinator_wire import I16, I32, I64, Reader, classic_string, compact_string, uvarint
 from protocol.errors import CorruptRecordError
 
 GROUP_METADATA = 3
@@ -39,9 +39,6 @@ TYPES = frozenset({GROUP_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMB
 STATE_CODES = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1, MemberState.UNRELEASED_PARTITIONS: 2}
 STATES = {code: state for state, code in STATE_CODES.items()}
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,100 +85,84 @@ ConsumerGroupValue = int | MemberMetadataValue | TargetMetadataValue | Assignmen
 # --- writing --------------------------------------------------------------------------------------
 
 
-def _uvarint(out: bytearray, v: int) -> None:
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
 
 
-def _compact_string(out: bytearray, v: str | None) -> None:
-    if v is None:
-        out.append(0)
-        return
-    data = v.encode("utf-8")
-    _uvarint(out, len(data) + 1)
-    out += data
 
 
-def _classic_string(out: bytearray, v: str) -> None:
-    data = v.encode("utf-8")
-    out += _I16.pack(len(data))
-    out += data
 
 
 def _partitions(out: bytearray, assignment: Assignment) -> None:
-    _uvarint(out, len(assignment) + 1)
+    uvarint(out, len(assignment) + 1)
     for topic_id, ps in sorted(assignment.items(), key=lambda item: str(item[0])):
         out += topic_id.bytes
-        _uvarint(out, len(ps) + 1)
+        uvarint(out, len(ps) + 1)
         for p in sorted(ps):
-            out += _I32.pack(p)
+            out += I32.pack(p)
         out.append(0)  # tagged fields
 
 
 def key_bytes(key: ConsumerGroupKey) -> bytes:
-    out = bytearray(_I16.pack(key.type))
-    _classic_string(out, key.group)
+    out = bytearray(I16.pack(key.type))
+    classic_string(out, key.group)
     if key.member_id is not None:
-        _classic_string(out, key.member_id)
+        classic_string(out, key.member_id)
     return bytes(out)
 
 
 def group_epoch_value(epoch: int) -> bytes:
-    return _I16.pack(0) + _I32.pack(epoch) + b"\x00"
+    return I16.pack(0) + I32.pack(epoch) + b"\x00"
 
 
 def member_metadata_value(v: MemberMetadataValue) -> bytes:
-    out = bytearray(_I16.pack(0))
-    _compact_string(out, v.instance_id)
-    _compact_string(out, v.rack_id)
-    _compact_string(out, v.client_id)
-    _compact_string(out, v.client_host)
-    _uvarint(out, len(v.subscribed_topic_names) + 1)
+    out = bytearray(I16.pack(0))
+    compact_string(out, v.instance_id)
+    compact_string(out, v.rack_id)
+    compact_string(out, v.client_id)
+    compact_string(out, v.client_host)
+    uvarint(out, len(v.subscribed_topic_names) + 1)
     for name in v.subscribed_topic_names:
-        _compact_string(out, name)
-    _compact_string(out, v.subscribed_topic_regex)
-    out += _I32.pack(v.rebalance_timeout_ms)
-    _compact_string(out, v.server_assignor)
+        compact_string(out, name)
+    compact_string(out, v.subscribed_topic_regex)
+    out += I32.pack(v.rebalance_timeout_ms)
+    compact_string(out, v.server_assignor)
     if v.classic is None:
         # Kafka writes a null classic member metadata as tag 0 holding a 0 marker (its reader
         # takes a missing tag 0 for an empty, non-null one: a classic member)
         out += b"\x01\x00\x01\x00"
         return bytes(out)
-    classic = bytearray(_I32.pack(v.classic.session_timeout_ms))
-    _uvarint(classic, len(v.classic.supported_protocols) + 1)
+    classic = bytearray(I32.pack(v.classic.session_timeout_ms))
+    uvarint(classic, len(v.classic.supported_protocols) + 1)
     for name, metadata in v.classic.supported_protocols:
-        _compact_string(classic, name)
-        _uvarint(classic, len(metadata) + 1)
+        compact_string(classic, name)
+        uvarint(classic, len(metadata) + 1)
         classic += metadata
         classic.append(0)  # tagged fields
     classic.append(0)
     out += b"\x01\x00"  # one tagged field, tag 0
-    _uvarint(out, len(classic) + 1)
+    uvarint(out, len(classic) + 1)
     out.append(1)  # not null
     out += classic
     return bytes(out)
 
 
 def target_metadata_value(v: TargetMetadataValue) -> bytes:
-    out = bytearray(_I16.pack(0) + _I32.pack(v.assignment_epoch))
+    out = bytearray(I16.pack(0) + I32.pack(v.assignment_epoch))
     if v.assignment_timestamp_ms:
-        out += b"\x01\x00\x08" + _I64.pack(v.assignment_timestamp_ms)  # one tagged field: tag 0, 8 bytes
+        out += b"\x01\x00\x08" + I64.pack(v.assignment_timestamp_ms)  # one tagged field: tag 0, 8 bytes
     else:
         out.append(0)
     return bytes(out)
 
 
 def target_member_value(assignment: Assignment) -> bytes:
-    out = bytearray(_I16.pack(0))
+    out = bytearray(I16.pack(0))
     _partitions(out, assignment)
     out.append(0)
     return bytes(out)
 
 
 def current_assignment_value(v: CurrentAssignmentValue) -> bytes:
-    out = bytearray(_I16.pack(0) + _I32.pack(v.member_epoch) + _I32.pack(v.previous_member_epoch))
+    out = bytearray(I16.pack(0) + I32.pack(v.member_epoch) + I32.pack(v.previous_member_epoch))
     out.append(STATE_CODES[v.state])
     _partitions(out, v.assigned)
     _partitions(out, v.pending_revocation)
@@ -192,59 +173,18 @@ def current_assignment_value(v: CurrentAssignmentValue) -> bytes:
 # --- reading --------------------------------------------------------------------------------------
 
 
-class _Reader:
-    __slots__ = ("buf", "pos")
+class _Reader(Reader):
+    __slots__ = ()
 
     def __init__(self, buf: bytes, pos: int = 2) -> None:
         """`pos`: where to start (2: after a value's version)."""
-        self.buf = buf
-        self.pos = pos
-
-    def take(self, n: int) -> bytes:
-        end = self.pos + n
-        if n < 0 or end > len(self.buf):
-            raise CorruptRecordError(f"consumer group record truncated at {self.pos}")
-        data = self.buf[self.pos : end]
-        self.pos = end
-        return data
-
-    def i32(self) -> int:
-        return int(_I32.unpack(self.take(4))[0])
-
-    def i64(self) -> int:
-        return int(_I64.unpack(self.take(8))[0])
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise CorruptRecordError("unsigned varint too long in a consumer group record")
-
-    def classic_string(self) -> str:
-        n = int(_I16.unpack(self.take(2))[0])
-        return self.take(max(n, 0)).decode("utf-8", "replace")
-
-    def string(self) -> str | None:
-        n = self.uvarint() - 1
-        return None if n < 0 else self.take(n).decode("utf-8", "replace")
-
-    def tagged(self) -> dict[int, bytes]:
-        fields = {}
-        for _ in range(self.uvarint()):
-            tag = self.uvarint()
-            fields[tag] = self.take(self.uvarint())
-        return fields
+        super().__init__(buf, pos, "consumer group")
 
     def partitions(self) -> Assignment:
         out: dict[uuid.UUID, frozenset[int]] = {}
-        for _ in range(max(self.uvarint() - 1, 0)):
-            topic_id = uuid.UUID(bytes=self.take(16))
-            out[topic_id] = frozenset(self.i32() for _ in range(max(self.uvarint() - 1, 0)))
+        for _ in range(self.count()):
+            topic_id = self.uuid()
+            out[topic_id] = frozenset(self.compact_int32s())
             self.tagged()
         return out
 
@@ -256,7 +196,7 @@ def _classic_member_metadata(buf: bytes) -> ClassicMemberMetadata | None:
     session_timeout = r.i32()
     protocols: list[tuple[str, bytes]] = []
     for _ in range(max(r.uvarint() - 1, 0)):
-        name = r.string() or ""
+        name = r.compact_string() or ""
         protocols.append((name, r.take(max(r.uvarint() - 1, 0))))
         r.tagged()
     r.tagged()
@@ -265,7 +205,7 @@ def _classic_member_metadata(buf: bytes) -> ClassicMemberMetadata | None:
 
 def read_key(buf: bytes) -> ConsumerGroupKey | None:
     """A consumer group record key, or None for another record type."""
-    record_type = int(_I16.unpack_from(buf, 0)[0])
+    record_type = int(I16.unpack_from(buf, 0)[0])
     if record_type not in TYPES:
         return None
     r = _Reader(buf)
@@ -284,11 +224,11 @@ def read_value(record_type: int, buf: bytes | None) -> ConsumerGroupValue | None
         r.tagged()
         return epoch
     if record_type == MEMBER_METADATA:
-        instance_id, rack_id, client_id, client_host = r.string(), r.string(), r.string(), r.string()
-        names = tuple(r.string() or "" for _ in range(max(r.uvarint() - 1, 0)))
-        regex = r.string()
+        instance_id, rack_id, client_id, client_host = r.compact_string(), r.compact_string(), r.compact_string(), r.compact_string()
+        names = tuple(r.compact_string() or "" for _ in range(max(r.uvarint() - 1, 0)))
+        regex = r.compact_string()
         rebalance_timeout = r.i32()
-        assignor = r.string()
+        assignor = r.compact_string()
         tagged = r.tagged()
         classic = _classic_member_metadata(tagged[0]) if 0 in tagged else None
         return MemberMetadataValue(instance_id, rack_id, client_id or "", client_host or "", names, regex,
@@ -296,7 +236,7 @@ def read_value(record_type: int, buf: bytes | None) -> ConsumerGroupValue | None
     if record_type == TARGET_METADATA:
         epoch = r.i32()
         tagged = r.tagged()
-        timestamp = int(_I64.unpack(tagged[0])[0]) if len(tagged.get(0, b"")) == 8 else 0
+        timestamp = int(I64.unpack(tagged[0])[0]) if len(tagged.get(0, b"")) == 8 else 0
         return TargetMetadataValue(epoch, timestamp)
     if record_type == TARGET_MEMBER:
         assignment = r.partitions()
