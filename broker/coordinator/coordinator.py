@@ -31,7 +31,7 @@ from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.migration import MigrationPolicy
-from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
+from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator, append_error
 from broker.coordinator.records import (
     OffsetAndMetadata,
     group_metadata_key,
@@ -93,17 +93,10 @@ def group_id_error(group_id: str | None) -> ErrorCode:
 
 
 def _append_error_for_group(error: ErrorCode) -> ErrorCode:
-    if error in (
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.not_enough_replicas,
-        ErrorCode.not_enough_replicas_after_append,
-        ErrorCode.request_timed_out,
-    ):
-        return ErrorCode.coordinator_not_available
-    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
-        return ErrorCode.not_coordinator
-    if error == ErrorCode.none:
-        return error
+    """`append_error`, where every error it leaves as it is becomes UNKNOWN_SERVER_ERROR."""
+    mapped = append_error(error)
+    if mapped in (ErrorCode.none, ErrorCode.coordinator_not_available, ErrorCode.not_coordinator):
+        return mapped
     return ErrorCode.unknown_server_error
 
 
