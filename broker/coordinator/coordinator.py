@@ -31,7 +31,12 @@ from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.migration import MigrationPolicy
-from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator, append_error
+from broker.coordinator.partitions import (
+    CoordinatorPartition,
+    LoadStatus,
+    PartitionedCoordinator,
+    append_error,
+)
 from broker.coordinator.records import (
     OffsetAndMetadata,
     group_metadata_key,
