@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,13 +27,14 @@ from broker.coordinator.consumer_groups import ConsumerGroups
 from broker.coordinator.consumer_offset_checks import validate_offset_commit, validate_offset_fetch
 from broker.coordinator.consumer_records import GROUP_METADATA
 from broker.coordinator.group import ClassicGroup, GroupState
-from broker.coordinator.loader import LoadState, decode_chunk, replay_partition
+from broker.coordinator.loader import LoadState, decode_chunk
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.migration import MigrationPolicy
 from broker.coordinator.partitions import (
     CoordinatorPartition,
     LoadStatus,
     PartitionedCoordinator,
+    Replay,
     append_error,
 )
 from broker.coordinator.records import (
@@ -112,6 +112,8 @@ def _append_error_for_offsets(error: ErrorCode) -> ErrorCode:
 
 
 class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
+    _load_label = "groups"
+
     def __init__(
         self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager,
         share_initializer: ShareInitializer | None = None,
@@ -177,33 +179,18 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             "compression.type": "producer",
         }
 
-    async def _load(self, part: OffsetsPartition) -> None:
-        tp = TopicPartition(OFFSETS_TOPIC, part.index)
-        started = time.monotonic()
-        try:
-            partition = self._replica_manager.partitions.get(tp)
-            if partition is None:
-                return
-            state = LoadState()
-            end = await replay_partition(
-                partition, decode_chunk, state.apply,
-                lambda: self._is_current(part), label=f"groups partition={part.index}",
-            )  # fmt: skip
-            if end is None:
-                return  # unloaded meanwhile
+    def _replay(self, part: OffsetsPartition) -> Replay[Any]:
+        state = LoadState()
+
+        def install(end: int, elapsed_ms: float) -> None:
             self._install(part, state)
-            part.status = LoadStatus.ACTIVE
-            part.loaded.set()
-            elapsed = (time.monotonic() - started) * 1000
-            if state.records or elapsed > 1000:
+            if state.records or elapsed_ms > 1000:
                 log.info(
                     "groups loaded partition=%d groups=%d records=%d end_offset=%d ms=%.0f",
-                    part.index, len(part.groups), state.records, end, elapsed,
+                    part.index, len(part.groups), state.records, end, elapsed_ms,
                 )  # fmt: skip
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("loading groups failed partition=%d", part.index)
+
+        return Replay(decode_chunk, state.apply, install)
 
     def _install(self, part: OffsetsPartition, state: LoadState) -> None:
         now = clock.now_ms()

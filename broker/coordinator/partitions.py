@@ -1,12 +1,13 @@
-"""What the group and the transaction coordinators share: the partitions of their topic
-(`__consumer_offsets`, `__transaction_state`) that this broker leads, each loaded from its log
+"""What the group, transaction and share coordinators share: the partitions of their topic
+(`__consumer_offsets`, `__transaction_state`, `__share_group_state`) that this broker leads, each loaded from its log
 when this broker becomes its leader and dropped when it stops being one, and the topic itself,
 created on first use (Kafka's CoordinatorRuntime and TransactionStateManager do the same for
 both).
 
 States of a coordinator partition:
 
-    (none)  --this broker becomes its leader-------------->  LOADING (its log replayed by _load)
+    (none)  --this broker becomes its leader-------------->  LOADING (its log replayed by _load,
+                                                             as the coordinator's _replay says)
     LOADING --its log replayed to the end----------------->  ACTIVE
     LOADING, ACTIVE --leadership moves away, shutdown---->  (none): _unload cancels the load and
                                                              the coordinator releases its state
@@ -17,10 +18,13 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from broker.coordinator.loader import replay_partition
 from broker.coordinator.records import partition_for
 from controller.model import NewTopic
 from protocol.errors import ErrorCode
@@ -65,11 +69,26 @@ class CoordinatorPartition:
 
 
 P = TypeVar("P", bound=CoordinatorPartition)
+ChunkT = TypeVar("ChunkT")
+
+
+@dataclass(frozen=True)
+class Replay(Generic[ChunkT]):
+    """How a coordinator replays one partition's log: `decode` a chunk of it (in a worker thread),
+    `apply` the chunk (on the loop), then `install` what was replayed (end offset, milliseconds
+    taken) just before the partition serves."""
+
+    decode: Callable[[bytes, int], ChunkT]
+    apply: Callable[[ChunkT], None]
+    install: Callable[[int, float], None]
 
 
 class PartitionedCoordinator(ABC, Generic[P]):
     """The partitions of `topic` this broker leads; a coordinator says how to make, load and
     release one, and how its topic is created."""
+
+    _load_label = "coordinator state"
+    """What a partition holds, in its load's log lines ("groups", "transactions", ...)."""
 
     def __init__(self, topic: str, controller: Controller, replica_manager: ReplicaManager, log: logging.Logger) -> None:
         self._topic = topic
@@ -91,8 +110,8 @@ class PartitionedCoordinator(ABC, Generic[P]):
         """A partition to load now that this broker leads `tp` (None: not now)."""
 
     @abstractmethod
-    async def _load(self, part: P) -> None:
-        """Replay the partition's log; mark it ACTIVE and set `loaded` when done."""
+    def _replay(self, part: P) -> Replay[Any]:
+        """How to replay `part`'s log into the coordinator's state."""
 
     @abstractmethod
     def _release(self, part: P) -> None:
@@ -124,6 +143,28 @@ class PartitionedCoordinator(ABC, Generic[P]):
         if part is not None:
             self._partitions[tp.partition] = part
             part.task = asyncio.get_running_loop().create_task(self._load(part))
+
+    async def _load(self, part: P) -> None:
+        """Replay the partition's log (`_replay`), then serve it: ACTIVE, `loaded` set."""
+        started = time.monotonic()
+        try:
+            partition = self._replica_manager.partitions.get(TopicPartition(self._topic, part.index))
+            if partition is None:
+                return
+            replay = self._replay(part)
+            end = await replay_partition(
+                partition, replay.decode, replay.apply, lambda: self._is_current(part),
+                label=f"{self._load_label} partition={part.index}",
+            )  # fmt: skip
+            if end is None:
+                return  # unloaded meanwhile
+            replay.install(end, (time.monotonic() - started) * 1000)
+            part.status = LoadStatus.ACTIVE
+            part.loaded.set()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self._log.exception("loading %s failed partition=%d", self._load_label, part.index)
 
     def _unload(self, part: P) -> None:
         if part.task is not None and not part.task.done():

@@ -30,15 +30,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker import clock
-from broker.coordinator.loader import replay_partition
-from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
+from broker.coordinator.partitions import CoordinatorPartition, PartitionedCoordinator, Replay
 from broker.coordinator.partitions import append_error as _append_error
 from broker.share import share_coordinator_shard as shard
 from broker.share import state_records
@@ -120,6 +118,8 @@ def _to_record(item: ShareStateRecord) -> NewRecord:
 
 
 class ShareCoordinator(PartitionedCoordinator[StatePartition]):
+    _load_label = "share state"
+
     def __init__(self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager) -> None:
         super().__init__(SHARE_GROUP_STATE_TOPIC, controller, replica_manager, log)
         self.config = config
@@ -162,37 +162,18 @@ class ShareCoordinator(PartitionedCoordinator[StatePartition]):
             "retention.ms": "-1",
         }
 
-    async def _load(self, part: StatePartition) -> None:
-        tp = TopicPartition(SHARE_GROUP_STATE_TOPIC, part.index)
-        started = time.monotonic()
-        try:
-            partition = self._replica_manager.partitions.get(tp)
-            if partition is None:
-                return
-            store = part.store
+    def _replay(self, part: StatePartition) -> Replay[Any]:
+        store = part.store
 
-            def apply(chunk: _Chunk) -> None:
-                for record in chunk.records:
-                    store.replay(record)
+        def apply(chunk: _Chunk) -> None:
+            for record in chunk.records:
+                store.replay(record)
 
-            end = await replay_partition(
-                partition,
-                _decode,
-                apply,
-                lambda: self._is_current(part),
-                label=f"share state partition={part.index}",
-            )
-            if end is None:
-                return
-            part.status = LoadStatus.ACTIVE
-            part.loaded.set()
+        def install(end: int, elapsed_ms: float) -> None:
             log.info("share state loaded partition=%d leader_epoch=%d share_partitions=%d end_offset=%d ms=%.0f",
-                     part.index, part.leader_epoch, len(store.states), end,
-                     (time.monotonic() - started) * 1000)  # fmt: skip
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("loading share state failed partition=%d", part.index)
+                     part.index, part.leader_epoch, len(store.states), end, elapsed_ms)  # fmt: skip
+
+        return Replay(_decode, apply, install)
 
     def is_local(self, key: SharePartitionKey) -> bool:
         """Whether this broker leads the state partition of `key` and has loaded it."""

@@ -33,14 +33,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker import clock
-from broker.coordinator.loader import replay_partition
-from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator
+from broker.coordinator.partitions import CoordinatorPartition, LoadStatus, PartitionedCoordinator, Replay
 from broker.coordinator.partitions import append_error as _append_error
 from broker.coordinator.records import partition_for
 from broker.handlers.versions import FEATURES
@@ -147,6 +145,8 @@ def _decode(data: bytes, start_offset: int) -> _Chunk:
 
 
 class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
+    _load_label = "transactions"
+
     def __init__(
         self,
         config: BrokerConfig,
@@ -242,35 +242,22 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
             "unclean.leader.election.enable": "false",
         }
 
-    async def _load(self, part: TxnPartition) -> None:
-        tp = TopicPartition(TRANSACTION_STATE_TOPIC, part.index)
-        started = time.monotonic()
-        try:
-            partition = self._replica_manager.partitions.get(tp)
-            if partition is None:
-                return
-            loaded: dict[str, TransactionLogValue] = {}
+    def _replay(self, part: TxnPartition) -> Replay[Any]:
+        loaded: dict[str, TransactionLogValue] = {}
 
-            def apply(chunk: _Chunk) -> None:
-                for txn_id, value in chunk.records:
-                    if value is None:
-                        loaded.pop(txn_id, None)
-                    else:
-                        loaded[txn_id] = value
+        def apply(chunk: _Chunk) -> None:
+            for txn_id, value in chunk.records:
+                if value is None:
+                    loaded.pop(txn_id, None)
+                else:
+                    loaded[txn_id] = value
 
-            end = await replay_partition(
-                partition, _decode, apply, lambda: self._is_current(part),
-                label=f"transactions partition={part.index}",
-            )  # fmt: skip
-            if end is None:
-                return
+        def install(end: int, elapsed_ms: float) -> None:
             for txn_id, value in loaded.items():
                 part.txns[txn_id] = _metadata_of(txn_id, value)
-            part.status = LoadStatus.ACTIVE
-            part.loaded.set()
             log.info(
                 "transactions loaded partition=%d coordinator_epoch=%d transactional_ids=%d end_offset=%d ms=%.0f",
-                part.index, part.coordinator_epoch, len(part.txns), end, (time.monotonic() - started) * 1000,
+                part.index, part.coordinator_epoch, len(part.txns), end, elapsed_ms,
             )  # fmt: skip
             for metadata in part.txns.values():
                 if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):  # a coordinator died mid-way
@@ -279,10 +266,8 @@ class TransactionCoordinator(PartitionedCoordinator[TxnPartition]):
                         metadata.transactional_id, metadata.state.kafka_name,
                     )  # fmt: skip
                     self._spawn(self._complete(part, metadata, metadata.state is S.PREPARE_COMMIT))
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("loading transactions failed partition=%d", part.index)
+
+        return Replay(_decode, apply, install)
 
     def is_local(self, transactional_id: str) -> bool:
         """Whether this broker coordinates `transactional_id` (loaded or loading)."""
