@@ -179,8 +179,9 @@ class Connection(asyncio.BufferedProtocol):
         self._metrics = metrics
         self._in_flight: list[_InFlight] = []
         """Requests handled and not answered yet, oldest first (more than one: pipelined produces)."""
-        self._muted = 0
-        """Throttles in progress (`_mute`): reading stays paused while any is."""
+        self._muted_until = 0.0
+        """time.monotonic() until which the connection is throttled (`_mute`): nothing is read
+        from it before then; one deadline however many throttled responses set it."""
         self.listener = listener
         self.session = Session(security, "?")
         self._pool = pool
@@ -387,7 +388,7 @@ class Connection(asyncio.BufferedProtocol):
         transport = self.transport
         if transport is None or self._state is ReadState.CLOSED:
             return
-        if self._state is ReadState.READING and not self._muted:
+        if self._state is ReadState.READING and time.monotonic() >= self._muted_until:
             transport.resume_reading()
         else:
             transport.pause_reading()
@@ -407,6 +408,7 @@ class Connection(asyncio.BufferedProtocol):
         current: asyncio.Task[None] | None = None
         try:
             while True:
+                await self._throttled()
                 payload, reserved, received_at = await self._next_frame()
                 request = _InFlight(reserved, received_at)
                 self._in_flight.append(request)
@@ -620,7 +622,7 @@ class Connection(asyncio.BufferedProtocol):
             if self._metrics is not None:
                 self._record(handler.name, api_key, api_version, request, None, started, started,
                              len(payload) - header.header_size, request_state)
-            await self._mute(throttle_ms)
+            self._mute(throttle_ms)
             return
         def encode(response: Any) -> messages.FrameBuffer:
             out = messages.FrameBuffer()
@@ -670,7 +672,7 @@ class Connection(asyncio.BufferedProtocol):
                 correlation_id,
                 elapsed_ms,
             )
-        await self._mute(throttle_ms)
+        self._mute(throttle_ms)
 
     def _record_quotas(self, api_key: int, request: Any, client_id: str | None, started: float, size: int,
                        remote_s: float) -> int:
@@ -690,17 +692,28 @@ class Connection(asyncio.BufferedProtocol):
             throttle_ms = max(throttle_ms, quotas.produce(user, client_id or "", size, now_ms))
         return throttle_ms
 
-    async def _mute(self, throttle_ms: int) -> None:
-        """Read nothing from the client for the throttle time (Kafka mutes the channel)."""
+    def _mute(self, throttle_ms: int) -> None:
+        """Read nothing from the client for the throttle time (Kafka mutes the channel). Pipelined
+        produces answered one after another each extend the one deadline, they do not add up."""
         if throttle_ms <= 0 or self.transport is None:
             return
-        self._muted += 1
+        now = time.monotonic()
+        muted, self._muted_until = self._muted_until > now, max(self._muted_until, now + throttle_ms / 1000)
         self.transport.pause_reading()
-        try:
-            await asyncio.sleep(throttle_ms / 1000)
-        finally:
-            self._muted -= 1
+        if not muted:  # (else the timer running reschedules itself to the new deadline)
+            asyncio.get_running_loop().call_later(throttle_ms / 1000, self._unmute)
+
+    def _unmute(self) -> None:
+        left = self._muted_until - time.monotonic()
+        if left > 0:  # (a timer may fire a hair early, or a later throttle moved the deadline)
+            asyncio.get_running_loop().call_later(left, self._unmute)
+        else:
             self._update_reading()
+
+    async def _throttled(self) -> None:
+        """Wait out the connection's throttle before the next request is taken."""
+        while (left := self._muted_until - time.monotonic()) > 0:
+            await asyncio.sleep(left)
 
     def _record(
         self, handler_name: str, api_key: int, api_version: int, request: Any, response: Any,
