@@ -16,6 +16,7 @@ import asyncio
 import logging
 import socket
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ from broker.security.session import ListenerSecurity
 from broker.security.tls import StoreSpec, write_pem_files
 from broker.services import FORWARDING_CLIENT_ID, BrokerServices
 from broker.share.share_coordinator import ShareCoordinator
+from broker.share.share_fetch import SharePartitionManager
 from broker.tasks import cancel_and_wait
 from broker.topic_creation import AutoTopicCreator
 from broker.txn.coordinator import TransactionCoordinator
@@ -83,6 +85,7 @@ class Broker:
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.txn_coordinator: TransactionCoordinator | None = None
         self.share_coordinator: ShareCoordinator | None = None
+        self.share_partitions: SharePartitionManager | None = None
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
         self.security_store: SecurityStore | None = None
@@ -152,6 +155,10 @@ class Broker:
         self.group_coordinator = GroupCoordinator(
             self.config, self.controller, self.replica_manager, self.share_coordinator.initialize_partitions
         )
+        self.share_partitions = SharePartitionManager(
+            self.replica_manager.leader_partition, self._topic_name, self.share_coordinator,
+            self.replica_manager.delayed_fetch,
+        )  # fmt: skip
         self.txn_coordinator = TransactionCoordinator(
             self.config, self.controller, self.replica_manager, self.producer_ids, self.group_coordinator
         )
@@ -282,6 +289,8 @@ class Broker:
             services.controller_channel.close()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
+        if self.share_partitions is not None:
+            self.share_partitions.close()
         if self.share_coordinator is not None:
             await self.share_coordinator.shutdown()
         if self.replica_manager is not None:
@@ -295,6 +304,10 @@ class Broker:
             self.log_manager.close()
         self._stopped.set()
         log.info("broker stopped broker_id=%d", self.broker_id)
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self.controller.image.topic_by_id(topic_id)
+        return None if topic is None else topic.name
 
     def _spawn_stop(self) -> None:
         """Stop from within (every log dir failed): `samsa serve` then exits with status 1."""
