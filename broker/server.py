@@ -41,6 +41,7 @@ from broker.security.listeners import listener_securities
 from broker.security.session import ListenerSecurity
 from broker.security.tls import StoreSpec, write_pem_files
 from broker.services import FORWARDING_CLIENT_ID, BrokerServices
+from broker.share.persister import SharePersister
 from broker.share.share_coordinator import ShareCoordinator
 from broker.share.share_fetch import SharePartitionManager
 from broker.tasks import cancel_and_wait
@@ -86,6 +87,7 @@ class Broker:
         self.txn_coordinator: TransactionCoordinator | None = None
         self.share_coordinator: ShareCoordinator | None = None
         self.share_partitions: SharePartitionManager | None = None
+        self.share_persister: SharePersister | None = None
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
         self.security_store: SecurityStore | None = None
@@ -152,11 +154,16 @@ class Broker:
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
         self.controller.add_suspicion_listener(self.replica_manager.isr_manager.wake)
         self.share_coordinator = ShareCoordinator(self.config, self.controller, self.replica_manager)
+        self.share_persister = SharePersister(self.broker_id, self.share_coordinator, lambda: self.controller.image,
+            BrokerClients(lambda: self.controller.image, self.config.inter_broker_listener_name
+                          or self.config.listeners[0].name, client_id=f"samsa-share-persister-{self.broker_id}",
+                          timeout_s=self.config.share_coordinator_write_timeout_ms / 1000 + 5,
+                          security=ClientSecurity.from_config(self.config)))  # fmt: skip
         self.group_coordinator = GroupCoordinator(
-            self.config, self.controller, self.replica_manager, self.share_coordinator.initialize_partitions
+            self.config, self.controller, self.replica_manager, self.share_persister.initialize_partitions
         )
         self.share_partitions = SharePartitionManager(
-            self.replica_manager.leader_partition, self._topic_name, self.share_coordinator,
+            self.replica_manager.leader_partition, self._topic_name, self.share_persister,
             self.replica_manager.delayed_fetch,
         )  # fmt: skip
         self.txn_coordinator = TransactionCoordinator(
@@ -181,6 +188,7 @@ class Broker:
             controller_channel=BrokerClients(
                 lambda: self.controller.image, self.config.inter_broker_listener_name or self.config.listeners[0].name,
                 client_id=FORWARDING_CLIENT_ID, timeout_s=30, security=ClientSecurity.from_config(self.config)),
+            share_coordinator=self.share_coordinator,
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership_change)
@@ -291,6 +299,8 @@ class Broker:
             await self.group_coordinator.shutdown()
         if self.share_partitions is not None:
             self.share_partitions.close()
+        if self.share_persister is not None:
+            self.share_persister.close()
         if self.share_coordinator is not None:
             await self.share_coordinator.shutdown()
         if self.replica_manager is not None:

@@ -64,6 +64,17 @@ SERVED: dict[int, tuple[str, int, int]] = {
     75: ('api_75_describe_topic_partitions', 0, 0),
 }
 
+# Served but not advertised in ApiVersions: the share coordinator's state RPCs (KIP-932), which
+# the share partition leaders of other Samsa brokers send it. Kafka lists them on its broker
+# listener; they move to SERVED with the share group APIs, once share groups are served whole.
+UNADVERTISED: dict[int, tuple[str, int, int]] = {
+    83: ('api_83_initialize_share_group_state', 0, 0),
+    84: ('api_84_read_share_group_state', 0, 0),
+    85: ('api_85_write_share_group_state', 0, 1),
+    86: ('api_86_delete_share_group_state', 0, 0),
+    87: ('api_87_read_share_group_state_summary', 0, 1),
+}
+
 # Feature flags (KIP-584) in ApiVersions v3+: `name: (min supported, max supported)`; each is also
 # answered as finalized at its max level, as a single-version cluster finalizes it. Add a feature
 # here only once every behaviour its level promises is served (clients switch protocols on it).

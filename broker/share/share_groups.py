@@ -7,9 +7,8 @@ shareGroupLeave, shareGroupDescribe and its replay serve them.
 The group coordinator builds one (`for_coordinator`), loads each partition's share groups into it
 and unloads them with the partition; ListGroups, DeleteGroups, JoinGroup and
 ConsumerGroupHeartbeat consult it, but no handler creates a share group yet (no ShareGroupHeartbeat
-row, no config: Kafka's defaults). The partitions' state is initialized through the share
-coordinator (share_coordinator.py) when this broker leads their `__share_group_state` partitions
-too; others stay initializing until the state RPCs between brokers exist.
+row, no config: Kafka's defaults). The partitions' state is initialized through the share-group
+state persister (persister.py), wherever their `__share_group_state` partitions are led.
 
 A heartbeat:
 

@@ -26,6 +26,7 @@ from broker.share.in_flight import (
     RecordState,
     SharePartitionSettings,
 )
+from broker.share.persister import SharePersister
 from broker.share.share_coordinator_shard import ReadAnswer
 from broker.share.share_fetch import ShareFetchParams, ShareFetchResult, SharePartitionManager
 from broker.share.share_session import FINAL_EPOCH
@@ -138,7 +139,7 @@ def test_share_fetch_acquire_acknowledge_release_and_expire(tmp_path: Path) -> N
         a = Member(samsa, manager, "a", [tip])
         b = Member(samsa, manager, "b", [tip])
 
-        assert samsa.run(coordinator.initialize_partitions(GROUP, 1, {topic_id: frozenset({0})})) == {topic_id: frozenset({0})}
+        assert samsa.run(_persister(samsa).initialize_partitions(GROUP, 1, {topic_id: frozenset({0})})) == {topic_id: frozenset({0})}
         assert _acquired(a.fetch(), tip) == []  # loads the share partition at the high watermark (0)
 
         # never initialized by the group coordinator: the read is refused (INVALID_REQUEST), which
@@ -225,3 +226,8 @@ def test_share_fetch_acquire_acknowledge_release_and_expire(tmp_path: Path) -> N
 async def _disconnect(manager: SharePartitionManager, connection_id: str) -> None:
     manager.on_disconnect(connection_id)
 
+
+def _persister(samsa: SamsaInProcess) -> SharePersister:
+    persister = samsa.broker.share_persister
+    assert persister is not None
+    return persister
