@@ -189,6 +189,7 @@ class Broker:
                 lambda: self.controller.image, self.config.inter_broker_listener_name or self.config.listeners[0].name,
                 client_id=FORWARDING_CLIENT_ID, timeout_s=30, security=ClientSecurity.from_config(self.config)),
             share_coordinator=self.share_coordinator,
+            share_partitions=self.share_partitions,
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership_change)

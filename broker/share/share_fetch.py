@@ -232,22 +232,29 @@ class SharePartitionManager:
         acknowledgements: Mapping[TopicIdPartition, Sequence[AcknowledgementBatch]],
         params: ShareFetchParams,
         connection_id: str,
+        refuse: Callable[[TopicIdPartition], ErrorCode | None] | None = None,
+        fetch_records: bool = True,
     ) -> ShareFetchResult:
-        """Kafka's KafkaApis.handleShareFetchRequest over SharePartitionManager."""
+        """Kafka's KafkaApis.handleShareFetchRequest over SharePartitionManager. `refuse` names
+        the session's partitions answered an error instead of fetched (the handler's topic
+        authorization); `fetch_records` False acknowledges only (a RENEW acknowledgement)."""
         try:
             context = self.sessions.new_context(
                 group_id, member_id, session_epoch, fetch, forget, bool(acknowledgements), connection_id
             )
         except KafkaError as e:
             return ShareFetchResult(e.code, e.message)
-        acknowledged = (
-            await self.acknowledge(group_id, member_id, acknowledgements) if acknowledgements else {}
-        )
+        acknowledged = await self.acknowledge(group_id, member_id, acknowledgements) if acknowledgements else {}
         if context.kind is ContextKind.FINAL:
             await self.release_session(group_id, member_id)
             return ShareFetchResult(context=context, acknowledged=acknowledged)
-        partitions = await self._fetch(group_id, member_id, context.partitions, params)
-        return ShareFetchResult(context=context, acknowledged=acknowledged, partitions=partitions)
+        if not fetch_records:
+            return ShareFetchResult(context=context, acknowledged=acknowledged)
+        refused = {t: error for t in context.partitions if refuse is not None and (error := refuse(t)) is not None}
+        partitions = await self._fetch(group_id, member_id, [t for t in context.partitions if t not in refused], params)
+        partitions.update((t, PartitionFetch(error)) for t, error in refused.items())
+        return ShareFetchResult(context=context, acknowledged=acknowledged,
+                                partitions={t: partitions[t] for t in context.partitions})  # fmt: skip
 
     async def _fetch(
         self, group_id: str, member_id: str, tips: Sequence[TopicIdPartition], params: ShareFetchParams
