@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from collections.abc import Mapping
 
@@ -47,13 +48,18 @@ from protocol.kio_compat import as_records
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, BrokerId
 
+log = logging.getLogger("samsa.share")
+
 API_KEY = 78
 RECORD_LIMIT_MODE = 1
 
 
 def _error(code: ErrorCode, message: str | None = None) -> ShareFetchResponse:
+    """A whole-request error: Kafka's getErrorResponse carries no message (`message` is logged)."""
+    if message:
+        log.debug("share request refused error=%s message=%s", code.name, message)
     return ShareFetchResponse(
-        throttle_time=NO_THROTTLE, error_code=code, error_message=message,
+        throttle_time=NO_THROTTLE, error_code=code, error_message=None,
         acquisition_lock_timeout=i32Timedelta.parse(datetime.timedelta(0)), responses=(), node_endpoints=(),
     )  # fmt: skip
 
@@ -92,7 +98,8 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchR
         max_bytes=max_bytes, max_records=int(request.max_records), batch_size=int(request.batch_size),
     )  # fmt: skip
     result = await manager.fetch(request.group_id, request.member_id, int(request.share_session_epoch), fetch,
-                                 forget, acks, params, ctx.connection_id, refuse, fetch_records=not renew)  # fmt: skip
+                                 forget, acks, params, ctx.connection_id, refuse, fetch_records=not renew,
+                                 acknowledgements_present=bool(acks or ack_errors))  # fmt: skip
     if result.error != ErrorCode.none:
         return _error(result.error, result.message)
     acknowledged: dict[TopicIdPartition, ErrorCode] = {**result.acknowledged, **ack_errors}

@@ -142,12 +142,6 @@ class _Loaded:
     timer: asyncio.TimerHandle | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Read:
-    records: bytes
-    batches: tuple[FetchedBatch, ...]
-
-
 def whole_batches(data: bytes) -> tuple[bytes, tuple[FetchedBatch, ...], list[int]]:
     """The whole v2 batches at the front of a log read (a read cut at max_bytes may end in part
     of one): their bytes, their offsets and each one's start position."""
@@ -219,6 +213,7 @@ class SharePartitionManager:
         self._partitions: dict[SharePartitionKey, _Loaded] = {}
         self._loading: dict[SharePartitionKey, asyncio.Task[tuple[ErrorCode, str | None]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     # == ShareFetch ================================================================================
 
@@ -234,14 +229,18 @@ class SharePartitionManager:
         connection_id: str,
         refuse: Callable[[TopicIdPartition], ErrorCode | None] | None = None,
         fetch_records: bool = True,
+        acknowledgements_present: bool = False,
     ) -> ShareFetchResult:
         """Kafka's KafkaApis.handleShareFetchRequest over SharePartitionManager. `refuse` names
         the session's partitions answered an error instead of fetched (the handler's topic
-        authorization); `fetch_records` False acknowledges only (a RENEW acknowledgement)."""
+        authorization); `fetch_records` False acknowledges only (a RENEW acknowledgement);
+        `acknowledgements_present`: the request carried some, even if none are left to apply
+        (refused by the handler), which an initial epoch does not allow."""
         try:
             context = self.sessions.new_context(
-                group_id, member_id, session_epoch, fetch, forget, bool(acknowledgements), connection_id
-            )
+                group_id, member_id, session_epoch, fetch, forget,
+                acknowledgements_present or bool(acknowledgements), connection_id,
+            )  # fmt: skip
         except KafkaError as e:
             return ShareFetchResult(e.code, e.message)
         acknowledged = await self.acknowledge(group_id, member_id, acknowledgements) if acknowledgements else {}
@@ -291,10 +290,9 @@ class SharePartitionManager:
         total = 0
         for entry in acquirable.values():
             try:
-                read = self._read(entry, entry.sp.next_fetch_offset(), per_partition)
+                total += self._readable_bytes(entry, entry.sp.next_fetch_offset(), per_partition)
             except KafkaError:
                 return True
-            total += len(read.records)
             if total >= params.min_bytes:
                 return True
         return False
@@ -306,12 +304,10 @@ class SharePartitionManager:
             raise KafkaError(ErrorCode.not_leader_or_follower, "The partition's leader epoch moved.")
         return partition
 
-    def _read(self, entry: _Loaded, offset: int, max_bytes: int) -> _Read:
+    def _readable_bytes(self, entry: _Loaded, offset: int, max_bytes: int) -> int:
+        """The bytes a read from `offset` returns now, up to `max_bytes` (the read's size)."""
         result = self._led(entry).read_records(Offset(offset), max_bytes, FetchIsolation.HIGH_WATERMARK)
-        if result.info is None or result.info.records is None:
-            return _Read(b"", ())
-        data, batches, _ = whole_batches(result.info.records.read_bytes())
-        return _Read(data, batches)
+        return 0 if result.info is None or result.info.records is None else len(result.info.records)
 
     def _acquire(
         self, member_id: str, loaded: Mapping[TopicIdPartition, _Loaded], params: ShareFetchParams
@@ -470,7 +466,7 @@ class SharePartitionManager:
     def on_disconnect(self, connection_id: str) -> None:
         """A connection closed: the share session opened on it goes, its records released."""
         session = self.sessions.on_disconnect(connection_id)
-        if session is not None:
+        if session is not None and not self._closed:
             self._spawn(self._release(session.group_id, session.member_id, list(session.partitions)))
 
     # == acquisition locks =========================================================================
@@ -517,6 +513,7 @@ class SharePartitionManager:
         task.add_done_callback(self._tasks.discard)
 
     def close(self) -> None:
+        self._closed = True
         for entry in list(self._partitions.values()):
             if entry.timer is not None:
                 entry.timer.cancel()

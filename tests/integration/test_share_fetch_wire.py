@@ -102,11 +102,10 @@ def test_whole_request_errors(broker: tuple[SamsaInProcess, uuid.UUID]) -> None:
     samsa, topic_id = broker
     with RawClient(samsa.port) as client:
         null_group = client.request(_fetch(topic_id, 0, group=None))
-        assert (null_group.error_code, null_group.error_message) == (ErrorCode.invalid_request,
-                                                                     "Invalid group id in the request.")  # fmt: skip
+        assert (null_group.error_code, null_group.error_message) == (ErrorCode.invalid_request, None)  # as Kafka
         for member in ("", "m" * 37):
             bad = client.request(_fetch(topic_id, 0, member=member))
-            assert (bad.error_code, bad.error_message) == (ErrorCode.invalid_request, "Invalid member id in the request.")
+            assert bad.error_code == ErrorCode.invalid_request
         assert client.request(_fetch(topic_id, 3)).error_code == ErrorCode.share_session_not_found
         with_acks = client.request(_fetch(topic_id, 0, acks=[(0, 0, ACCEPT)]))
         assert with_acks.error_code == ErrorCode.invalid_request
@@ -115,10 +114,7 @@ def test_whole_request_errors(broker: tuple[SamsaInProcess, uuid.UUID]) -> None:
             max_wait=datetime.timedelta(milliseconds=10), min_bytes=i32(1), max_bytes=i32(0), max_records=i32(5),
             batch_size=i32(5), is_renew_ack=True, topics=(), forgotten_topics_data=(),
         )  # fmt: skip
-        refused = client.request(renew)
-        assert (refused.error_code, refused.error_message) == (ErrorCode.invalid_request,
-            "minBytes must be set to 0, maxRecords must be set to 0, maxWaitMs must be set to 0, "
-            "if isRenewAck is true.")  # fmt: skip
+        assert client.request(renew).error_code == ErrorCode.invalid_request
         ack = client.request(_acknowledge(topic_id, 0, [(0, 0, ACCEPT)]))
         assert ack.error_code == ErrorCode.invalid_share_session_epoch
 
