@@ -3,7 +3,7 @@ ShareAcknowledge's whole-request errors: a null group id, member ids empty and o
 characters, a session epoch with no session, an initial fetch carrying acknowledgements,
 IsRenewAck with non-zero limits (v2), a ShareAcknowledge at epoch 0 and with no session. And a
 share group's flow: a member joins (ShareGroupHeartbeat) and is assigned the partition once its
-share-group state is initialized, its first fetch starts the share partition at the end of the
+share-group state is initialized and described (ShareGroupDescribe), its first fetch starts the share partition at the end of the
 log, produced records are acquired by it and not by another session (whose acknowledgement is
 INVALID_RECORD_STATE), an accept and a release, the released records redelivered with their
 delivery count raised, the final fetch's acknowledgement, the member leaving. Samsa serves these
@@ -21,6 +21,7 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.share_acknowledge.v1 import request as ack_v1
 from kio.schema.share_fetch.v1 import request as fetch_v1
 from kio.schema.share_fetch.v2 import request as fetch_v2
+from kio.schema.share_group_describe.v1 import request as describe_v1
 from kio.schema.share_group_heartbeat.v1 import request as hb_v1
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i8, i32, i64
@@ -133,6 +134,19 @@ def _ack(client: RawClient, member: str, epoch: int, topic_id: uuid.UUID, acks: 
                                                   for p in t.partitions]  # fmt: skip
 
 
+def _describe(client: RawClient, group: str) -> dict[str, Any]:
+    """ShareGroupDescribe of one group, without the epochs (see `_flow`)."""
+    (g,) = client.request(describe_v1.ShareGroupDescribeRequest(
+        group_ids=(GroupId(group),), include_authorized_operations=False)).groups  # fmt: skip
+    return {"error": ErrorCode(g.error_code).name, "message": g.error_message, "state": g.group_state,
+            "assignor": g.assignor_name, "operations": int(g.authorized_operations), "members": [
+                {"client_id": m.client_id, "client_host": m.client_host, "rack": m.rack_id,
+                 "topics": [str(t) for t in m.subscribed_topic_names],
+                 "assignment": [[str(t.topic_name), [int(p) for p in t.partitions]]
+                                for t in m.assignment.topic_partitions]}
+                for m in g.members]}  # fmt: skip
+
+
 def _flow(target: Any) -> list[dict[str, Any]]:
     port = int(target.bootstrap_servers.rsplit(":", 1)[1])
     a, b = uuid.uuid4().hex[:22], uuid.uuid4().hex[:22]
@@ -161,7 +175,11 @@ def _flow(target: Any) -> list[dict[str, Any]]:
                     int(p) for t in beat.assignment.topic_partitions for p in t.partitions]})  # fmt: skip
                 break
             time.sleep(0.2)
-        obs.append({"step": "first-fetch", **_fetched(_flow_fetch(client, a, 0, topic_id))})
+        obs.append({"step": "described", **_describe(client, FLOW_GROUP)})
+        obs.append({"step": "described-unknown", **_describe(client, "no-such-share-group")})
+        # (a wait: Kafka loads the share partition in the background and leaves out of an answer
+        # the partitions it could not look at yet)
+        obs.append({"step": "first-fetch", **_fetched(_flow_fetch(client, a, 0, topic_id, wait_ms=500))})
         produced = wire.produce(client, FLOW_TOPIC, 0, build_batch([NewRecord(None, f"r{i}".encode()) for i in range(3)]))
         assert produced.error == 0, produced
         obs.append({"step": "acquire", **_fetched(_flow_fetch(client, a, 1, None, wait_ms=5_000))})
@@ -182,6 +200,8 @@ def _flow(target: Any) -> list[dict[str, Any]]:
 def test_share_group_flow(differential: Any) -> None:
     obs = {o["step"]: o for o in differential("raw-share-group-flow", _flow)}
     assert obs["assigned"]["partitions"] == [0]
+    assert obs["described"]["state"] == "Stable" and obs["described"]["members"][0]["assignment"] == [[FLOW_TOPIC, [0]]]
+    assert obs["described-unknown"]["error"] == "group_id_not_found"
     assert obs["acquire"]["partitions"][0]["acquired"] == [[0, 2, 1]]
     assert obs["other-member-ack"]["errors"] == ["none", "invalid_record_state"]
     assert obs["redelivered"]["partitions"][0]["acquired"] == [[1, 2, 2]]

@@ -66,11 +66,12 @@ SERVED: dict[int, tuple[str, int, int]] = {
 
 # Served but not advertised in ApiVersions (KIP-932, share groups not served whole yet): the
 # share coordinator's state RPCs, which the share partition leaders of other Samsa brokers send
-# it, and ShareGroupHeartbeat, ShareFetch and ShareAcknowledge, which no client sends
+# it, and ShareGroupHeartbeat/Describe, ShareFetch and ShareAcknowledge, which no client sends
 # unadvertised (raw-request tests do).
 # They move to SERVED with the share group APIs, once a share consumer's whole path works.
 UNADVERTISED: dict[int, tuple[str, int, int]] = {
     76: ('api_76_share_group_heartbeat', 1, 1),
+    77: ('api_77_share_group_describe', 1, 1),
     78: ('api_78_share_fetch', 1, 2),
     79: ('api_79_share_acknowledge', 1, 2),
     83: ('api_83_initialize_share_group_state', 0, 0),
