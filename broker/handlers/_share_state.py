@@ -42,15 +42,13 @@ async def answer_each(
     coordinator, or `refused` (CLUSTER_AUTHORIZATION_FAILED; COORDINATOR_NOT_AVAILABLE on a
     broker without a share coordinator) for every one."""
     coordinator = ctx.services.share_coordinator
-    error: tuple[ErrorCode, str] | None = None
-    if not ctx.authorized(AclOperation.CLUSTER_ACTION):
-        error = (ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_FAILED)
-    elif coordinator is None:
-        error = (ErrorCode.coordinator_not_available, ErrorCode.coordinator_not_available.name)
     pairs = [(t.topic_id or uuid.UUID(int=0), p) for t in topics for p in t.partitions]
-    if error is not None or coordinator is None:
-        failed = refused(*(error or (ErrorCode.unknown_server_error, "")))
-        answers: list[A] = [failed for _ in pairs]
+    answers: list[A]
+    if not ctx.authorized(AclOperation.CLUSTER_ACTION):
+        answers = [refused(ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_FAILED) for _ in pairs]
+    elif coordinator is None:
+        answers = [refused(ErrorCode.coordinator_not_available, ErrorCode.coordinator_not_available.name)
+                   for _ in pairs]  # fmt: skip
     else:
         answers = list(await asyncio.gather(*(
             answer(coordinator, SharePartitionKey(group_id, topic_id, int(p.partition)), p) for topic_id, p in pairs

@@ -5,7 +5,8 @@ itself with `@api(API_KEY)` and serves its row's range; the handler is written a
 max_version kio classes, and `dispatch` converts requests up to it and responses down to the
 version the client sent. ApiVersions is answered from the table and nothing else, so a version is
 advertised exactly when its row says so. The rows of `UNADVERTISED` are served the same way but
-not advertised (inter-broker APIs of a feature not served yet).
+not advertised (the share group APIs, until share groups are served whole); `load_handlers()`
+and ApiVersions leave them out.
 
 Handler modules are imported on the first request for their key: importing all of them (and the
 kio schemas they use) is about 40% of a cold start; `load_handlers()` imports every module
