@@ -22,9 +22,10 @@ leader's assignments are ignored) and restarts the session; Heartbeat restarts t
 answers REBALANCE_IN_PROGRESS when the member must rejoin (classic_members.heartbeat_error),
 starting its join timeout (fenced unless it joins within its rebalance timeout) if not running.
 
-State of the work: called by the JoinGroup, SyncGroup and Heartbeat handlers; joins are refused
-while migration is disabled (see migration.py). The downgrade when a static classic member
-replaces the last consumer-protocol member (validateOnlineDowngradeWithReplacedMember) is not built.
+Called by the JoinGroup, SyncGroup and Heartbeat handlers; joins are refused while
+group.consumer.migration.policy is `disabled`. Not built: the downgrade when a static classic
+member replaces the last consumer-protocol member (validateOnlineDowngradeWithReplacedMember): the
+group stays a consumer group of classic members.
 """
 
 from __future__ import annotations

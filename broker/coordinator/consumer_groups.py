@@ -19,10 +19,12 @@ until its session expires or it rejoins with the same instance id). Each heartbe
 
 A member is fenced (removed; the group epoch bumped) when its session
 (`group.consumer.session.timeout.ms`) expires, or when it has not revoked partitions within its
-rebalance timeout. A group id is one type or the other: a consumer heartbeat on a classic group
-with members gets GROUP_ID_NOT_FOUND (Kafka's message where it refuses to convert it too), a
-JoinGroup on a consumer group with members INCONSISTENT_GROUP_PROTOCOL (Kafka converts such groups
-online; Samsa does not yet, see migration.py); an empty group changes type on its first join.
+rebalance timeout. A group id is one type or the other: a consumer heartbeat joining a classic
+group with members converts it (group_conversion.py; GROUP_ID_NOT_FOUND with Kafka's message when
+group.consumer.migration.policy or its protocol type forbid it), classic members of a consumer
+group are served by classic_join.py, and when the last consumer-protocol member of a group whose
+other members use the classic protocol leaves or is fenced, the group is converted back; an empty
+group changes type on its first join.
 
 Every change is written to the group's __consumer_offsets partition as Kafka's records
 (consumer_records.py: the group epoch, each member's metadata, target and current assignment, the
@@ -61,7 +63,8 @@ from broker.coordinator.consumer_group import (
     reconcile,
 )
 from broker.coordinator.group import ClassicGroup, GroupState
-from broker.coordinator.migration import MigrationPolicy, upgrade_refusal
+from broker.coordinator.group_conversion import Upgrade, downgrade, undo_upgrade, upgrade
+from broker.coordinator.migration import MigrationError, MigrationPolicy, can_downgrade
 from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
 from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
@@ -69,6 +72,7 @@ from protocol.records import NewRecord
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
+    from broker.coordinator.membership import GroupMembership
     from controller.model import ClusterImage
 
 log = logging.getLogger("samsa.coordinator")
@@ -146,9 +150,15 @@ class ConsumerGroups:
     """The consumer-protocol groups of the partitions this coordinator leads, and their timers."""
 
     def __init__(
-        self, config: BrokerConfig, image: Callable[[], ClusterImage], lookup: GroupLookup, append: GroupAppend
-    ) -> None:
+        self, config: BrokerConfig, image: Callable[[], ClusterImage], lookup: GroupLookup, append: GroupAppend,
+        membership: GroupMembership,
+    ) -> None:  # fmt: skip
         self._config = config
+        self._membership = membership
+        """The classic groups' protocol, which a group's online migration hands members to and from."""
+        self.migration_policy = MigrationPolicy(config.group_consumer_migration_policy.lower())
+        self._upgrade: Upgrade | None = None
+        """A classic group the change being made converted (undone if its records are not written)."""
         self._image = image
         self._lookup = lookup
         self._out: list[NewRecord] = []
@@ -215,12 +225,18 @@ class ConsumerGroups:
                 result = self._heartbeat(req, client_id, client_host)
         except HeartbeatError as e:
             result = HeartbeatResult(e.error, e.message)
+        upgraded, self._upgrade = self._upgrade, None
         error = await self.commit(req.group_id)
+        if error != ErrorCode.none and upgraded is not None:
+            for member_id in upgraded.group.members:
+                self._cancel_timers(req.group_id, member_id)
+            undo_upgrade(upgraded, self._membership)
         return result if error == ErrorCode.none else HeartbeatResult(error, error.name)
 
     def begin(self) -> None:
         """Start a change (a heartbeat, or a classic member's request: classic_join.py)."""
         self._out = []
+        self._upgrade = None
 
     async def commit(self, group_id: str) -> ErrorCode:
         """Write the change's records (if any): the coordinator's error."""
@@ -347,9 +363,9 @@ class ConsumerGroups:
         if holder is not None and holder.consumer is not None:
             return holder, holder.consumer
         if holder is not None and (holder.members or not holder.is_in(GroupState.EMPTY)):
-            refusal = upgrade_refusal(MigrationPolicy.BIDIRECTIONAL, holder, self._config.group_consumer_max_size)
-            message = (create and refusal) or f"Group {group_id} is not a consumer group."
-            raise HeartbeatError(ErrorCode.group_id_not_found, message)
+            if not create:
+                raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+            return holder, self._upgraded(holder)
         if not create:
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         if holder is None:
@@ -359,6 +375,22 @@ class ConsumerGroups:
         holder.protocol_type = None
         holder.protocol_name = None
         return holder, holder.consumer
+
+    def _upgraded(self, holder: ClassicGroup) -> ConsumerGroup:
+        """A classic group with members converted (group_conversion.upgrade): its records start
+        the change's, its members' sessions run at their classic session timeouts."""
+        topic_ids = {name: t.topic_id for name, t in self._image().topics.items()}
+        try:
+            self._upgrade = upgrade(holder, self.migration_policy, self._config.group_consumer_max_size, topic_ids,
+                                    self._membership)  # fmt: skip
+        except MigrationError as e:
+            raise HeartbeatError(ErrorCode.group_id_not_found, str(e)) from e
+        group = self._upgrade.group
+        assert not self._out, "an upgrade's records come first"
+        self._out = self._upgrade.records(self.creation_records(group))
+        for member_id, m in group.members.items():
+            self.start_session(group.group_id, member_id, None if m.classic is None else m.classic.session_timeout_ms)
+        return group
 
     def _member(self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str) -> ConsumerGroupMember:
         joining = req.member_epoch == 0
@@ -634,6 +666,9 @@ class ConsumerGroups:
         return await asyncio.shield(self.write_in_order(group_id, records))
 
     def _remove(self, group: ConsumerGroup, member_ids: Sequence[str], reason: str) -> None:
+        if can_downgrade(self.migration_policy, group, set(member_ids), self._config.group_max_size):
+            self._downgrade(group, set(member_ids), reason)
+            return
         for member_id in member_ids:
             group.remove_member(member_id)
             self._cancel_timers(group.group_id, member_id)
@@ -644,6 +679,19 @@ class ConsumerGroups:
         for member_id in member_ids:
             log.info("consumer group member removed group=%s member_id=%s reason=%s epoch=%d members=%d",
                      group.group_id, member_id, reason, group.group_epoch, len(group.members))  # fmt: skip
+
+    def _downgrade(self, group: ConsumerGroup, leaving: set[str], reason: str) -> None:
+        """The group's members left all use the classic protocol (group_conversion.downgrade): the
+        consumer group's tombstones, then the classic group's record."""
+        _, part = self._lookup(group.group_id)
+        holder = None if part is None else part.groups.get(group.group_id)
+        assert holder is not None and holder.consumer is group
+        for member_id in group.members:
+            self._cancel_timers(group.group_id, member_id)
+        out = self._out
+        tombstones = self.deletion_records(group)
+        classic = downgrade(holder, group, leaving, self.topic_names(), self._membership, reason)
+        self._out = [*out, *tombstones, classic]
 
     def _current(self, group_id: str) -> ConsumerGroup | None:
         _, part = self._lookup(group_id)

@@ -22,6 +22,7 @@ from controller.model import ClusterImage, PartitionRegistration, TopicRegistrat
 from protocol.consumer_protocol import read_assignment, write_assignment
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
+from tests.unit.test_consumer_groups import membership
 
 T1 = uuid.UUID(int=1)
 
@@ -60,7 +61,7 @@ def test_classic_member_joins_a_consumer_group() -> None:
             written.extend(records)
             return ErrorCode.none
 
-        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append)
+        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append, membership())
         c1 = HeartbeatRequest(
             "g", "c1", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={}
         )
@@ -130,7 +131,7 @@ async def _mixed_group(written: list[NewRecord]) -> tuple[ConsumerGroups, Classi
         written.extend(records)
         return ErrorCode.none
 
-    groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append)
+    groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append, membership())
     c1 = HeartbeatRequest("g", "c1", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
     assert (await groups.heartbeat(c1, "c", "/h")).member_epoch == 2
     holder = part.groups["g"]
@@ -225,7 +226,7 @@ def test_an_upgraded_classic_group_is_written_whole() -> None:
 
     async def run() -> None:
         config, _ = BrokerConfig.from_properties({})
-        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, _Partition()), _writer_unused)
+        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, _Partition()), _writer_unused, membership())
         records = groups.creation_records(converted)
         assert len(records) == 2 + 1 + 2 + 1 + 2
         state = LoadState()
