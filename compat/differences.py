@@ -193,10 +193,9 @@ DIFFERENCES += [
 GAPS: list[tuple[str, str]] = [
     (
         "KIP-848 online migration",
-        "group.consumer.migration.policy is not served: a classic JoinGroup on a consumer-protocol group "
-        "with members gets INCONSISTENT_GROUP_PROTOCOL and a consumer heartbeat on a classic group with "
-        "members GROUP_ID_NOT_FOUND (Kafka converts non-empty groups of the consumer protocol type online; "
-        "it refuses others with the same error and message as Samsa); empty groups change type.",
+        "a static classic member rejoining in place of the last consumer-protocol member of a group joins "
+        "it as a classic member of the consumer group (Kafka converts the group back to a classic group "
+        "there); every other upgrade and downgrade is as Kafka's (compat/test_group_migration.py).",
     ),
     (
         "KIP-848 regular expressions",

@@ -12,7 +12,9 @@ JoinGroup:
    FENCED_INSTANCE_ID);
 3. the member is made from the JoinGroup (classic_members.joined_member) and goes through the
    consumer heartbeat's flow (ConsumerGroups.apply_member: epoch bump, target assignment,
-   reconciliation), the records are written, then the answer: generation = the member epoch,
+   reconciliation against the owned partitions of its embedded subscription: none for a v0
+   subscription or an eager member that revoked everything before rejoining), the records are
+   written, then the answer: generation = the member epoch,
    protocol type "consumer", the member's first protocol, no leader and no member list. Its join
    timeout stops; its session (its own session timeout) and its sync timeout (its rebalance
    timeout: fenced without a SyncGroup by then) start.
@@ -78,16 +80,18 @@ async def join_consumer_group(
                  group.group_id, member_id, req.client_id, req.correlation_id)  # fmt: skip
         return JoinResult(ErrorCode.member_id_required, member_id)
     try:
-        read_subscription(req.protocols[0][1])
+        subscription = read_subscription(req.protocols[0][1])
     except (ValueError, KeyError):  # Kafka: an IllegalStateException, malformed embedded subscription
         return JoinResult(ErrorCode.unknown_server_error, req.member_id)
+    topic_ids = {name: topic_id for topic_id, name in groups.topic_names().items()}
+    owned = {topic_ids[t]: ps for t, ps in subscription.owned_partitions if t in topic_ids}
     groups.begin()
     member = _member(groups, group, member_id, req.group_instance_id, unknown)
     if isinstance(member, ErrorCode):
         return JoinResult(member, req.member_id)
     updated = joined_member(member, req.group_instance_id, req.rebalance_timeout_ms, req.session_timeout_ms,
                             req.protocols, req.client_id, req.client_host)  # fmt: skip
-    after = groups.apply_member(holder, group, member, updated, None)
+    after = groups.apply_member(holder, group, member, updated, owned)  # what its subscription says it owns
     written = await groups.commit(group.group_id)
     if written != ErrorCode.none:
         return JoinResult(written, req.member_id)

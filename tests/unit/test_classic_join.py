@@ -243,3 +243,51 @@ def test_an_upgraded_classic_group_is_written_whole() -> None:
 
 async def _writer_unused(group_id: str, records: list[NewRecord]) -> ErrorCode:
     raise AssertionError("nothing is written")
+
+
+def test_classic_member_rejoining_reconciles_with_the_partitions_its_subscription_owns() -> None:
+    """Kafka passes the embedded subscription's owned partitions to the reconciliation: a member
+    told to revoke a partition moves on once it rejoins without it."""
+
+    def owning(*partitions: int) -> JoinRequest:
+        owned = struct.pack(">ih", 1, 1) + b"t" + struct.pack(">i", len(partitions))
+        owned += b"".join(struct.pack(">i", p) for p in partitions)
+        subscription = struct.pack(">hih", 1, 1, 1) + b"t" + struct.pack(">i", -1) + owned
+        return dataclasses.replace(_join("zz"), protocols=(("range", subscription),))
+
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties(
+            {"group.consumer.assignment.interval.ms": "0", "group.consumer.assignors": "range"}
+        )
+        part = _Partition()
+
+        async def append(group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None) -> ErrorCode:
+            return ErrorCode.none
+
+        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append, membership())
+
+        async def consumer(member_id: str, epoch: int, owned: tuple[int, ...] | None = None) -> int:
+            req = HeartbeatRequest("g", member_id, epoch, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
+                                   owned=None if owned is None else {T1: owned})  # fmt: skip
+            return (await groups.heartbeat(req, "c", "/h")).member_epoch
+
+        async def rejoin(req: JoinRequest) -> int:
+            holder = part.groups["g"]
+            assert holder.consumer is not None
+            joined = await join_consumer_group(groups, holder, holder.consumer, req, MigrationPolicy.UPGRADE, 10)
+            assert joined.error == ErrorCode.none
+            return joined.generation_id
+
+        assert await consumer("c1", 0, ()) == 2  # c1 owns t-0 and t-1
+        assert await rejoin(owning()) == 3  # range: c1 t-0, zz t-1, once c1 revokes it
+        assert await consumer("c1", 2, (0, 1)) == 2 and await consumer("c1", 2, (0,)) == 3
+        assert await rejoin(owning()) == 3
+        group = part.groups["g"].consumer
+        assert group is not None and group.members["zz"].assigned == {T1: frozenset({1})}
+        assert await consumer("c2", 0, ()) == 4  # range: c1 t-0, c2 t-1, zz nothing: zz revokes t-1
+        assert heartbeat_consumer_group(groups, group, "zz", None, 3) == ErrorCode.rebalance_in_progress
+        assert await rejoin(owning(1)) == 3  # still owns t-1
+        assert await rejoin(owning()) == 4 and group.members["zz"].assigned == {}
+        groups.close()
+
+    asyncio.run(run())
