@@ -192,12 +192,6 @@ DIFFERENCES += [
 
 GAPS: list[tuple[str, str]] = [
     (
-        "KIP-848 online migration",
-        "a static classic member rejoining in place of the last consumer-protocol member of a group joins "
-        "it as a classic member of the consumer group (Kafka converts the group back to a classic group "
-        "there); every other upgrade and downgrade is as Kafka's (compat/test_group_migration.py).",
-    ),
-    (
         "KIP-848 regular expressions",
         "resolved on the heartbeat that needs them (Kafka resolves them in the background, every "
         "group.consumer.regex.refresh.interval.ms), against every topic rather than only those the member "

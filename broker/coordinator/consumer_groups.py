@@ -388,6 +388,7 @@ class ConsumerGroups:
         group = self._upgrade.group
         assert not self._out, "an upgrade's records come first"
         self._out = self._upgrade.records(self.creation_records(group))
+        self._refresh_subscriptions(group, self._image())  # Kafka's metadata hash of the converted group
         for member_id, m in group.members.items():
             self.start_session(group.group_id, member_id, None if m.classic is None else m.classic.session_timeout_ms)
         return group
@@ -409,7 +410,8 @@ class ConsumerGroups:
         if joining:
             if existing is None:
                 return ConsumerGroupMember(member_id, instance_id=req.instance_id)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if existing.classic is None and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # a classic one is replaced at once (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember)
                 raise HeartbeatError(
                     ErrorCode.unreleased_instance_id,
                     f"Static member {existing.member_id} with instance id {req.instance_id} "
@@ -433,10 +435,10 @@ class ConsumerGroups:
         self, group: ConsumerGroup, existing: ConsumerGroupMember, member_id: str
     ) -> ConsumerGroupMember:
         """A rejoining static instance takes the member's place (and its assignment) at epoch 0."""
+        target = group.target.get(existing.member_id)
         group.remove_member(existing.member_id)
         self._cancel_timers(group.group_id, existing.member_id)
         self._emit_member_tombstones(group.group_id, existing.member_id)
-        target = group.target.get(existing.member_id)
         if target is not None:
             group.target[member_id] = target
             self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(target))
@@ -503,12 +505,14 @@ class ConsumerGroups:
 
     def apply_member(
         self, holder: ClassicGroup, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
-        owned: Mapping[uuid.UUID, tuple[int, ...]] | None,
+        owned: Mapping[uuid.UUID, tuple[int, ...]] | None, downgrading: bool = False,
     ) -> ConsumerGroupMember:  # fmt: skip
         """Steps 1-3 of a heartbeat (or of a classic member's JoinGroup): `member` becomes
         `updated`, the group epoch is bumped if the subscriptions changed, the target assignment
         computed if due, and the member reconciled towards it (`owned`: the partitions it reports,
-        None when it does not say); returns the member as it now is."""
+        None when it does not say); returns the member as it now is. `downgrading`: the group
+        becomes a classic group right after (classic_join.py); if its target assignment is stale,
+        none is computed and the member is not reconciled (the classic group rebalances)."""
         member_id = updated.member_id
         is_new = member_id not in group.members
         # A new group first moves away from epoch 0; then a changed subscription (topic names;
@@ -529,6 +533,8 @@ class ConsumerGroups:
                      group.group_id, group.group_epoch, len(group.members))  # fmt: skip
         if group.group_epoch != epoch_before:
             self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
+        if downgrading and group.group_epoch > group.assignment_epoch:
+            return updated  # the classic group the group becomes rebalances instead
         now = clock.now_ms()
         interval = self._config.group_consumer_assignment_interval_ms
         if group.group_epoch > group.assignment_epoch and (
@@ -667,7 +673,7 @@ class ConsumerGroups:
 
     def _remove(self, group: ConsumerGroup, member_ids: Sequence[str], reason: str) -> None:
         if can_downgrade(self.migration_policy, group, set(member_ids), self._config.group_max_size):
-            self._downgrade(group, set(member_ids), reason)
+            self.downgrade(group, set(member_ids), f"Downgrade group {group.group_id} from consumer to classic for member leaving.")
             return
         for member_id in member_ids:
             group.remove_member(member_id)
@@ -680,9 +686,10 @@ class ConsumerGroups:
             log.info("consumer group member removed group=%s member_id=%s reason=%s epoch=%d members=%d",
                      group.group_id, member_id, reason, group.group_epoch, len(group.members))  # fmt: skip
 
-    def _downgrade(self, group: ConsumerGroup, leaving: set[str], reason: str) -> None:
+    def downgrade(self, group: ConsumerGroup, leaving: set[str], rebalance: str | None) -> None:
         """The group's members left all use the classic protocol (group_conversion.downgrade): the
-        consumer group's tombstones, then the classic group's record."""
+        consumer group's tombstones, then the classic group's record; the classic group rebalances
+        for the reason given, if one is."""
         _, part = self._lookup(group.group_id)
         holder = None if part is None else part.groups.get(group.group_id)
         assert holder is not None and holder.consumer is group
@@ -690,7 +697,7 @@ class ConsumerGroups:
             self._cancel_timers(group.group_id, member_id)
         out = self._out
         tombstones = self.deletion_records(group)
-        classic = downgrade(holder, group, leaving, self.topic_names(), self._membership, reason)
+        classic = downgrade(holder, group, leaving, self.topic_names(), self._membership, rebalance)
         self._out = [*out, *tombstones, classic]
 
     def _current(self, group_id: str) -> ConsumerGroup | None:

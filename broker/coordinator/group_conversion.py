@@ -120,20 +120,22 @@ def undo_upgrade(upgraded: Upgrade, membership: GroupMembership) -> None:
 
 def downgrade(
     holder: ClassicGroup, group: ConsumerGroup, leaving: Set[str], topic_names: Mapping[uuid.UUID, str],
-    membership: GroupMembership, reason: str,
+    membership: GroupMembership, rebalance: str | None,
 ) -> NewRecord:  # fmt: skip
-    """Kafka's convertToClassicGroup (no joining member, rebalance): the consumer group is
-    replaced by a classic group of its staying members, which rebalances; returns the classic
-    group's metadata record (the caller writes the consumer group's tombstones before it)."""
+    """Kafka's convertToClassicGroup: the consumer group is replaced by a classic group of its
+    staying members (a joining static member already took the place of the one it replaces),
+    which rebalances for the reason given, if one is; returns the classic group's metadata record
+    (the caller writes the consumer group's tombstones before it)."""
     classic = classic_group_from_consumer(group, leaving, topic_names, clock.now_ms())
     holder.consumer = None
     put_classic_state(holder, take_classic_state(classic))
     record = classic_record(holder)
     for member in holder.members.values():
         membership.start_session(holder, member)
-    log.info("consumer group converted to classic group group=%s generation=%d members=%d reason=%s",
-             holder.group_id, holder.generation, len(holder.members), reason)  # fmt: skip
-    membership.prepare_rebalance(holder, f"Downgrade group {holder.group_id} from consumer to classic for member leaving.")
+    log.info("consumer group converted to classic group group=%s generation=%d members=%d rebalance=%r",
+             holder.group_id, holder.generation, len(holder.members), rebalance)  # fmt: skip
+    if rebalance is not None:
+        membership.prepare_rebalance(holder, rebalance)
     return record
 
 

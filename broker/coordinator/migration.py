@@ -12,13 +12,14 @@ ConsumerGroup.fromClassicGroup and ClassicGroup.fromConsumerGroup have them.
 - Downgrade: when the last consumer-protocol member leaves a group whose other members use the
   classic protocol, the group becomes a classic group at generation = group epoch, Stable, each
   member with its target assignment written in the version of the subscription it joined with.
+- Downgrade with a replaced member: a static classic member joining when every other member
+  uses the classic protocol (in place of the last consumer-protocol member, or rejoining).
 
 The policy is `group.consumer.migration.policy` (Kafka's default `bidirectional`). These
 functions are pure; group_conversion.py applies them (ConsumerGroups calls it from a heartbeat's
-group lookup and from every fencing: leave, session or rebalance timeout, LeaveGroup), and
-classic_join.py serves the classic members of a consumer group. Not built: the downgrade when a
-static classic member replaces the last consumer-protocol member (Kafka's
-validateOnlineDowngradeWithReplacedMember).
+group lookup and from every fencing: leave, session or rebalance timeout, LeaveGroup;
+classic_join.py from a static member's JoinGroup), and classic_join.py serves the classic members
+of a consumer group. compat/test_group_migration.py compares them with Kafka.
 """
 
 from __future__ import annotations
@@ -95,6 +96,17 @@ def can_downgrade(
         and bool(staying)
         and policy.downgrade_enabled
         and len(staying) <= classic_max_size
+    )
+
+
+def can_downgrade_replacing(policy: MigrationPolicy, group: ConsumerGroup, replaced: str, classic_max_size: int) -> bool:
+    """Kafka's validateOnlineDowngradeWithReplacedMember: a classic static member joins in place of
+    member `replaced` (or rejoins as it), every other member uses the classic protocol, the policy
+    allows it and the group fits in `group.classic.max.size`."""
+    return (
+        all(m.classic is not None for member_id, m in group.members.items() if member_id != replaced)
+        and policy.downgrade_enabled
+        and len(group.members) <= classic_max_size
     )
 
 

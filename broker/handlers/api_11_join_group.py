@@ -14,8 +14,7 @@
 # INCONSISTENT_GROUP_PROTOCOL when group.consumer.migration.policy is disabled); an empty one
 # becomes a classic group. A share group's id answers INCONSISTENT_GROUP_PROTOCOL with an empty
 # member id.
-# Not supported: nothing of v0-9 is left out; a static classic member replacing a consumer group's
-# last consumer-protocol member joins it without downgrading it (Kafka converts the group back).
+# Not supported: nothing of v0-9 is left out.
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
 from __future__ import annotations
 
@@ -98,6 +97,7 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
     if group.consumer is not None:
         if not group.consumer.is_empty():  # a classic member joins a consumer group (KIP-848 migration)
             return _response(ctx, await join_consumer_group(coord.consumer_groups, group, group.consumer, join,
-                                                            coord.consumer_groups.migration_policy, config.group_consumer_max_size))  # fmt: skip
+                                                            coord.consumer_groups.migration_policy, config.group_consumer_max_size,
+                                                            config.group_max_size))  # fmt: skip
         coord.consumer_groups.convert_to_classic(group)  # an empty consumer-protocol group becomes classic
     return _response(ctx, await coord.membership.join(group, join))

@@ -73,7 +73,7 @@ def test_classic_member_joins_a_consumer_group() -> None:
         async def join(
             req: JoinRequest, policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL, max_size: int = 10
         ) -> JoinResult:
-            return await join_consumer_group(groups, holder, group, req, policy, max_size)
+            return await join_consumer_group(groups, holder, group, req, policy, max_size, 10)
 
         refused = await join(_join(), MigrationPolicy.DISABLED)
         assert (refused.error, refused.member_id) == (ErrorCode.inconsistent_group_protocol, "")
@@ -143,7 +143,7 @@ def test_classic_member_syncs_heartbeats_and_rejoins_for_a_released_partition() 
     async def run() -> None:
         groups, holder, group = await _mixed_group([])
         policy = MigrationPolicy.BIDIRECTIONAL
-        joined = await join_consumer_group(groups, holder, group, _join(instance_id="i1"), policy, 10)
+        joined = await join_consumer_group(groups, holder, group, _join(instance_id="i1"), policy, 10, 10)
         m, epoch = joined.member_id, joined.generation_id
         assert epoch == 3
         names = {T1: "t"}
@@ -168,7 +168,7 @@ def test_classic_member_syncs_heartbeats_and_rejoins_for_a_released_partition() 
         c1 = await groups.heartbeat(HeartbeatRequest("g", "c1", 2, owned={T1: tuple(mine)}), "c", "/h")
         assert c1.member_epoch == 3
         assert heartbeat_consumer_group(groups, group, m, "i1", epoch) == ErrorCode.rebalance_in_progress
-        again = await join_consumer_group(groups, holder, group, _join(m, "i1"), policy, 10)
+        again = await join_consumer_group(groups, holder, group, _join(m, "i1"), policy, 10, 10)
         assert (again.error, again.generation_id) == (ErrorCode.none, 3)
         synced = sync_consumer_group(groups, group, m, "i1", epoch, "consumer", "range", names)
         assert read_assignment(synced.assignment).partitions == (("t", tuple({0, 1} - mine)),)
@@ -183,7 +183,7 @@ def test_classic_member_is_fenced_without_sync_or_rejoin() -> None:
         written: list[NewRecord] = []
         groups, holder, group = await _mixed_group(written)
         quick = dataclasses.replace(_join(instance_id="i1"), rebalance_timeout_ms=50)
-        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10)
+        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10, 10)
         assert joined.member_id in group.members
         await asyncio.sleep(0.2)  # no SyncGroup within the rebalance timeout
         assert joined.member_id not in group.members and group.group_epoch == 4
@@ -194,7 +194,7 @@ def test_classic_member_is_fenced_without_sync_or_rejoin() -> None:
             False,
         ]  # tombstones, then the epoch
         # a member told to rejoin that does not is fenced after its rebalance timeout
-        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10)
+        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10, 10)
         m = joined.member_id
         sync_consumer_group(groups, group, m, "i1", joined.generation_id, None, None, {T1: "t"})
         c1 = group.members["c1"]
@@ -274,7 +274,7 @@ def test_classic_member_rejoining_reconciles_with_the_partitions_its_subscriptio
         async def rejoin(req: JoinRequest) -> int:
             holder = part.groups["g"]
             assert holder.consumer is not None
-            joined = await join_consumer_group(groups, holder, holder.consumer, req, MigrationPolicy.UPGRADE, 10)
+            joined = await join_consumer_group(groups, holder, holder.consumer, req, MigrationPolicy.UPGRADE, 10, 10)
             assert joined.error == ErrorCode.none
             return joined.generation_id
 

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 
 from broker.config import BrokerConfig
+from broker.coordinator.classic_join import join_consumer_group
 from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatRequest, HeartbeatResult
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk
@@ -28,7 +29,7 @@ T1 = uuid.UUID(int=1)
 
 def _image() -> ClusterImage:
     regs = {p: PartitionRegistration.from_json({"replicas": [1], "isr": [1], "leader": 1, "leader_epoch": 0})
-            for p in range(2)}  # fmt: skip
+            for p in range(3)}  # fmt: skip
     return ClusterImage(cluster_id="c", controller_id=1, controller_epoch=1, brokers={},  # type: ignore[arg-type]
                         topics={"t": TopicRegistration("t", T1, regs)})  # fmt: skip
 
@@ -211,6 +212,41 @@ def test_without_downgrade_the_group_stays_a_consumer_group() -> None:
         await coord.consumer.heartbeat(HeartbeatRequest("g", "c1", -1), "c", "/h")
         assert holder.consumer is not None and set(holder.consumer.members) == {coord.m1, coord.m2}
         assert holder.members == {}
+        coord.consumer.close()
+        await coord.membership.close()
+
+    asyncio.run(run())
+
+
+def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades_the_group() -> None:
+    """Kafka's validateOnlineDowngradeWithReplacedMember: the joining member takes the replaced
+    one's place and target assignment in the classic group, which needs no rebalance when that
+    target is current; the member then syncs with the classic group."""
+
+    async def run() -> None:
+        coord = _Coordinator("bidirectional")
+        holder = await coord.stable_classic_group()
+        c1 = HeartbeatRequest("g", "c1", 0, instance_id="i1", rebalance_timeout_ms=30_000,
+                              subscribed_topic_names=("t",), owned={})  # fmt: skip
+        assert (await coord.consumer.heartbeat(c1, "c", "/h")).member_epoch == 2
+        group = holder.consumer
+        assert group is not None
+        target = dict(group.target["c1"])
+        assert target == {T1: frozenset({2})}  # t-2, which no classic member had
+        join = JoinRequest("g", "", "i1", "cid", "/h", 45_000, 60_000, "consumer", (("range", _subscription()),),
+                           require_known_member_id=True)  # fmt: skip
+        joined = await join_consumer_group(coord.consumer, holder, group, join, MigrationPolicy.BIDIRECTIONAL, 10, 10)
+        assert joined.error == ErrorCode.none and joined.member_id != "c1"
+        assert holder.consumer is None and set(holder.members) == {coord.m1, coord.m2, joined.member_id}
+        assert holder.is_in(GroupState.STABLE) and holder.generation == joined.generation_id == 2
+        assert holder.static_member_id("i1") == joined.member_id
+        synced = await coord.membership.sync(holder, joined.member_id, "i1", 2, "consumer", "range", {})
+        assert synced.error == ErrorCode.none
+        expected = tuple(("t", tuple(sorted(ps))) for ps in target.values())
+        assert read_assignment(synced.assignment).partitions == expected
+        state = coord.load()
+        assert (1, None) not in state.consumer_groups["g"] and joined.member_id in {
+            m.member_id for m in state.groups["g"].members}  # fmt: skip
         coord.consumer.close()
         await coord.membership.close()
 
