@@ -227,10 +227,9 @@ class ConsumerGroups:
             result = HeartbeatResult(e.error, e.message)
         upgraded, self._upgrade = self._upgrade, None
         error = await self.commit(req.group_id)
-        if error != ErrorCode.none and upgraded is not None:
+        if error != ErrorCode.none and upgraded is not None and undo_upgrade(upgraded, self._membership):
             for member_id in upgraded.group.members:
                 self._cancel_timers(req.group_id, member_id)
-            undo_upgrade(upgraded, self._membership)
         return result if error == ErrorCode.none else HeartbeatResult(error, error.name)
 
     def begin(self) -> None:
@@ -673,7 +672,8 @@ class ConsumerGroups:
 
     def _remove(self, group: ConsumerGroup, member_ids: Sequence[str], reason: str) -> None:
         if can_downgrade(self.migration_policy, group, set(member_ids), self._config.group_max_size):
-            self.downgrade(group, set(member_ids), f"Downgrade group {group.group_id} from consumer to classic for member leaving.")
+            self.downgrade(group, set(member_ids),
+                           f"Downgrade group {group.group_id} from consumer to classic for member leaving.")
             return
         for member_id in member_ids:
             group.remove_member(member_id)

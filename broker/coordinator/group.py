@@ -30,7 +30,7 @@ States and transitions (`GroupState`), as in Kafka's classic group protocol:
 KIP-848 online migration (group_conversion.py) is outside these transitions: an upgrade takes a
 group with members, in any state but Dead, to Empty with its members set aside (`consumer` then
 holds them), and a downgrade makes it a Stable classic group again, which at once prepares a
-rebalance.
+rebalance (unless a static member replacing another found the group's target assignment current).
 
 Any other transition is a bug and raises `IllegalStateTransition`.
 """

@@ -14,7 +14,8 @@ these functions).
   (its sessions and its rebalance phase's timer restart), as Kafka's runtime reverts the change.
 - `downgrade`: the staying (classic) members become a Stable classic group at generation = group
   epoch, each assigned its target assignment; their sessions start and the group rebalances at
-  once (Kafka's rebalance = true). Its records are the consumer group's tombstones then the classic
+  once (always when members left; when a static member replaced another, only if the target
+  assignment was stale). Its records are the consumer group's tombstones then the classic
   group's metadata record (`classic_record`).
 """
 
@@ -108,14 +109,16 @@ def upgrade(
     return Upgrade(holder, group, classic)
 
 
-def undo_upgrade(upgraded: Upgrade, membership: GroupMembership) -> None:
-    """The upgrade's records could not be written: the classic group comes back as it was."""
+def undo_upgrade(upgraded: Upgrade, membership: GroupMembership) -> bool:
+    """The upgrade's records could not be written: the classic group comes back as it was (False
+    when the group has changed since, and stays as it is)."""
     if upgraded.holder.consumer is not upgraded.group:
-        return
+        return False
     upgraded.holder.consumer = None
     put_classic_state(upgraded.holder, upgraded.classic)
     membership.resume(upgraded.holder)
     log.warning("classic group conversion reverted group=%s reason=records_not_written", upgraded.holder.group_id)
+    return True
 
 
 def downgrade(

@@ -89,7 +89,8 @@ def can_downgrade(
     policy: MigrationPolicy, group: ConsumerGroup, leaving: Set[str], classic_max_size: int
 ) -> bool:
     """Kafka's validateOnlineDowngradeWithFencedMembers: every member left uses the classic
-    protocol, there is one, the policy allows it and they fit in `group.classic.max.size`."""
+    protocol, there is one, the policy allows it and they fit in `group.max.size` (the classic
+    groups' maximum)."""
     staying = [m for member_id, m in group.members.items() if member_id not in leaving]
     return (
         all(m.classic is not None for m in staying)
@@ -99,10 +100,12 @@ def can_downgrade(
     )
 
 
-def can_downgrade_replacing(policy: MigrationPolicy, group: ConsumerGroup, replaced: str, classic_max_size: int) -> bool:
+def can_downgrade_replacing(
+    policy: MigrationPolicy, group: ConsumerGroup, replaced: str, classic_max_size: int
+) -> bool:
     """Kafka's validateOnlineDowngradeWithReplacedMember: a classic static member joins in place of
     member `replaced` (or rejoins as it), every other member uses the classic protocol, the policy
-    allows it and the group fits in `group.classic.max.size`."""
+    allows it and the group fits in `group.max.size` (the classic groups' maximum)."""
     return (
         all(m.classic is not None for member_id, m in group.members.items() if member_id != replaced)
         and policy.downgrade_enabled

@@ -96,8 +96,9 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
     )
     if group.consumer is not None:
         if not group.consumer.is_empty():  # a classic member joins a consumer group (KIP-848 migration)
-            return _response(ctx, await join_consumer_group(coord.consumer_groups, group, group.consumer, join,
-                                                            coord.consumer_groups.migration_policy, config.group_consumer_max_size,
-                                                            config.group_max_size))  # fmt: skip
+            groups = coord.consumer_groups
+            joined = await join_consumer_group(groups, group, group.consumer, join, groups.migration_policy,
+                                               config.group_consumer_max_size, config.group_max_size)
+            return _response(ctx, joined)
         coord.consumer_groups.convert_to_classic(group)  # an empty consumer-protocol group becomes classic
     return _response(ctx, await coord.membership.join(group, join))
