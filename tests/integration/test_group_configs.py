@@ -13,11 +13,6 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
-from kio.schema.incremental_alter_configs.v1.request import (
-    AlterableConfig,
-    AlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-)
 from kio.static.primitive import i8
 
 from broker.config.group import GROUP_CONFIGS
@@ -27,6 +22,7 @@ from tests.support.consumer_protocol import heartbeat, join
 from tests.support.raw_client import RawClient
 
 GROUP = ConfigResourceType.GROUP
+INVALID_CONFIG, INVALID_REQUEST = 40, 42
 
 
 def _describe(admin: KafkaAdminClient, group: str) -> dict[str, Any]:
@@ -34,15 +30,9 @@ def _describe(admin: KafkaAdminClient, group: str) -> dict[str, Any]:
     return dict(result["group"][group])
 
 
-def _alter(client: RawClient, group: str, *ops: tuple[str, int, str | None]) -> tuple[str, str | None]:
-    """IncrementalAlterConfigs on one group: (error name, message)."""
-    resource = AlterConfigsResource(
-        resource_type=i8(int(GROUP)), resource_name=group,
-        configs=tuple(AlterableConfig(name=n, config_operation=i8(op), value=v) for n, op, v in ops),
-    )  # fmt: skip
-    answer = client.request(IncrementalAlterConfigsRequest(resources=(resource,), validate_only=False))
-    r = answer.responses[0]
-    return r.error_code.name, r.error_message
+def _alter(client: RawClient, group: str, *ops: tuple[str, int, str | None]) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs on one group: (error code, message)."""
+    return fidelity.incremental_alter_configs(client, int(GROUP), group, ops)
 
 
 @pytest.mark.timeout(90)
@@ -71,21 +61,21 @@ def test_describe_alter_errors_and_restart(tmp_path: Path) -> None:
         with RawClient(broker.port, timeout=30) as client:
             SET, DELETE, APPEND = 0, 1, 2
             assert _alter(client, "g1", ("no.such.config", SET, "1")) == (
-                "invalid_config", "Unknown group config name: no.such.config")
+                INVALID_CONFIG, "Unknown group config name: no.such.config")
             assert _alter(client, "g1", ("consumer.heartbeat.interval.ms", SET, "abc")) == (
-                "invalid_config",
+                INVALID_CONFIG,
                 "Invalid value abc for configuration consumer.heartbeat.interval.ms: Not a number of type INT")
             assert _alter(client, "g1", ("consumer.heartbeat.interval.ms", SET, "1000")) == (
-                "invalid_config",
+                INVALID_CONFIG,
                 "consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms")
             assert _alter(client, "g1", ("consumer.session.timeout.ms", SET, "45000"),
                           ("consumer.heartbeat.interval.ms", SET, "50000")) == (
-                "invalid_config", "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
+                INVALID_CONFIG, "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
             assert _alter(client, "g1", ("consumer.heartbeat.interval.ms", APPEND, "1")) == (
-                "invalid_config", "Can't APPEND to key consumer.heartbeat.interval.ms because its type is not LIST.")
+                INVALID_CONFIG, "Can't APPEND to key consumer.heartbeat.interval.ms because its type is not LIST.")
             assert _alter(client, "", ("consumer.heartbeat.interval.ms", SET, "6000")) == (
-                "invalid_request", "Default group resources are not allowed.")
-            assert _alter(client, "g1", ("consumer.session.timeout.ms", DELETE, None)) == ("none", None)
+                INVALID_REQUEST, "Default group resources are not allowed.")
+            assert _alter(client, "g1", ("consumer.session.timeout.ms", DELETE, None)) == (0, None)
 
         broker.stop()
         broker.start()
@@ -117,13 +107,13 @@ def test_consumer_protocol_member_gets_the_groups_heartbeat_interval(tmp_path: P
             fidelity.create_topic(client, "gcfg", partitions=1)
             for group in ("gcfg-group", "gcfg-other"):
                 _find_coordinator(client, group)
-            assert _alter(client, "gcfg-group", ("consumer.heartbeat.interval.ms", 0, "7000")) == ("none", None)
+            assert _alter(client, "gcfg-group", ("consumer.heartbeat.interval.ms", 0, "7000")) == (0, None)
             member = join(client, "member-a-0123456789abcd", topics=("gcfg",), group="gcfg-group")
             assert (member.error_code, int(member.heartbeat_interval.total_seconds() * 1000)) == (0, 7000)
             other = join(client, "member-b-0123456789abcd", topics=("gcfg",), group="gcfg-other")
             assert int(other.heartbeat_interval.total_seconds() * 1000) == 5000
             # a change applies from the next heartbeat on
-            assert _alter(client, "gcfg-group", ("consumer.heartbeat.interval.ms", 1, None)) == ("none", None)
+            assert _alter(client, "gcfg-group", ("consumer.heartbeat.interval.ms", 1, None)) == (0, None)
             deadline = time.monotonic() + 10
             while True:
                 again = heartbeat(client, "member-a-0123456789abcd", int(member.member_epoch), group="gcfg-group")
