@@ -128,7 +128,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
                 entries = [c for c in entries if c.name in keys]
             result = DescribeConfigsResult(
                 error_code=ErrorCode.none,
-                error_message=None,
+                error_message="",  # Kafka's default for the nullable field, on success too
                 resource_type=resource.resource_type,
                 resource_name=resource.resource_name,
                 configs=tuple(
