@@ -211,10 +211,9 @@ GAPS: list[tuple[str, str]] = [
     ),
     (
         "KIP-848 group configs",
-        "GROUP config resources are served (compat/test_group_configs.py), but ListConfigResources (KIP-1142) "
-        "is not, so kafka-configs --describe of a group with no members and no configs prints an empty list "
-        "where Kafka says the group does not exist; the share.* and streams.* group configs are stored, "
-        "validated and described but change nothing (no share or streams groups yet); Samsa starts with "
+        "GROUP config resources are served (compat/test_group_configs.py), but the share.* and streams.* "
+        "group configs are stored, validated and described but change nothing (no share or streams groups "
+        "yet); Samsa starts with "
         "group.consumer.session.timeout.ms or .heartbeat.interval.ms outside their min/max bounds (Kafka "
         "refuses to start) and cannot change the group coordinator configs at runtime; "
         "group.consumer.regex.refresh.interval.ms and assignor offload are not served; "

@@ -2,7 +2,7 @@
 Apache Kafka 4.3.1: DescribeConfigs v4 of a group (every config with its value, source, synonyms
 and type), IncrementalAlterConfigs v1 and AlterConfigs v2 with every error Kafka answers (unknown
 name, bad value, out of the broker's bounds, APPEND to a non-LIST, the empty name), validate_only,
-and kafka-configs.sh --entity-type groups (describe, alter, delete, an invalid value)."""
+ListConfigResources v1 (KIP-1142), and kafka-configs.sh --entity-type groups (describe, alter, delete, an invalid value)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from kio.schema.incremental_alter_configs.v1.request import (
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
+from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest
 from kio.static.primitive import i8
 
 from compat.jvm import run_tool
+from tests.support import fidelity
 from tests.support.raw_client import RawClient
 
 GROUP = 32
@@ -51,12 +53,21 @@ def _replace(client: RawClient, group: str, configs: dict[str, str]) -> list[Any
     return [int(r.error_code), r.error_message]
 
 
+def _list(client: RawClient, types: tuple[int, ...]) -> dict[str, Any]:
+    """ListConfigResources v1: the error and this scenario's resources (the targets hold others)."""
+    r = client.request(ListConfigResourcesRequest(resource_types=tuple(i8(t) for t in types)))
+    return {"error": int(r.error_code), "resources": sorted(
+        [c.resource_name, int(c.resource_type)] for c in r.config_resources
+        if c.resource_name.startswith("gcfg-") or c.resource_type in (4, 8))}  # fmt: skip
+
+
 @pytest.mark.compat(client="raw requests", scenario="group configs: describe, incremental and legacy alter, errors")
 def test_group_configs_over_the_wire(kafka_target: Any, differential: Any) -> None:
     def run(target: Any) -> list[dict[str, Any]]:
         group = "gcfg-wire"
         obs: list[dict[str, Any]] = []
         with RawClient(int(target.bootstrap_servers.rsplit(":", 1)[1])) as client:
+            fidelity.create_topic(client, "gcfg-topic")
             obs.append({"step": "describe defaults", **_describe(client, group)})
             obs.append({"step": "describe the empty name", **_describe(client, "")})
             for step, ops in [
@@ -87,6 +98,8 @@ def test_group_configs_over_the_wire(kafka_target: Any, differential: Any) -> No
             obs.append({"step": "legacy unknown name", "answer": _replace(client, group, {"nope": "1"})})
             obs.append({"step": "legacy empty name", "answer": _replace(client, "", {"consumer.session.timeout.ms": "50000"})})
             obs.append({"step": "describe after replace", **_describe(client, group)})
+            for types in ((GROUP,), (GROUP, 2), (), (1,)):
+                obs.append({"step": f"list config resources {types}", **_list(client, types)})
         return obs
 
     obs = differential("group-configs-wire", run)
@@ -104,8 +117,9 @@ def test_kafka_configs_groups(kafka_target: Any, differential: Any) -> None:
     def run(target: Any) -> list[dict[str, Any]]:
         ent = ["--bootstrap-server", target.bootstrap_servers, "--entity-type", "groups", "--entity-name", "gcfg-cli"]
         obs: list[dict[str, Any]] = []
-        # (a plain --describe first would differ: Kafka's tool asks ListConfigResources, which Samsa
-        # does not serve, whether a group without members has configs; compat/differences.py GAPS)
+        # a group without members or configs: the tool asks ListGroups and ListConfigResources
+        r = run_tool("kafka-configs", *ent, "--describe")
+        obs.append({"step": "describe", "out": _norm(r.stdout)})
         r = run_tool("kafka-configs", *ent, "--describe", "--all")
         obs.append({"step": "describe all", "out": _norm(r.stdout)})
         r = run_tool("kafka-configs", *ent, "--alter", "--add-config",
@@ -123,5 +137,5 @@ def test_kafka_configs_groups(kafka_target: Any, differential: Any) -> None:
         return obs
 
     obs = differential("cli-kafka-configs-groups", run)
-    assert any("consumer.heartbeat.interval.ms=6000" in line for line in obs[2]["out"])
+    assert any("consumer.heartbeat.interval.ms=6000" in line for line in obs[3]["out"])
     assert obs[-1]["rc"] != 0

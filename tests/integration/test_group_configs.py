@@ -1,6 +1,6 @@
 """Group configs (KIP-848 GROUP config resources) on a broker process: DescribeConfigs,
 IncrementalAlterConfigs and AlterConfigs through kafka-python's admin client and the exact wire
-answers, the overrides kept in the metadata file across a restart, and their effect: a
+answers (ListConfigResources too), the overrides kept in the metadata file across a restart, and their effect: a
 consumer-protocol member is told the group's own heartbeat interval."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest
 from kio.static.primitive import i8
 
 from broker.config.group import GROUP_CONFIGS
@@ -33,6 +34,11 @@ def _describe(admin: KafkaAdminClient, group: str) -> dict[str, Any]:
 def _alter(client: RawClient, group: str, *ops: tuple[str, int, str | None]) -> tuple[int, str | None]:
     """IncrementalAlterConfigs on one group: (error code, message)."""
     return fidelity.incremental_alter_configs(client, int(GROUP), group, ops)
+
+
+def _list(client: RawClient, *types: int) -> tuple[int, list[tuple[str, int]]]:
+    answer = client.request(ListConfigResourcesRequest(resource_types=tuple(i8(t) for t in types)))
+    return answer.error_code.value, [(r.resource_name, int(r.resource_type)) for r in answer.config_resources]
 
 
 @pytest.mark.timeout(90)
@@ -76,6 +82,10 @@ def test_describe_alter_errors_and_restart(tmp_path: Path) -> None:
             assert _alter(client, "", ("consumer.heartbeat.interval.ms", SET, "6000")) == (
                 INVALID_REQUEST, "Default group resources are not allowed.")
             assert _alter(client, "g1", ("consumer.session.timeout.ms", DELETE, None)) == (0, None)
+            # ListConfigResources v1 (KIP-1142) names the groups with configs, as kafka-configs asks
+            assert _list(client, GROUP) == (0, [("g1", GROUP)])
+            assert _list(client) == (0, [("g1", GROUP), ("0", 8), ("0", 4)])  # BROKER_LOGGER, BROKER
+            assert _list(client, 1) == (35, [])  # UNSUPPORTED_VERSION: ANY is no config resource type
 
         broker.stop()
         broker.start()
