@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest
 from kio.static.primitive import i8
@@ -131,5 +132,24 @@ def test_consumer_protocol_member_gets_the_groups_heartbeat_interval(tmp_path: P
                     break
                 time.sleep(0.1)
             assert int(again.heartbeat_interval.total_seconds() * 1000) == 5000
+    finally:
+        broker.close()
+
+
+@pytest.mark.timeout(60)
+def test_without_acls_on_the_group(tmp_path: Path) -> None:
+    """With an authorizer and no ACL, ANONYMOUS may neither describe nor alter a group's configs
+    (GROUP_AUTHORIZATION_FAILED, Kafka's ConfigHelper and ConfigAdminManager) nor list config
+    resources (CLUSTER_AUTHORIZATION_FAILED, KafkaApis.handleListConfigResources)."""
+    broker = SamsaProcess(tmp_path / "data", {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+    broker.start()
+    try:
+        with RawClient(broker.port, timeout=30) as client:
+            resource = DescribeConfigsResource(resource_type=i8(int(GROUP)), resource_name="g1", configuration_keys=None)
+            described = client.request(DescribeConfigsRequest(resources=(resource,), include_synonyms=False,
+                                                              include_documentation=False)).results[0]  # fmt: skip
+            assert described.error_code == 30  # GROUP_AUTHORIZATION_FAILED
+            assert _alter(client, "g1", ("consumer.heartbeat.interval.ms", 0, "6000"))[0] == 30
+            assert _list(client, GROUP) == (31, [])  # CLUSTER_AUTHORIZATION_FAILED
     finally:
         broker.close()
