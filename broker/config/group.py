@@ -161,7 +161,7 @@ def _group(name: str, ctype: ConfigType, default: object, doc: str, validator: V
                      synonyms=syn(synonym) if synonym else ())
 
 
-_CONSUMER = ("A member of a consumer-protocol (KIP-848) group")
+_CONSUMER = "A member of a consumer-protocol (KIP-848) group"
 GROUP_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     _group("consumer.session.timeout.ms", INT, 45_000,
            f"{_CONSUMER} is fenced when it sends no heartbeat for this long (this group's "
@@ -264,7 +264,7 @@ def validate_group_configs(configs: Mapping[str, str], values: Mapping[str, obje
     KafkaError(INVALID_CONFIG) with Kafka's message."""
     merged = {**group_defaults(values), **parse_group_configs(configs)}
     for name, spec in GROUP_CONFIG_SPECS.items():
-        if not spec.broker_default and name.endswith("assignment.interval.ms") and name not in configs:
+        if name.endswith("assignment.interval.ms") and name not in configs:
             continue
         low, high = spec.bounds
         value = merged[name]
