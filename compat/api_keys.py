@@ -49,7 +49,6 @@ NOT_SERVED: dict[str, str] = {
     "delete_share_group_offsets": NEW_GROUPS,
     "streams_group_heartbeat": NEW_GROUPS + "; streams groups are KIP-1071",
     "streams_group_describe": NEW_GROUPS + "; streams groups are KIP-1071",
-    "list_config_resources": OPERATOR + " (KIP-1142, not in the issue's list yet)",
     "update_features": (
         "out for now: Samsa's feature levels are fixed (transaction.version 2 finalized, as on a new Kafka 4.x "
         "cluster; its ApiVersions lists them), so kafka-features.sh has nothing to upgrade"

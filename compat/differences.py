@@ -204,8 +204,11 @@ GAPS: list[tuple[str, str]] = [
     ),
     (
         "KIP-848 group configs",
-        "per-group overrides (consumer.session.timeout.ms, consumer.heartbeat.interval.ms, "
-        "consumer.assignment.interval.ms on a GROUP config resource), the group.consumer.min/max.* bounds, "
+        "GROUP config resources are served (compat/test_group_configs.py), but the share.* and streams.* "
+        "group configs are stored, validated and described but change nothing (no share or streams groups "
+        "yet); Samsa starts with "
+        "group.consumer.session.timeout.ms or .heartbeat.interval.ms outside their min/max bounds (Kafka "
+        "refuses to start) and cannot change the group coordinator configs at runtime; "
         "group.consumer.regex.refresh.interval.ms and assignor offload are not served; "
         "ConsumerGroupDescribe does not check DESCRIBE on the topics a group is assigned.",
     ),

@@ -50,6 +50,7 @@ COMMON_SETTINGS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     # KIP-848 members heartbeat every 500 ms (Kafka's default 5 s makes each rebalance seconds long)
     "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "500",  # allows that 500 ms interval (and as a group config)
 }
 
 # Kafka-only settings: its own internal topics (share groups) and a quiet, fast single node.
@@ -59,7 +60,6 @@ _KAFKA_ONLY: dict[str, str] = {
     "num.network.threads": "2",
     "num.io.threads": "4",
     "log.retention.check.interval.ms": "300000",
-    "group.consumer.min.heartbeat.interval.ms": "500",  # allows COMMON_SETTINGS' 500 ms interval
 }
 
 JVM_HEAP = "-Xmx512m"

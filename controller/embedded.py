@@ -114,6 +114,7 @@ class EmbeddedController:
         self._static_min_insync_replicas = static_min_insync_replicas
         cluster_id = load_or_create_cluster_id(data_dir, registration.broker_id, cluster_id)
         topics, broker_configs, quotas, self._next_producer_id = self._load()
+        group_configs = self._load_group_configs()
         self._image = ClusterImage(
             cluster_id=cluster_id,
             controller_id=registration.broker_id,
@@ -122,6 +123,7 @@ class EmbeddedController:
             topics=MappingProxyType(topics),
             broker_configs=MappingProxyType(broker_configs),
             client_quotas=MappingProxyType(quotas),
+            group_configs=MappingProxyType(group_configs),
         )
 
     # -- persistence --------------------------------------------------------------------------
@@ -145,6 +147,12 @@ class EmbeddedController:
         }
         return topics, broker_configs, quotas, int(doc.get("next_producer_id", 0))
 
+    def _load_group_configs(self) -> dict[str, Mapping[str, str]]:
+        path = self._data_dir / METADATA_FILE
+        doc = json.loads(path.read_text()) if path.exists() else {}
+        return {str(g): MappingProxyType({str(k): str(v) for k, v in c.items()})
+                for g, c in doc.get("group_configs", {}).items()}
+
     def _persist(self, image: ClusterImage, next_producer_id: int) -> None:
         """Write the metadata file; KafkaError(KAFKA_STORAGE_ERROR) if it cannot be written (a
         full disk), with the file and the image as they were."""
@@ -152,6 +160,7 @@ class EmbeddedController:
             "topics": {name: t.to_json() for name, t in image.topics.items()},
             "broker_configs": {entity: dict(c) for entity, c in image.broker_configs.items()},
             "client_quotas": [{"entity": [list(p) for p in e], "quotas": dict(q)} for e, q in image.client_quotas.items()],
+            "group_configs": {group: dict(c) for group, c in image.group_configs.items()},
             "next_producer_id": next_producer_id,
         }
         try:
@@ -167,6 +176,7 @@ class EmbeddedController:
         topics: Mapping[str, TopicRegistration] | None = None,
         broker_configs: Mapping[str, Mapping[str, str]] | None = None,
         client_quotas: Mapping[QuotaEntity, Mapping[str, float]] | None = None,
+        group_configs: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         """Persist, then make the new image current and tell the listeners (persisted first, so
         a failed write changes nothing)."""
@@ -180,6 +190,10 @@ class EmbeddedController:
         if client_quotas is not None:
             new = replace(new, client_quotas=MappingProxyType(
                 {e: MappingProxyType(dict(q)) for e, q in client_quotas.items() if q}
+            ))
+        if group_configs is not None:
+            new = replace(new, group_configs=MappingProxyType(
+                {g: MappingProxyType(dict(c)) for g, c in group_configs.items() if c}
             ))
         self._persist(new, self._next_producer_id)
         old, self._image = self._image, new
@@ -345,6 +359,14 @@ class EmbeddedController:
             return
         self._publish(broker_configs={**self._image.broker_configs, entity: dict(configs)})
         log.info("broker configs altered entity=%r configs=%s", entity, dict(configs))
+
+    async def alter_group_configs(
+        self, group: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        if validate_only:
+            return
+        self._publish(group_configs={**self._image.group_configs, group: dict(configs)})
+        log.info("group configs altered group=%s configs=%s", group, dict(configs))
 
     async def alter_client_quotas(
         self, alterations: Sequence[tuple[QuotaEntity, Sequence[tuple[str, float | None]]]], *, validate_only: bool = False

@@ -76,6 +76,12 @@ class Controller(Protocol):
         """Replace the dynamic broker configs of `entity` ("" for the cluster default, else a
         broker id). Raises KafkaError on failure."""
 
+    async def alter_group_configs(
+        self, group: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        """Replace a group's configs (empty: remove them), checked by the caller
+        (broker/config/group.py). Raises KafkaError on failure."""
+
     async def alter_client_quotas(
         self, alterations: Sequence[tuple[QuotaEntity, Sequence[tuple[str, float | None]]]], *, validate_only: bool = False
     ) -> list[KafkaError | None]:

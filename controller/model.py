@@ -151,6 +151,8 @@ class ClusterImage:
     (DYNAMIC_BROKER_CONFIG)."""
     client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_frozen_map)
     """User and client-id quotas (controller/quotas.py), empty entities left out."""
+    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_frozen_map)
+    """Group configs (KIP-848) by group id, groups without any left out (broker/config/group.py)."""
     _topic_ids: Mapping[uuid.UUID, TopicRegistration] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

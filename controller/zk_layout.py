@@ -51,6 +51,7 @@ BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 TOPIC_CONFIGS = "/config/topics"
 BROKER_CONFIGS = "/config/brokers"
+GROUP_CONFIGS = "/config/groups"
 CLIENT_QUOTAS = "/config/clients"
 USER_QUOTAS = "/config/users"
 DEFAULT_QUOTA_ZNODE = "<default>"
@@ -61,7 +62,8 @@ SUSPICIONS = "/samsa/suspicions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 PERSISTENT_PATHS = (
-    BROKER_IDS, TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, CLIENT_QUOTAS, USER_QUOTAS, CONTROLLED_SHUTDOWN, SUSPICIONS,
+    BROKER_IDS, TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, GROUP_CONFIGS, CLIENT_QUOTAS, USER_QUOTAS, CONTROLLED_SHUTDOWN,
+    SUSPICIONS,
     "/cluster",
 )
 
@@ -267,6 +269,15 @@ def broker_config_path(entity: str) -> str:
 
 def broker_config_entity(znode: str) -> str:
     return "" if znode == DEFAULT_BROKER_ZNODE else znode
+
+
+def group_config_path(group: str) -> str:
+    """The znode of a group's configs (KIP-848), the name URL-encoded as Kafka's Sanitizer does."""
+    return f"{GROUP_CONFIGS}/{quote(group, safe='')}"
+
+
+def group_config_entity(znode: str) -> str:
+    return unquote(znode)
 
 
 def _quota_name(name: str | None) -> str:

@@ -1,3 +1,4 @@
+# Over 700 lines: one watch -> cache -> image loop over every znode kind (the writes live in the zk_* mixins).
 """The ZooKeeper controller: cluster metadata in ZooKeeper, one elected controller (kazoo).
 
 Every broker runs this class. It registers itself (ephemeral /brokers/ids/<id>), keeps a
@@ -63,6 +64,7 @@ from controller.model import (
 from controller.zk_admin import ZkAdmin
 from controller.zk_async import AsyncZk, TransactionFailed
 from controller.zk_elections import ZkElections
+from controller.zk_group_configs import GROUP_CONFIG_CHILDREN, ZkGroupConfigs
 from controller.zk_health import ZkHealth
 from controller.zk_quotas import QUOTA_CHILDREN, ZkQuotas
 from controller.zk_reassign import ZkReassignments
@@ -85,7 +87,7 @@ def _truthy(v: str | None) -> bool | None:
     return None if v is None else v.strip().lower() == "true"
 
 
-class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHealth):
+class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkGroupConfigs, ZkHealth):
     def __init__(self, settings: ZkSettings, registration: BrokerRegistration) -> None:
         self.settings = settings
         self.broker_id = registration.broker_id
@@ -124,6 +126,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHea
         self._configs: dict[str, dict[str, str]] = {}
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._quotas: dict[str, dict[str, float]] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}
         self._suspicions: dict[BrokerId, set[BrokerId]] = {}
         self._shutting_down: set[BrokerId] = set()
         self._my_suspicions: set[BrokerId] = set()
@@ -361,7 +364,8 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHea
         gen = self._session_gen
         watch = self._watcher(kind, path)
         children = kind in (
-            "broker_ids", "topics", "suspects", "reporters", "shutdowns", "broker_config_entities", *QUOTA_CHILDREN
+            "broker_ids", "topics", "suspects", "reporters", "shutdowns", "broker_config_entities", *QUOTA_CHILDREN,
+            *GROUP_CONFIG_CHILDREN,
         )
         try:
             if children:
@@ -471,6 +475,8 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHea
             self._shutting_down = {BrokerId(int(c)) for c in value or ()}
         elif kind.startswith("quota"):
             reads = self._apply_quota(kind, path, value)
+        elif kind.startswith("group_config"):
+            reads = self._apply_group_config(kind, path, value)
         if reads:
             await asyncio.gather(*reads)
 
@@ -491,6 +497,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHea
             *(self._read("state", L.state_path(t, p)) for (t, p) in list(self._states)),
             *(self._read("reporters", L.suspicion_path(b)) for b in list(self._suspicions)),
             *self._quota_reads(),
+            *self._group_config_reads(),
         )
 
     # -- the image --------------------------------------------------------------------------------
@@ -530,6 +537,7 @@ class ZooKeeperController(ZkAdmin, ZkElections, ZkReassignments, ZkQuotas, ZkHea
                 {e: MappingProxyType(dict(c)) for e, c in sorted(self._broker_configs.items()) if c}
             ),
             client_quotas=MappingProxyType({e: MappingProxyType(q) for e, q in self._client_quotas().items()}),
+            group_configs=MappingProxyType({g: MappingProxyType(c) for g, c in self._group_config_image().items()}),
             fenced=frozenset(
                 b
                 for b in registered

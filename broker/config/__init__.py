@@ -16,8 +16,10 @@ typed fields.
   `topic_log_config(defaults, overrides)` applies a topic's own settings on top.
 - `validate_topic_configs(configs)` checks CreateTopics/AlterConfigs input and raises
   `KafkaError(ErrorCode.invalid_config, ...)` with Kafka's messages.
-- `describe_topic_configs` / `describe_broker_configs` (describe.py) produce what DescribeConfigs
-  v1-v4 return.
+- `describe_topic_configs` / `describe_broker_configs` / `describe_group_configs` (describe.py)
+  produce what DescribeConfigs v1-v4 return.
+- Group configs (KIP-848 per-group overrides, GROUP resources) are declared in group.py, with the
+  broker configs that default and bound them; `validate_group_configs` checks them as Kafka does.
 
 Every config has an effect or says it has none: its value reaches the code that obeys it, or its
 documentation starts with "Accepted for compatibility; " and says what Samsa does instead
@@ -40,6 +42,7 @@ from broker.config.describe import (
     ConfigSynonym,
     DescribedConfig,
     describe_broker_configs,
+    describe_group_configs,
     describe_topic_configs,
 )
 from broker.config.listeners import Listener, parse_listeners, parse_security_protocol_map
@@ -80,6 +83,7 @@ __all__ = [
     "Scope",
     "Synonym",
     "describe_broker_configs",
+    "describe_group_configs",
     "describe_topic_configs",
     "load_properties",
     "parse_listeners",

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from broker.config.group import GroupCoordinatorSettings
 from broker.config.listeners import (
     DEFAULT_PROTOCOL_MAP,
     Listener,
@@ -23,7 +24,6 @@ from broker.config.listeners import (
     parse_security_protocol_map,
 )
 from broker.config.security import (
-    SecurityConfig,
     check_security,
     listener_security_overrides,
     split_listener_key,
@@ -65,7 +65,7 @@ DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerConfig(SecurityConfig):
+class BrokerConfig(GroupCoordinatorSettings):
     """The broker's typed settings. Build it with `from_properties`.
 
     Most attributes are the config of the same name (dots as underscores) with its default

@@ -1,5 +1,5 @@
 """DescribeConfigs answers: each config's value, source, synonyms (in Kafka's order), type and
-documentation, for a broker and for a topic."""
+documentation, for a broker, a topic and a group."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from broker.config.broker import BROKER_CONFIGS, CONFIG_DEFS, BrokerConfig, broker_synonyms
+from broker.config.group import GROUP_CONFIGS, group_defaults, parse_group_configs
 from broker.config.topic import INTERNAL_TOPIC_CONFIGS, TOPIC_CONFIGS, parse_topic_configs
 from broker.config.values import ConfigSource, render_value
 
@@ -114,4 +115,27 @@ def describe_topic_configs(defaults: BrokerConfig,
         source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
         out.append(DescribedConfig(name, value, False, int(source), d.is_sensitive,
                                    tuple(synonyms), int(d.type), d.doc))
+    return out
+
+
+def describe_group_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> list[DescribedConfig]:
+    """DescribeConfigs entries for a group (Kafka's ConfigHelper.createGroupConfigEntry), sorted by
+    name: every group config, its value the group's own setting, else the broker synonym's value
+    (GroupCoordinatorConfig.extractGroupConfigMap) or Kafka's default; synonyms the group's own
+    setting (GROUP_CONFIG), then the broker synonym's as for a broker config, or the group
+    config's default (DEFAULT_CONFIG) where it has no broker synonym; read_only false."""
+    shown = {**group_defaults(config.values), **parse_group_configs(overrides)}
+    out: list[DescribedConfig] = []
+    for name in sorted(GROUP_CONFIGS):
+        d = GROUP_CONFIGS[name]
+        value = render_value(d.type, shown[name])
+        synonyms: list[ConfigSynonym] = []
+        if name in overrides:
+            synonyms.append(ConfigSynonym(name, value, ConfigSource.GROUP_CONFIG))
+        if d.synonyms:
+            synonyms += _broker_synonym_entries(config, d.synonyms[0].name, False)
+        else:
+            synonyms.append(ConfigSynonym(name, d.default_string, ConfigSource.DEFAULT_CONFIG))
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+        out.append(DescribedConfig(name, value, False, int(source), False, tuple(synonyms), int(d.type), d.doc))
     return out

@@ -56,6 +56,8 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class Scope(enum.Flag):
@@ -205,4 +207,24 @@ class ThrottledReplicas:
                           "in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
 
 
-Validator = Range | OneOf | GzipLevel | ThrottledReplicas
+_DURATION = re.compile(r"P(?:[0-9]+D)?(?:T(?=[0-9])(?:[0-9]+H)?(?:[0-9]+M)?(?:[0-9]+(?:[.,][0-9]{0,9})?S)?)?",
+                       re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class AutoOffsetReset:
+    """share.auto.offset.reset: earliest, latest or by_duration:<ISO-8601 duration, not negative>
+    (Kafka's ShareGroupAutoOffsetResetStrategy.Validator, with its message)."""
+
+    def check(self, key: str, ctype: ConfigType, value: object) -> None:
+        text = str(value)
+        kind, _, duration = text.partition(":")
+        ok = text.lower() in ("earliest", "latest") or (
+            kind.lower() == "by_duration" and _DURATION.fullmatch(duration.strip()) is not None
+            and duration.strip().upper() not in ("P", "PT"))
+        if not ok:
+            raise invalid(key, text, f"Invalid value `{text}` for configuration {key}. The value must be either "
+                                     "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
+
+
+Validator = Range | OneOf | GzipLevel | ThrottledReplicas | AutoOffsetReset

@@ -63,6 +63,7 @@ from broker.coordinator.consumer_group import (
     reconcile,
 )
 from broker.coordinator.group import ClassicGroup, GroupState
+from broker.coordinator.group_configs import GroupConfigs
 from broker.coordinator.group_conversion import Upgrade, downgrade, undo_upgrade, upgrade
 from broker.coordinator.migration import MigrationError, MigrationPolicy, can_downgrade
 from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
@@ -160,6 +161,7 @@ class ConsumerGroups:
         self._upgrade: Upgrade | None = None
         """A classic group the change being made converted (undone if its records are not written)."""
         self._image = image
+        self._group_configs = GroupConfigs(config, image)
         self._lookup = lookup
         self._out: list[NewRecord] = []
         """Records of the change being made (written before its answer is sent)."""
@@ -346,9 +348,10 @@ class ConsumerGroups:
         return group
 
     def start_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
-        """(Re)start the member's session: `group.consumer.session.timeout.ms` unless given (a
-        classic member's own session timeout)."""
-        timeout = self._config.group_consumer_session_timeout_ms if timeout_ms is None else timeout_ms
+        """(Re)start the member's session: the group's consumer.session.timeout.ms (group config,
+        else group.consumer.session.timeout.ms) unless given (a classic member's own)."""
+        own = self._group_configs.int_value(group_id, "consumer.session.timeout.ms")
+        timeout = own if timeout_ms is None else timeout_ms
         self._schedule(self._session_timers, (group_id, member_id), timeout,
                        lambda: self._fence(group_id, member_id, "session expired"))  # fmt: skip
 
@@ -498,7 +501,7 @@ class ConsumerGroups:
             ErrorCode.none,
             member_id=member_id,
             member_epoch=after.member_epoch,
-            heartbeat_interval_ms=self._config.group_consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms=self._group_configs.int_value(group.group_id, "consumer.heartbeat.interval.ms"),
             assignment=after.assigned if full or changed else None,
         )
 
@@ -535,7 +538,7 @@ class ConsumerGroups:
         if downgrading and group.group_epoch > group.assignment_epoch:
             return updated  # the classic group the group becomes rebalances instead
         now = clock.now_ms()
-        interval = self._config.group_consumer_assignment_interval_ms
+        interval = self._group_configs.int_value(group.group_id, "consumer.assignment.interval.ms")
         if group.group_epoch > group.assignment_epoch and (
             group.assignment_timestamp_ms == 0 or interval == 0 or now >= group.assignment_timestamp_ms + interval
         ):

@@ -242,6 +242,22 @@ async def alter_topic_configs(
     )
 
 
+async def alter_group_configs(
+    ctx: RequestContext, name: str, configs: Mapping[str, str], validate_only: bool
+) -> None:
+    """Make `configs` the group's configs (KIP-848; empty removes them), checked as Kafka's
+    controller checks them (ControllerConfigurationValidator, GroupConfig.validate: INVALID_REQUEST
+    for the empty name, INVALID_CONFIG with Kafka's message for an unknown name, a bad value, a
+    value outside the broker's group.*.min/max bounds, a session timeout not above the heartbeat
+    interval). The group need not exist; its configs outlive DeleteGroups, as in Kafka."""
+    from broker.config.group import validate_group_configs
+
+    if not name:
+        raise KafkaError(ErrorCode.invalid_request, "Default group resources are not allowed.")
+    validate_group_configs(configs, ctx.services.config.values)
+    await ctx.services.controller.alter_group_configs(name, dict(configs), validate_only=validate_only)
+
+
 def check_broker_resource(ctx: RequestContext, name: str) -> None:
     """A BROKER resource is the empty name (cluster default) or this broker's id."""
     if name:

@@ -8,7 +8,12 @@
 # (broker/config/dynamic.py), with its source; the empty name: the cluster-wide dynamic defaults
 # only; another broker id or a name that is not a number -> INVALID_REQUEST with Kafka's message.
 # BROKER_LOGGER (8): this broker's loggers (root and samsa.*) with their levels, as Kafka lists its
-# log4j loggers. Other resource types (GROUP, CLIENT_METRICS) -> INVALID_REQUEST. configuration_keys
+# log4j loggers.
+# GROUP (32): every group config (KIP-848/KIP-932; broker/config/group.py) for any group name, its
+# value the group's own setting (source GROUP_CONFIG) else the broker synonym's (with its source) or
+# Kafka's default (DEFAULT_CONFIG), read_only false, synonyms as Kafka lists them; the empty name ->
+# INVALID_REQUEST "Group name must not be empty". Other resource types (CLIENT_METRICS) ->
+# INVALID_REQUEST. configuration_keys
 # null or empty means every config. Passwords are never shown. Authorization (Kafka's ConfigHelper),
 # before anything else: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED), on the group
 # (GROUP_AUTHORIZATION_FAILED), else on the cluster (CLUSTER_AUTHORIZATION_FAILED).
@@ -32,6 +37,7 @@ from broker.config import (
     ConfigType,
     DescribedConfig,
     describe_broker_configs,
+    describe_group_configs,
     describe_topic_configs,
 )
 from broker.context import RequestContext
@@ -84,6 +90,10 @@ def _entries(resource: DescribeConfigsResource, ctx: RequestContext) -> list[Des
                             ConfigType.UNKNOWN, "")
             for logger, level in logger_levels().items()
         ]
+    if kind == ResourceType.GROUP:
+        if not name:
+            raise KafkaError(ErrorCode.invalid_request, "Group name must not be empty")
+        return describe_group_configs(services.config, services.controller.image.group_configs.get(name, {}))
     raise KafkaError(ErrorCode.invalid_request, f"Unsupported resource type: {ResourceType.name_of(kind)}")
 
 
@@ -118,7 +128,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
                 entries = [c for c in entries if c.name in keys]
             result = DescribeConfigsResult(
                 error_code=ErrorCode.none,
-                error_message=None,
+                error_message="",  # Kafka's default for the nullable field, on success too
                 resource_type=resource.resource_type,
                 resource_name=resource.resource_name,
                 configs=tuple(

@@ -8,8 +8,16 @@
 # that cannot change at runtime -> INVALID_REQUEST "Cannot update these configs dynamically:
 # [...]", a bad value -> INVALID_REQUEST with the parse error (Kafka's KAFKA-13609 answers),
 # min.insync.replicas per broker, or removed from the default -> INVALID_CONFIG (Kafka 4.x's ELR
-# rules). Another broker id -> INVALID_REQUEST. BROKER_LOGGER and other types -> INVALID_REQUEST "Unknown resource type N" (as
-# Kafka: loggers are altered through IncrementalAlterConfigs only). A resource named twice,
+# rules). Another broker id -> INVALID_REQUEST.
+# GROUP (32): the given configs become the group's configs (KIP-848/KIP-932; the group need not
+# exist, and its configs outlive DeleteGroups, as in Kafka 4.3.1), checked as Kafka's controller
+# checks them (broker/config/group.py): the empty name -> INVALID_REQUEST "Default group resources
+# are not allowed."; an unknown name, a bad value, a value outside the broker's group.*.min/max
+# bounds, a session timeout not above the heartbeat interval -> INVALID_CONFIG with Kafka's message.
+# The controller stores them (/config/groups/<group>, the metadata file) for every broker; the
+# consumer-protocol coordinator reads consumer.* at once (broker/coordinator/group_configs.py).
+# BROKER_LOGGER and other types -> INVALID_REQUEST "Unknown resource type N" (as Kafka: loggers
+# are altered through IncrementalAlterConfigs only). A resource named twice,
 # duplicate keys or null values -> INVALID_REQUEST. validate_only checks and changes nothing.
 # Authorization (before anything else): ALTER_CONFIGS on the topic, the group or else the cluster
 # (TOPIC_, GROUP_, CLUSTER_AUTHORIZATION_FAILED), checked in _admin.alter_resources.
@@ -29,6 +37,7 @@ from broker.handlers import registry
 from broker.handlers._admin import (
     ResourceType,
     alter_broker_configs,
+    alter_group_configs,
     alter_resources,
     alter_topic_configs,
     check_config_keys,
@@ -54,6 +63,8 @@ async def _alter(
         await alter_topic_configs(ctx, resource.resource_name, configs, validate_only)
     elif int(resource.resource_type) == ResourceType.BROKER:
         await alter_broker_configs(ctx, resource.resource_name, configs, validate_only)
+    elif int(resource.resource_type) == ResourceType.GROUP:
+        await alter_group_configs(ctx, resource.resource_name, configs, validate_only)
     else:
         raise KafkaError(
             ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}"

@@ -10,6 +10,10 @@
 # cluster default (""), checked as for AlterConfigs (api_33_alter_configs.py) on the resulting set
 # and applied by every broker at once (broker/config/dynamic.py). APPEND/SUBTRACT only for LIST
 # configs ("Config value append is not allowed for config key: x").
+# GROUP (32): the ops apply to the group's configs (KIP-848/KIP-932 group configs, whether or not
+# the group exists), then checked as Kafka's controller checks them (api_33_alter_configs.py, GROUP):
+# APPEND/SUBTRACT -> INVALID_CONFIG "Can't APPEND to key x because its type is not LIST." (no group
+# config is a LIST); stored by the controller, seen by every broker.
 # BROKER_LOGGER (8): SET a logger's level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF) or DELETE
 # it (inherit from root), as Kafka does for log4j; unknown loggers, the root's DELETE, APPEND and
 # SUBTRACT are refused with Kafka's messages. A resource named twice, duplicate keys, null values
@@ -32,7 +36,8 @@ from kio.schema.incremental_alter_configs.v1.response import (
     IncrementalAlterConfigsResponse,
 )
 
-from broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigType
+from broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigDef, ConfigType
+from broker.config.group import GROUP_CONFIGS
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._admin import (
@@ -41,6 +46,7 @@ from broker.handlers._admin import (
     VALID_LOG_LEVELS,
     ResourceType,
     alter_broker_configs,
+    alter_group_configs,
     alter_resources,
     alter_topic_configs,
     broker_id_of,
@@ -80,8 +86,10 @@ def apply_topic_ops(
     current: Mapping[str, str],
     ops: Sequence[AlterableConfig],
     defaults: Mapping[str, str | None],
+    table: Mapping[str, ConfigDef] = TOPIC_CONFIGS,
 ) -> dict[str, str]:
-    """The topic's overrides after `ops` (Kafka's ConfigurationControlManager semantics)."""
+    """The topic's (or with GROUP_CONFIGS, a group's) overrides after `ops` (Kafka's
+    ConfigurationControlManager semantics)."""
     configs = dict(current)
     for config in ops:
         op = _op(config)
@@ -90,7 +98,7 @@ def apply_topic_ops(
         elif op == OpType.DELETE:
             configs.pop(config.name, None)
         else:
-            definition = TOPIC_CONFIGS.get(config.name)
+            definition = table.get(config.name)
             if definition is None or definition.type != ConfigType.LIST:
                 raise KafkaError(
                     ErrorCode.invalid_config,
@@ -219,6 +227,10 @@ async def _alter(
         existing = ctx.services.controller.image.broker_configs.get(resource.resource_name, {})
         configs = apply_broker_ops(existing, resource.configs)
         await alter_broker_configs(ctx, resource.resource_name, configs, validate_only)
+    elif kind == ResourceType.GROUP:
+        existing = ctx.services.controller.image.group_configs.get(resource.resource_name, {})
+        configs = apply_topic_ops(existing, resource.configs, {}, GROUP_CONFIGS)
+        await alter_group_configs(ctx, resource.resource_name, configs, validate_only)
     elif kind == ResourceType.BROKER_LOGGER:
         alter_loggers(ctx, resource, validate_only)
     else:

@@ -61,6 +61,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
     66: ('api_66_list_transactions', 0, 2),
     68: ('api_68_consumer_group_heartbeat', 0, 1),
     69: ('api_69_consumer_group_describe', 0, 1),
+    74: ('api_74_list_config_resources', 1, 1),
     75: ('api_75_describe_topic_partitions', 0, 0),
 }
 

@@ -472,7 +472,7 @@ def test_describe_configs_errors_over_the_wire(samsa_broker: SamsaProcess) -> No
                 resource(4, ""),
                 resource(4, "0", ("num.partitions", "log.retention.ms")),
                 resource(8, "0"),
-                resource(32, "g"),
+                resource(32, ""),
             ),
             include_synonyms=True,
             include_documentation=True,
@@ -493,7 +493,7 @@ def test_describe_configs_errors_over_the_wire(samsa_broker: SamsaProcess) -> No
     assert retention.documentation
     assert r[5].error_code == 0
     assert {c.name: c.value for c in r[5].configs}["root"] in {"INFO", "WARN", "DEBUG", "ERROR"}
-    assert r[6].error_code == 42
+    assert (r[6].error_code, r[6].error_message) == (42, "Group name must not be empty")  # tests/integration/test_group_configs.py
 
 
 def test_alter_configs_legacy_replaces_overrides_and_takes_effect(

@@ -11,11 +11,15 @@ as a feature. So for every broker config one of these must hold:
   `broker_id`; see FOLDED);
 - it is the broker default of a topic config that has an effect (`log.retention.hours` ->
   `retention.ms`);
+- it is the broker default or a bound of a group config that has an effect
+  (`group.consumer.min.heartbeat.interval.ms` -> `consumer.heartbeat.interval.ms`);
 - its description starts with "Accepted for compatibility; " and says what Samsa does instead.
 
 And for every topic config: its `LogConfig` field is read from a config object in broker/ or
 controller/ code (the properties of LogConfig itself count), or its description starts the same
-way.
+way. And for every group config (broker/config/group.py): its name is passed to a config's method
+(`group_configs.int_value(group_id, "consumer.heartbeat.interval.ms")`), or its description starts
+the same way.
 
 Code is read with `ast`: comments, docstrings and unrelated attributes of the same name do not
 count as a use.
@@ -31,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, ConfigDef, LogConfig
+from broker.config.group import GROUP_CONFIG_SPECS, GROUP_CONFIGS
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_PACKAGE = ROOT / "broker" / "config"
@@ -112,6 +117,10 @@ def _broker_config_effect(name: str) -> str | None:
     for topic in TOPIC_CONFIGS.values():
         if any(s.name == name for s in topic.synonyms) and _topic_config_has_effect(topic):
             return f"topic config {topic.name}"
+    for group, d in GROUP_CONFIGS.items():
+        related = {s.name for s in d.synonyms} | set(GROUP_CONFIG_SPECS[group].bounds)
+        if name in related and group in uses.strings:
+            return f"group config {group}"
     return None
 
 
@@ -134,6 +143,14 @@ def test_topic_config_has_an_effect_or_says_it_has_none(name: str) -> None:
     assert _topic_config_has_effect(d), (
         f"topic config {name} is accepted and described but nothing reads LogConfig.{d.attr}: "
         f"wire it, or start its description with {NO_EFFECT!r} and say what Samsa does instead")
+
+
+@pytest.mark.parametrize("name", sorted(GROUP_CONFIGS))
+def test_group_config_has_an_effect_or_says_it_has_none(name: str) -> None:
+    d = GROUP_CONFIGS[name]
+    assert _says_no_effect(d) != (name in _uses().strings), (
+        f"group config {name}: either nothing outside broker/config/ asks for it by name (wire it, or start "
+        f"its description with {NO_EFFECT!r}), or it is asked for and says it has no effect")
 
 
 def test_folded_configs_are_broker_configs_and_attributes() -> None:
