@@ -13,15 +13,13 @@
  * sentinels 1 << 64 and -(1 << 64) pass through. tests/unit/test_record_walk.py holds the two walks
  * to the same results and messages.
  *
- * The walk itself runs without the GIL when the section is large (RELEASE_GIL_BYTES): the record
- * checker's worker thread then walks beside the event loop instead of taking turns with it.
+ * The walk keeps the GIL: a MiB of records takes 0.02-0.4 ms, less than handing the GIL
+ * to another thread and waiting (up to the switch interval) to get it back on the event loop.
  */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
-
-#define RELEASE_GIL_BYTES (64 * 1024)
 
 enum {
     OK = 0,
@@ -350,13 +348,7 @@ static PyObject *walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     w.d = (const unsigned char *)view.buf;
     w.len = (long long)view.len;
-    if (w.end - w.p >= RELEASE_GIL_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
-        walk_core(&w);
-        Py_END_ALLOW_THREADS
-    } else {
-        walk_core(&w);
-    }
+    walk_core(&w);
     PyBuffer_Release(&view);
     if (w.err != OK) {
         raise_invalid(invalid, &w);

@@ -225,8 +225,7 @@ def test_known_messages(data: bytes, message: str) -> None:
     assert same(data, zend=2) == ("invalid", message)
 
 
-def test_a_large_section_walks_without_the_gil_the_same() -> None:
-    """Past 64 KiB the C walk releases the GIL; its results and errors are the same."""
+def test_a_large_section_walks_the_same() -> None:
     items = [(i % 7 - 3, b"k%d" % i, b"v" * 200, [(b"h", b"x")]) for i in range(2000)]
     data = section(items)
     assert len(data) > 1 << 18
