@@ -198,9 +198,10 @@ def test_mutated_sections_fail_the_same(items: list[Item], edits: list[tuple[int
 
 
 @settings(max_examples=300)
-@given(garbage=st.binary(max_size=64), zend=st.integers(0, 10), final=st.booleans())
-def test_random_bytes_fail_the_same(garbage: bytes, zend: int, final: bool) -> None:
-    same(garbage, zend=2 * zend, final=final)
+@given(garbage=st.binary(max_size=64), zend=st.integers(0, 10), final=st.booleans(), over=st.integers(-2, 8))
+def test_random_bytes_fail_the_same(garbage: bytes, zend: int, final: bool, over: int) -> None:
+    """Also with `end` past the buffer (the walks must stop at the buffer, not at `end`)."""
+    same(garbage, end=max(0, len(garbage) + over), zend=2 * zend, final=final)
 
 
 @pytest.mark.parametrize(
