@@ -16,9 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import _recordwalk, record_check
+from protocol import record_check
 from protocol.record_check import _Invalid, _walk_py
 from tests.support.malformed import record, varint
+
+try:
+    from protocol import _recordwalk
+except ImportError:
+    pytest.fail("protocol/_recordwalk.c is not built here: `.venv/bin/pip install -e .` builds it", pytrace=False)
 
 NO_MIN, NO_MAX = 1 << 64, -(1 << 64)
 Outcome = tuple[str, object]
