@@ -12,8 +12,10 @@ JIT), produce throughput acks=1, acks=all and with zstd and lz4 batches (Produce
 records), consume throughput from the page cache (ConsumerPerformance over what the acks=1 run
 wrote), produce and consume over TLS (an SSL listener on both brokers, certificates made for the
 run), each with the broker's CPU seconds (user + system, from /proc) per GB of records moved, produce latency at a fixed rate (ProducerPerformance --throughput,
-linger.ms=0), the same produce/consume with librdkafka, 50 librdkafka connections, and produce
-throughput and RSS at 100 and 1,000 partitions. Then a three-broker cluster (RF=3,
+linger.ms=0), the same produce/consume with librdkafka, 50 librdkafka connections, three
+librdkafka consumers joining a new group until their assignment is stable (classic and KIP-848
+consumer protocols; `python -m compat.bench.join`), and produce throughput and RSS at 100 and
+1,000 partitions. Then a three-broker cluster (RF=3,
 min.insync.replicas=2, acks=all; CPU per GB summed over the three brokers; Samsa's ZooKeeper is
 not counted, Kafka's nodes are combined broker and controller); on Samsa's cluster also star
 versus chain replication (replication.pipeline.enable) on a topic led by broker 1: RF=3 acks=all
@@ -264,6 +266,15 @@ class Run:
                 f"transactional produce ({p.records // 4} records, 100 a transaction) + read_committed consume (librdkafka)",
                 transactions,
             )
+
+            def group_join() -> None:
+                create_topic(bs, "join", partitions=6)
+                for _ in range(3):  # a classic join takes one round or two (a member joining late), ~0.1 s or 1-3 s
+                    for protocol in ("classic", "consumer"):
+                        self.add(name, f"join_{protocol}", loads.group_join(bs, "join", 6, protocol) * 1000, r)
+
+            self.step(name, "three librdkafka consumers join a new group, three times (classic and consumer protocols)",
+                      group_join)
 
             def conns() -> None:
                 create_topic(bs, "conns")

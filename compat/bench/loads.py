@@ -308,3 +308,31 @@ def first_ack(
     if not acked:
         raise RuntimeError(f"no acknowledged produce within {timeout}s: {errors[:1]}")
     return acked[0] - started
+
+
+def group_join(bootstrap: str, topic: str, partitions: int, protocol: str, members: int = 3,
+               timeout: float = 60.0) -> float:
+    """Seconds from `members` librdkafka consumers subscribing to one group (`group.protocol`
+    classic or consumer, the brokers' default timings) until their assignments are stable: every
+    partition of `topic` owned by exactly one member, each member owning some (the time a user
+    waits before a new group reads). The consumers are polled in turn from this thread."""
+    group = f"bench-join-{protocol}-{time.time_ns()}"
+    consumers = [
+        Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
+                  "enable.auto.commit": False, "log_level": 0})
+        for _ in range(members)
+    ]  # fmt: skip
+    try:
+        started = time.perf_counter()
+        for c in consumers:
+            c.subscribe([topic])
+        while time.perf_counter() - started < timeout:
+            for c in consumers:
+                c.poll(0.005)
+            owned = [[tp.partition for tp in c.assignment()] for c in consumers]
+            if all(owned) and sorted(p for o in owned for p in o) == list(range(partitions)):
+                return time.perf_counter() - started
+        raise RuntimeError(f"{protocol} group of {members} not stable within {timeout} s: {owned}")
+    finally:
+        for c in consumers:
+            c.close()

@@ -94,6 +94,9 @@ METRICS: dict[str, Metric] = {
     "rf3_latency_p99.9": M(
         "RF=3 acks=all latency p99.9 at 1,000 records/s", "ms", False, "latency"
     ),
+    "join_classic": M("three consumers join a group, to a stable assignment: classic protocol", "ms", False, "latency"),
+    "join_consumer": M("three consumers join a group, to a stable assignment: consumer protocol (KIP-848)", "ms", False,
+                       "latency"),
     "cpu_produce_acks1": M("broker CPU per GB produced, acks=1", "s/GB", False, "cpu", None, 2.0),
     "cpu_produce_acksall": M("broker CPU per GB produced, acks=all", "s/GB", False, "cpu"),
     "cpu_produce_zstd": M("broker CPU per GB produced, acks=1, zstd batches", "s/GB", False, "cpu"),

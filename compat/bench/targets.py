@@ -39,6 +39,9 @@ BENCH_SETTINGS: dict[str, str] = {
     "offsets.topic.replication.factor": "1",
     "offsets.topic.num.partitions": "1",
     "group.initial.rebalance.delay.ms": "0",
+    # KIP-848 members heartbeat every 500 ms on both (Kafka's nodes get it from compat/kafka.py's
+    # COMMON_SETTINGS too): with the 5 s default each step of a rebalance waits a heartbeat
+    "group.consumer.heartbeat.interval.ms": "500",
     "log.segment.bytes": str(256 * 1024 * 1024),
 }
 
