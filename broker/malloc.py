@@ -6,8 +6,8 @@ allocations above its mmap threshold with a fresh mmap each (its dynamic thresho
 after the first free), and gives the top of the heap back to the kernel past its trim threshold
 (twice the mmap threshold: exceeded as soon as a request's two buffers are freed). Either way the
 next request's buffers are new pages, each a page fault and a page zeroed by the kernel: 355 faults
-per MB produced, a third of the broker's CPU under librdkafka. Fixed thresholds above a request's
-buffers keep them in the heap (3 faults per MB; RSS after the load unchanged at 43 MiB).
+per MB produced, nearly half of the broker's CPU under librdkafka. Fixed thresholds above a
+request's buffers keep them in the heap (3 faults per MB; RSS after the load unchanged at 43 MiB).
 
 Process-wide, so `samsa serve` sets it once; nothing happens on another C library.
 """
