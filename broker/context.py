@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from broker.services import BrokerServices
 
 
+def connection_id(listener: str, client_address: str) -> str:
+    """A connection's id: its listener and the client's address and port, unique while it is open."""
+    return f"{listener}/{client_address}"
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     api_key: int
@@ -37,6 +42,11 @@ class RequestContext:
     @property
     def principal(self) -> KafkaPrincipal:
         return ANONYMOUS if self.session is None else self.session.principal
+
+    @property
+    def connection_id(self) -> str:
+        """The connection's id among this broker's open connections (Kafka's connectionId)."""
+        return connection_id(self.listener, self.client_address)
 
     @property
     def client_host(self) -> str:

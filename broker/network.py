@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 from kio.static.primitive import i32Timedelta
 
 from broker import api_stats
-from broker.context import CloseConnection, RequestContext
+from broker.context import CloseConnection, RequestContext, connection_id
 from broker.handlers import registry
 from broker.memory_pool import MemoryPool
 from broker.metrics.stats import REMOTE_TIME, RemoteTime, RequestMetrics, camel_case
@@ -453,6 +453,8 @@ class Connection(asyncio.BufferedProtocol):
                     task.cancel()
             if self.transport is not None:
                 self.transport.close()
+            if self.services.share_partitions is not None:  # its share session goes (records released)
+                self.services.share_partitions.on_disconnect(connection_id(self.listener, self.address))
 
     async def _serve_one(self, payload: bytes | memoryview, request: _InFlight, after: asyncio.Task[None] | None,
                          released: asyncio.Future[None]) -> None:

@@ -16,6 +16,7 @@ import asyncio
 import logging
 import socket
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,9 @@ from broker.security.listeners import listener_securities
 from broker.security.session import ListenerSecurity
 from broker.security.tls import StoreSpec, write_pem_files
 from broker.services import FORWARDING_CLIENT_ID, BrokerServices
+from broker.share.persister import SharePersister
 from broker.share.share_coordinator import ShareCoordinator
+from broker.share.share_fetch import SharePartitionManager
 from broker.tasks import cancel_and_wait
 from broker.topic_creation import AutoTopicCreator
 from broker.txn.coordinator import TransactionCoordinator
@@ -84,6 +87,8 @@ class Broker:
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.txn_coordinator: TransactionCoordinator | None = None
         self.share_coordinator: ShareCoordinator | None = None
+        self.share_partitions: SharePartitionManager | None = None
+        self.share_persister: SharePersister | None = None
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]
         self.default_log_config: LogConfig = config.log_config()
         self.security_store: SecurityStore | None = None
@@ -150,9 +155,18 @@ class Broker:
         self.log_manager.high_watermarks = self.replica_manager.high_watermarks
         self.controller.add_suspicion_listener(self.replica_manager.isr_manager.wake)
         self.share_coordinator = ShareCoordinator(self.config, self.controller, self.replica_manager)
+        self.share_persister = SharePersister(self.broker_id, self.share_coordinator, lambda: self.controller.image,
+            BrokerClients(lambda: self.controller.image, self.config.inter_broker_listener_name
+                          or self.config.listeners[0].name, client_id=f"samsa-share-persister-{self.broker_id}",
+                          timeout_s=self.config.share_coordinator_write_timeout_ms / 1000 + 5,
+                          security=ClientSecurity.from_config(self.config)))  # fmt: skip
         self.group_coordinator = GroupCoordinator(
-            self.config, self.controller, self.replica_manager, self.share_coordinator.initialize_partitions
+            self.config, self.controller, self.replica_manager, self.share_persister.initialize_partitions
         )
+        self.share_partitions = SharePartitionManager(
+            self.replica_manager.leader_partition, self._topic_name, self.share_persister,
+            self.replica_manager.delayed_fetch,
+        )  # fmt: skip
         self.txn_coordinator = TransactionCoordinator(
             self.config, self.controller, self.replica_manager, self.producer_ids, self.group_coordinator
         )
@@ -175,6 +189,8 @@ class Broker:
             controller_channel=BrokerClients(
                 lambda: self.controller.image, self.config.inter_broker_listener_name or self.config.listeners[0].name,
                 client_id=FORWARDING_CLIENT_ID, timeout_s=30, security=ClientSecurity.from_config(self.config)),
+            share_coordinator=self.share_coordinator,
+            share_partitions=self.share_partitions,
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership_change)
@@ -284,6 +300,10 @@ class Broker:
             services.controller_channel.close()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
+        if self.share_partitions is not None:
+            self.share_partitions.close()
+        if self.share_persister is not None:
+            self.share_persister.close()
         if self.share_coordinator is not None:
             await self.share_coordinator.shutdown()
         if self.replica_manager is not None:
@@ -297,6 +317,10 @@ class Broker:
             self.log_manager.close()
         self._stopped.set()
         log.info("broker stopped broker_id=%d", self.broker_id)
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self.controller.image.topic_by_id(topic_id)
+        return None if topic is None else topic.name
 
     def _spawn_stop(self) -> None:
         """Stop from within (every log dir failed): `samsa serve` then exits with status 1."""

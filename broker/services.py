@@ -18,6 +18,8 @@ from broker.producer_ids import ProducerIdManager
 from broker.quotas import ClientQuotas
 from broker.replication.leader_client import BrokerClients
 from broker.replication.replica_manager import ReplicaManager
+from broker.share.share_coordinator import ShareCoordinator
+from broker.share.share_fetch import SharePartitionManager
 from broker.topic_creation import AutoTopicCreator
 from broker.txn.coordinator import TransactionCoordinator
 from controller.interface import Controller
@@ -50,6 +52,10 @@ class BrokerServices:
     security_store: SecurityStore
     """ACLs and SCRAM credentials (the ACL and SCRAM credential APIs)."""
     controller_channel: BrokerClients | None = None
+    share_coordinator: ShareCoordinator | None = None
+    """The share-group state of the `__share_group_state` partitions led here (the state RPCs)."""
+    share_partitions: SharePartitionManager | None = None
+    """Share sessions and the share partitions led here (ShareFetch, ShareAcknowledge)."""
     """Clients of the other brokers on the inter-broker listener, to forward controller-bound
     admin requests to the active controller (broker/handlers/_forward.py)."""
 

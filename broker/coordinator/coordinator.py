@@ -559,7 +559,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         results: dict[str, ErrorCode] = {}
         by_partition: dict[int, list[NewRecord]] = {}
-        consumer_writes: dict[str, asyncio.Task[ErrorCode]] = {}
+        ordered_writes: dict[str, asyncio.Task[ErrorCode]] = {}
         for group_id in group_ids:
             error, part = self.group_status(group_id)
             if part is None:
@@ -567,8 +567,9 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 continue
             group = part.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
-                results[group_id], share_tombstones = self.share_groups.delete(group_id)
-                by_partition.setdefault(part.index, []).extend(share_tombstones)
+                results[group_id], share_deletion = self.share_groups.delete(group_id)
+                if share_deletion is not None:  # after the group's own writes still under way
+                    ordered_writes[group_id] = share_deletion
             elif not group.is_in(GroupState.EMPTY) or (group.consumer is not None and not group.consumer.is_empty()):
                 results[group_id] = ErrorCode.non_empty_group
             else:
@@ -577,7 +578,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 records = by_partition.setdefault(part.index, [])
                 records += self._offset_tombstones(group_id, group.offsets)
                 if group.consumer is not None:  # after the group's own writes still under way
-                    consumer_writes[group_id] = self.consumer_groups.write_in_order(
+                    ordered_writes[group_id] = self.consumer_groups.write_in_order(
                         group_id, self.consumer_groups.deletion_records(group.consumer)
                     )
                 records.append(NewRecord(group_metadata_key(group_id), None))
@@ -591,7 +592,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 for group_id in group_ids:
                     if results.get(group_id) == ErrorCode.none and self.partition_for(group_id) == index:
                         results[group_id] = error
-        for group_id, task in consumer_writes.items():
+        for group_id, task in ordered_writes.items():
             error = await asyncio.shield(task)  # already the coordinator's error (_append_for)
             if error != ErrorCode.none and results.get(group_id) == ErrorCode.none:
                 results[group_id] = error

@@ -4,7 +4,9 @@ The versions are written once, in `broker/handlers/versions.py`. Every handler m
 itself with `@api(API_KEY)` and serves its row's range; the handler is written against the
 max_version kio classes, and `dispatch` converts requests up to it and responses down to the
 version the client sent. ApiVersions is answered from the table and nothing else, so a version is
-advertised exactly when its row says so.
+advertised exactly when its row says so. The rows of `UNADVERTISED` are served the same way but
+not advertised (the share group APIs, until share groups are served whole); `load_handlers()`
+and ApiVersions leave them out.
 
 Handler modules are imported on the first request for their key: importing all of them (and the
 kio schemas they use) is about 40% of a cold start; `load_handlers()` imports every module
@@ -18,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker.handlers.versions import SERVED
+from broker.handlers.versions import SERVED, UNADVERTISED
 from protocol import messages
 from protocol.kio_compat import api_name
 
@@ -79,7 +81,7 @@ def api(
     def register(fn: HandlerFn) -> HandlerFn:
         if api_key in _REGISTRY:
             raise RuntimeError(f"API key {api_key} registered twice")
-        declaration = declared().get(api_key)
+        declaration = _declaration(api_key)
         if declaration is None or fn.__module__ != declaration.module:
             raise RuntimeError(
                 f"API key {api_key} registered by {fn.__module__}, but broker/handlers/versions.py "
@@ -112,23 +114,42 @@ _DECLARED = {
 }
 
 
+_UNADVERTISED = {
+    key: ApiDeclaration(key, low, high, f"{__package__}.{module}")
+    for key, (module, low, high) in UNADVERTISED.items()
+}
+
+
 def declared() -> dict[int, ApiDeclaration]:
-    """Every served API key's declaration, by key (no handler module imported)."""
+    """Every advertised API key's declaration, by key (no handler module imported)."""
     return _DECLARED
 
 
+def unadvertised() -> dict[int, ApiDeclaration]:
+    """The API keys served but not advertised, by key."""
+    return _UNADVERTISED
+
+
+def _declaration(api_key: int) -> ApiDeclaration | None:
+    return _DECLARED.get(api_key) or _UNADVERTISED.get(api_key)
+
+
 def load_handlers() -> dict[int, ApiHandler]:
-    """Import every handler module and return the registry (tests, tools; the broker imports lazily)."""
-    for key in declared():
-        get(key)
-    return dict(sorted(_REGISTRY.items()))
+    """Import every advertised handler module and return their handlers (tests, tools; the
+    broker imports lazily)."""
+    return {key: h for key in sorted(declared()) if (h := get(key)) is not None}
+
+
+def load_unadvertised() -> dict[int, ApiHandler]:
+    """The handlers served but not advertised, their modules imported."""
+    return {key: h for key in sorted(unadvertised()) if (h := get(key)) is not None}
 
 
 def get(api_key: int) -> ApiHandler | None:
     """The handler of `api_key`, its module imported on first use; None for an unknown key."""
     handler = _REGISTRY.get(api_key)
     if handler is None:
-        declaration = declared().get(api_key)
+        declaration = _declaration(api_key)
         if declaration is None:
             return None
         importlib.import_module(declaration.module)

@@ -16,10 +16,9 @@ the store once written, and only then is the request answered (Kafka's Coordinat
 request at a time per partition (a lock), so that the records of each are built from the state the
 previous one left.
 
-Served in-process only: the group coordinator's initializer calls `initialize` when it leads the
-share partition's state partition too; the state RPCs between brokers (InitializeShareGroupState,
-ReadShareGroupState, ... and FindCoordinator key type 2) come with their handlers. Not done yet:
-pruning the topic below the records still needed (`share.coordinator.state.topic.prune.interval.ms`)
+This broker's persister (persister.py) calls it for the state partitions led here; other brokers'
+persisters reach it through the state RPC handlers (broker/handlers/api_83..87, served but not
+advertised). Not done yet: FindCoordinator key type 2 for clients and tools (v6), pruning the topic below the records still needed (`share.coordinator.state.topic.prune.interval.ms`)
 and cold-partition snapshots.
 
 States of a state partition: those of broker/coordinator/partitions.py (LOADING -> ACTIVE -> gone).
@@ -31,7 +30,7 @@ import asyncio
 import base64
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +42,6 @@ from broker.share import state_records
 from broker.share.in_flight import PersisterStateBatch
 from broker.share.share_coordinator_shard import ReadAnswer, StateAnswer, SummaryAnswer
 from broker.share.share_state import (
-    UNINITIALIZED_START_OFFSET,
     SharePartitionKey,
     ShareStateRecord,
     ShareStateStore,
@@ -297,29 +295,3 @@ class ShareCoordinator(PartitionedCoordinator[StatePartition]):
     @staticmethod
     def _answer(answer: StateAnswer, written: ErrorCode) -> StateAnswer:
         return answer if written == ErrorCode.none else StateAnswer(written, written.name)
-
-    # == the group coordinator's initializer ======================================================
-
-    async def initialize_partitions(
-        self, group_id: str, state_epoch: int, todo: Mapping[uuid.UUID, frozenset[int]]
-    ) -> dict[uuid.UUID, frozenset[int]]:
-        """Initialize the state of a share group's partitions (start offset -1: the share
-        partition decides it on first fetch), as Kafka's persister does for
-        GroupCoordinatorService.persisterInitialize; the partitions whose state partition this
-        broker does not lead fail (NOT_COORDINATOR) until the state RPCs exist."""
-        keys = [SharePartitionKey(group_id, topic_id, p) for topic_id, ps in todo.items() for p in sorted(ps)]
-        answers = await asyncio.gather(*(self._initialize_one(key, state_epoch) for key in keys))
-        done: dict[uuid.UUID, set[int]] = {}
-        for key, answer in zip(keys, answers, strict=True):
-            if answer.error == ErrorCode.none:
-                done.setdefault(key.topic_id, set()).add(key.partition)
-            else:
-                log.info("share partition state not initialized group=%s topic_id=%s partition=%d error=%s",
-                         group_id, key.topic_id, key.partition, answer.error.name)  # fmt: skip
-        return {topic_id: frozenset(ps) for topic_id, ps in done.items()}
-
-    async def _initialize_one(self, key: SharePartitionKey, state_epoch: int) -> StateAnswer:
-        error = await self.ensure_topic(key)
-        if error != ErrorCode.none:
-            return StateAnswer(error, error.name)
-        return await self.initialize(key, state_epoch, UNINITIALIZED_START_OFFSET)

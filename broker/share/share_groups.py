@@ -7,9 +7,8 @@ shareGroupLeave, shareGroupDescribe and its replay serve them.
 The group coordinator builds one (`for_coordinator`), loads each partition's share groups into it
 and unloads them with the partition; ListGroups, DeleteGroups, JoinGroup and
 ConsumerGroupHeartbeat consult it, but no handler creates a share group yet (no ShareGroupHeartbeat
-row, no config: Kafka's defaults). The partitions' state is initialized through the share
-coordinator (share_coordinator.py) when this broker leads their `__share_group_state` partitions
-too; others stay initializing until the state RPCs between brokers exist.
+row, no config: Kafka's defaults). The partitions' state is initialized through the share-group
+state persister (persister.py), wherever their `__share_group_state` partitions are led.
 
 A heartbeat:
 
@@ -24,6 +23,8 @@ A heartbeat:
    change) and the member gets the coordinator's error;
 4. restarts the member's session (`group.share.session.timeout.ms`): when it expires the member is
    fenced (removed, the group epoch bumped) and the records written with no request waiting;
+   every write of a group takes its place when its change is made (ordered_writes.py), so a
+   timer's records are never overtaken by a heartbeat handled before its task runs;
 5. asks the share coordinator to initialize the marked partitions (InitializeShareGroupState, the
    `initialize` callable); once it answers, the partitions are recorded as initialized (the
    state partition metadata record) and the next heartbeat assigns them. A failed
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from broker import clock
 from broker.coordinator.group import GroupState
+from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
 from broker.share import group_records as rec
 from broker.share import share_group as sg
 from broker.share.share_group import (
@@ -70,8 +72,6 @@ ShareLookup = Callable[[str], tuple[ErrorCode, int | None]]
 loaded, else (the coordinator's error, None)."""
 OtherGroup = Callable[[str], bool]
 """Whether a classic or consumer group holds this group id."""
-ShareAppend = Callable[[str, list[NewRecord]], Awaitable[ErrorCode]]
-"""Append records to a group's `__consumer_offsets` partition (acks=-1): the coordinator's error."""
 Initializer = Callable[[str, int, Mapping[uuid.UUID, frozenset[int]]], Awaitable[Mapping[uuid.UUID, frozenset[int]]]]
 """Initialize the share-group state of these partitions of a group, with the group epoch as the
 state epoch, with the share coordinator: the partitions it initialized."""
@@ -98,14 +98,14 @@ class ShareGroups:
         topics: Callable[[], Mapping[str, TopicInfo]],
         lookup: ShareLookup,
         other_group: OtherGroup,
-        append: ShareAppend,
+        append: GroupAppend,
         initialize: Initializer,
     ) -> None:
         self._settings = settings
         self._topics = topics
         self._lookup = lookup
         self._other_group = other_group
-        self._append = append
+        self._writes = OrderedWrites(append)
         self._initialize = initialize
         self._groups: dict[int, dict[str, ShareGroup]] = {}
         """Partition index -> group id -> group."""
@@ -181,9 +181,11 @@ class ShareGroups:
             groups[group.group_id] = before
 
     async def _write(self, group_id: str, records: list[ShareGroupRecord]) -> ErrorCode:
+        """Write a change's records after the group's earlier changes' (call it, without awaiting
+        anything first, right after the change is made)."""
         if not records:
             return ErrorCode.none
-        error = await self._append(group_id, [_to_record(r) for r in records])
+        error = await asyncio.shield(self.write_in_order(group_id, [_to_record(r) for r in records]))
         if error != ErrorCode.none:
             log.warning("share group records not written group=%s records=%d error=%s",
                         group_id, len(records), error.name)  # fmt: skip
@@ -227,7 +229,15 @@ class ShareGroups:
         sg.fence(group, member_id)
         log.info("share group member fenced group=%s member_id=%s reason=session_expired epoch=%d members=%d",
                  group_id, member_id, group.group_epoch, len(group.members))  # fmt: skip
-        self._spawn(self._write(group_id, changes(before, group, _names(self._topics()))))
+        records = changes(before, group, _names(self._topics()))
+        if records:
+            self.write_in_order(group_id, [_to_record(r) for r in records], background=True)
+
+    def write_in_order(
+        self, group_id: str, records: list[NewRecord], *, background: bool = False
+    ) -> asyncio.Task[ErrorCode]:
+        """Write a group's records after those of its changes made before (ordered_writes.py)."""
+        return self._writes.write(group_id, records, background=background)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -252,22 +262,23 @@ class ShareGroups:
             return ErrorCode.group_id_not_found, f"Group {group_id} not found.", None
         return ErrorCode.none, None, group
 
-    def delete(self, group_id: str) -> tuple[ErrorCode, list[NewRecord]]:
+    def delete(self, group_id: str) -> tuple[ErrorCode, asyncio.Task[ErrorCode] | None]:
         """DeleteGroups on a share group (Kafka's ShareGroup.validateDeleteGroup and
-        createGroupTombstoneRecords): an Empty group is removed and its tombstones returned for
-        the caller to write; GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP otherwise. The share
+        createGroupTombstoneRecords): an Empty group is removed and its tombstones written after
+        the group's writes under way (the task writing them); GROUP_ID_NOT_FOUND or
+        NON_EMPTY_GROUP otherwise. The share
         coordinator's state of its partitions is not deleted yet (Kafka's DeleteShareGroupState
         through the persister is still to come)."""
         _, index = self._lookup(group_id)
         groups = self._groups.get(index, {}) if index is not None else {}
         group = groups.get(group_id)
         if group is None:
-            return ErrorCode.group_id_not_found, []
+            return ErrorCode.group_id_not_found, None
         if group.members:
-            return ErrorCode.non_empty_group, []
+            return ErrorCode.non_empty_group, None
         del groups[group_id]
         log.info("share group deleted group=%s", group_id)
-        return ErrorCode.none, [_to_record(r) for r in deletion(group)]
+        return ErrorCode.none, self.write_in_order(group_id, [_to_record(r) for r in deletion(group)])
 
     def holds(self, group_id: str) -> bool:
         """Whether a share group has this id (a classic or consumer group may not)."""
@@ -303,6 +314,7 @@ class ShareGroups:
                 self._cancel_session(group.group_id, member_id)
 
     def close(self) -> None:
+        self._writes.close()
         for task in self._tasks:
             task.cancel()
         for handle in self._sessions.values():
@@ -328,7 +340,7 @@ class GroupsCoordinator(Protocol):
 
 
 def for_coordinator(
-    coordinator: GroupsCoordinator, image: Callable[[], ClusterImage], append: ShareAppend,
+    coordinator: GroupsCoordinator, image: Callable[[], ClusterImage], append: GroupAppend,
     initialize: Initializer | None = None,
 ) -> ShareGroups:
     """The share groups of a group coordinator's `__consumer_offsets` partitions; `initialize` is

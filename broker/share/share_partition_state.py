@@ -4,23 +4,33 @@ the SharePartition is built from ReadShareGroupState, and every acknowledgement,
 expiry is written with WriteShareGroupState before it is committed (rolled back if the write
 fails).
 
-In-process only, over the local ShareCoordinator; the ShareFetch/ShareAcknowledge manager that
-will use it (reading the log through Partition) is not built yet.
+The state is reached through a `StatePersister` (Kafka's Persister): the local ShareCoordinator
+answers for the state partitions this broker leads; the share fetch manager (share_fetch.py) is
+its user.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.share.in_flight import PersisterStateBatch, SharePartitionSettings
+from broker.share.share_coordinator_shard import ReadAnswer, StateAnswer
 from broker.share.share_partition import SharePartition, StateTransition
 from broker.share.share_state import UNINITIALIZED_START_OFFSET, SharePartitionKey
 from protocol.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from broker.share.share_coordinator import ShareCoordinator
+
+class StatePersister(Protocol):
+    """ReadShareGroupState and WriteShareGroupState of one share partition (Kafka's Persister)."""
+
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> ReadAnswer: ...
+
+    async def write(
+        self, key: SharePartitionKey, state_epoch: int, leader_epoch: int, start_offset: int,
+        delivery_complete_count: int, batches: Iterable[PersisterStateBatch],
+    ) -> StateAnswer: ...  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +38,7 @@ class SharePartitionPersister:
     """Where one share partition's leader writes its state: the key, its leader epoch (fences an
     older leader) and the state epoch it read (fences a write over a re-initialized state)."""
 
-    coordinator: ShareCoordinator
+    coordinator: StatePersister
     key: SharePartitionKey
     leader_epoch: int
     state_epoch: int
@@ -57,7 +67,7 @@ class SharePartitionPersister:
 
 
 async def load(
-    coordinator: ShareCoordinator, key: SharePartitionKey, topic: str, leader_epoch: int,
+    coordinator: StatePersister, key: SharePartitionKey, topic: str, leader_epoch: int,
     settings: SharePartitionSettings, reset_offset: Callable[[], int],
 ) -> tuple[ErrorCode, SharePartition | None, SharePartitionPersister | None]:  # fmt: skip
     """Kafka's maybeInitialize: ReadShareGroupState with this leader's epoch; a share partition

@@ -26,6 +26,7 @@ from broker.share.in_flight import (
     RecordState,
     SharePartitionSettings,
 )
+from broker.share.persister import SharePersister
 from broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC, ShareCoordinator, coordinator_key
 from broker.share.share_coordinator_shard import ReadAnswer
 from broker.share.share_group import ShareGroup, ShareHeartbeat
@@ -185,7 +186,7 @@ def test_a_share_partition_leader_loads_and_persists_its_state_through_the_coord
         topic_id: uuid.UUID = samsa.broker.controller.image.topics["t"].topic_id
         key = SharePartitionKey("g", topic_id, 0)
         coordinator = _share_coordinator(samsa)
-        done = samsa.run(coordinator.initialize_partitions("g", 4, {topic_id: frozenset({0})}))
+        done = samsa.run(_persister(samsa).initialize_partitions("g", 4, {topic_id: frozenset({0})}))
         assert done == {topic_id: frozenset({0})}
         log = [FetchedBatch(first, first + 4) for first in range(0, 20, 5)]
 
@@ -231,3 +232,9 @@ def test_a_share_partition_leader_loads_and_persists_its_state_through_the_coord
         assert samsa.run(new_persister.persist(moved, transition, 3)) == ErrorCode.none
     finally:
         samsa.close()
+
+
+def _persister(samsa: SamsaInProcess) -> SharePersister:
+    persister = samsa.broker.share_persister
+    assert persister is not None
+    return persister

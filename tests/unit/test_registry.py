@@ -20,9 +20,11 @@ from protocol import messages
 
 ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = registry.load_handlers()
+SERVED = {**HANDLERS, **registry.load_unadvertised()}
+"""Advertised or not (broker/handlers/versions.py UNADVERTISED), a served version must work."""
 CASES = [
     (key, version)
-    for key, handler in HANDLERS.items()
+    for key, handler in SERVED.items()
     for version in range(handler.min_version, handler.max_version + 1)
 ]
 
@@ -35,9 +37,9 @@ def test_registry_is_not_empty_and_names_are_kafkas() -> None:
         assert 0 <= handler.min_version <= handler.max_version
 
 
-@pytest.mark.parametrize(("key", "version"), CASES, ids=[f"{HANDLERS[k].name}-v{v}" for k, v in CASES])
+@pytest.mark.parametrize(("key", "version"), CASES, ids=[f"{SERVED[k].name}-v{v}" for k, v in CASES])
 def test_every_advertised_version_decodes_and_encodes(key: int, version: int) -> None:
-    handler = HANDLERS[key]
+    handler = SERVED[key]
     request_class = messages.request_class(key, version)
     response_class = messages.response_class(key, version)
     assert int(request_class.__api_key__) == key and int(response_class.__api_key__) == key
@@ -87,12 +89,13 @@ def test_delete_topics_old_versions_keep_their_topic_names() -> None:
 def test_every_handler_module_is_in_the_versions_table_and_says_the_same() -> None:
     """broker/handlers/versions.py is the one place versions are written: every api_NN_*.py
     module has its row, registers under it, and its opening comment names the same versions."""
-    declared = registry.declared()
+    declared = {**registry.declared(), **registry.unadvertised()}
+    assert not set(registry.declared()) & set(registry.unadvertised())
     modules = sorted(p.stem for p in (ROOT / "broker" / "handlers").glob("api_*.py"))
     assert sorted(d.module.rsplit(".", 1)[1] for d in declared.values()) == modules
-    assert set(declared) == set(HANDLERS)
+    assert set(declared) == set(SERVED) and set(registry.declared()) == set(HANDLERS)
     for key, d in declared.items():
-        handler = HANDLERS[key]
+        handler = SERVED[key]
         assert (handler.min_version, handler.max_version) == (d.min_version, d.max_version)
         assert d.module == handler.handle.__module__
         source = (ROOT / "broker" / "handlers" / (d.module.rsplit(".", 1)[1] + ".py")).read_text()

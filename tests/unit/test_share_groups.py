@@ -39,10 +39,14 @@ class Partition:
     def lookup(self, group_id: str) -> tuple[ErrorCode, int | None]:
         return (ErrorCode.none, 0) if self.led else (ErrorCode.not_coordinator, None)
 
-    async def append(self, group_id: str, records: list[NewRecord]) -> ErrorCode:
+    async def append(
+        self, group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None
+    ) -> ErrorCode:
         await asyncio.sleep(0)
         if self.append_error == ErrorCode.none:
             self.records += records
+            if appended is not None:
+                appended()
         return self.append_error
 
     async def initialize(
@@ -233,18 +237,46 @@ def test_delete_an_empty_group_writes_its_tombstones() -> None:
     async def go() -> None:
         part = Partition()
         groups = part.driver()
-        assert groups.delete("g") == (ErrorCode.group_id_not_found, [])
+        assert groups.delete("g") == (ErrorCode.group_id_not_found, None)
         assert (await groups.heartbeat(_hb("m1", 0, ("foo",)), "c", "h")).error == ErrorCode.none
-        assert groups.delete("g") == (ErrorCode.non_empty_group, [])
+        assert groups.delete("g") == (ErrorCode.non_empty_group, None)
         assert (await groups.heartbeat(_hb("m1", -1), "c", "h")).error == ErrorCode.none
-        error, tombstones = groups.delete("g")
-        assert error == ErrorCode.none and tombstones and all(r.value is None for r in tombstones)
+        before = len(part.records)
+        error, deletion = groups.delete("g")
+        assert error == ErrorCode.none and deletion is not None and await deletion == ErrorCode.none
+        tombstones = part.records[before:]
+        assert tombstones and all(r.value is None for r in tombstones)
         assert groups.describe("g")[0] == ErrorCode.group_id_not_found
-        part.records += tombstones
         assert part.latest()["g"] == {}  # a loading coordinator finds nothing of it
         reloaded = part.driver()
         reloaded.load(0, part.latest())
         assert reloaded.groups() == []
         groups.close()
+
+    run(go)
+
+
+def test_a_fence_is_written_before_a_heartbeat_handled_after_it() -> None:
+    """A session expiry's records keep their place before those of a heartbeat handled before the
+    expiry's write could start: a coordinator loading the partition rebuilds the latest epoch."""
+
+    async def go() -> None:
+        part = Partition()
+        groups = part.driver()
+        for member_id in ("m1", "m2"):
+            assert (await groups.heartbeat(_hb(member_id, 0, ("foo",)), "c", "h")).error == ErrorCode.none
+        await _settle()
+        groups._expire("g", "m1")  # the session timer fires; m3 joins on the same loop turn
+        assert (await groups.heartbeat(_hb("m3", 0, ("foo",)), "c", "h")).error == ErrorCode.none
+        await _settle()
+        error, _, group = groups.describe("g")
+        assert error == ErrorCode.none and group is not None
+        reloaded = part.driver()
+        reloaded.load(0, part.latest())
+        restored = reloaded.describe("g")[2]
+        assert restored is not None and restored.group_epoch == group.group_epoch
+        assert set(restored.members) == {"m2", "m3"}
+        groups.close()
+        reloaded.close()
 
     run(go)
