@@ -219,6 +219,10 @@ def test_random_bytes_fail_the_same(garbage: bytes, zend: int, final: bool, over
         (varint(12) + b"\x00" + b"\xff" * 9 + b"\x02" + b"\x00", "varint at 2 overflows"),
         (record(offset_delta=1), "record 0 has offset delta 1: the records of a produced batch must have offset deltas 0, 1, 2, ..."),
         (varint(4) + b"\x00\x00\x00\x05", "Invalid key size -3"),
+        (varint(4) + b"\x00\x00\x00\x03", "Invalid key size -2"),
+        (varint(5) + b"\x00\x00\x00\x01\x03", "Invalid value size -2"),
+        (varint(7) + b"\x00\x00\x00\x01\x01\x02\x01", "Invalid negative header key size -1"),
+        (varint(9) + b"\x00\x00\x00\x01\x01\x02\x00\x03\x00", "Invalid negative header value size -2"),
         (record(headers=[(b"k", b"v")], length_delta=1) + b"\x00", "Invalid record size: expected to read 13 bytes in record payload, but instead read 12"),
         (varint(5) + b"\x00\x00\x00\x01\x00", "Found invalid record structure"),
         (
