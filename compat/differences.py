@@ -192,13 +192,6 @@ DIFFERENCES += [
 
 GAPS: list[tuple[str, str]] = [
     (
-        "KIP-848 online migration",
-        "group.consumer.migration.policy is not served: a classic JoinGroup on a consumer-protocol group "
-        "with members gets INCONSISTENT_GROUP_PROTOCOL and a consumer heartbeat on a classic group with "
-        "members GROUP_ID_NOT_FOUND (Kafka converts non-empty groups of the consumer protocol type online; "
-        "it refuses others with the same error and message as Samsa); empty groups change type.",
-    ),
-    (
         "KIP-848 regular expressions",
         "resolved on the heartbeat that needs them (Kafka resolves them in the background, every "
         "group.consumer.regex.refresh.interval.ms), against every topic rather than only those the member "

@@ -321,6 +321,12 @@ class BrokerConfig(SecurityConfig):
         "often (KIP-1263); heartbeats in between get the last one.", at_least(0))
     group_consumer_max_size: int = setting(INT, INT_MAX,
         "Most members a consumer-protocol (KIP-848) group may have.", at_least(1))
+    group_consumer_migration_policy: str = setting(STRING, "bidirectional",
+        "Online conversion of a classic group with members that uses the consumer embedded protocol "
+        "to a consumer-protocol (KIP-848) group (upgrade: a ConsumerGroupHeartbeat joins it) and back "
+        "(downgrade: its last consumer-protocol member leaves): disabled, upgrade, downgrade or "
+        "bidirectional (case insensitive). Empty groups change type whatever the policy.",
+        OneOf(("disabled", "downgrade", "upgrade", "bidirectional"), ignore_case=True))
     group_consumer_assignors: tuple[str, ...] = setting(LIST, (
         "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
         "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),

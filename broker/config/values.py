@@ -158,15 +158,22 @@ class Range:
 
 @dataclass(frozen=True, slots=True)
 class OneOf:
-    """The value (each element, for LIST configs) must be one of `choices` (case-sensitive)."""
+    """The value (each element, for LIST configs) must be one of `choices` (case-sensitive unless
+    `ignore_case`: Kafka's CaseInsensitiveValidString)."""
 
     choices: tuple[str, ...]
+    ignore_case: bool = False
 
     def check(self, key: str, ctype: ConfigType, value: object) -> None:
         """Raise ConfigError when `value` (or one of its elements) is not allowed."""
         items = value if isinstance(value, tuple) else (value,)
         for item in items:
+            if self.ignore_case and isinstance(item, str) and item.lower() in self.choices:
+                continue
             if item not in self.choices:
+                if self.ignore_case:  # Kafka shows them upper-cased
+                    raise invalid(key, item, f"String must be one of (case insensitive): "
+                                  f"{', '.join(c.upper() for c in self.choices)}")  # fmt: skip
                 raise invalid(key, item, f"String must be one of: {', '.join(self.choices)}")
         if isinstance(value, tuple) and len(set(value)) != len(value):
             raise ConfigError(f"Configuration '{key}' values must not be duplicated.", key)

@@ -12,7 +12,9 @@ JoinGroup:
    FENCED_INSTANCE_ID);
 3. the member is made from the JoinGroup (classic_members.joined_member) and goes through the
    consumer heartbeat's flow (ConsumerGroups.apply_member: epoch bump, target assignment,
-   reconciliation), the records are written, then the answer: generation = the member epoch,
+   reconciliation against the owned partitions of its embedded subscription: none for a v0
+   subscription or an eager member that revoked everything before rejoining), the records are
+   written, then the answer: generation = the member epoch,
    protocol type "consumer", the member's first protocol, no leader and no member list. Its join
    timeout stops; its session (its own session timeout) and its sync timeout (its rebalance
    timeout: fenced without a SyncGroup by then) start.
@@ -22,9 +24,14 @@ leader's assignments are ignored) and restarts the session; Heartbeat restarts t
 answers REBALANCE_IN_PROGRESS when the member must rejoin (classic_members.heartbeat_error),
 starting its join timeout (fenced unless it joins within its rebalance timeout) if not running.
 
-State of the work: called by the JoinGroup, SyncGroup and Heartbeat handlers; joins are refused
-while migration is disabled (see migration.py). The downgrade when a static classic member
-replaces the last consumer-protocol member (validateOnlineDowngradeWithReplacedMember) is not built.
+A static member joining when every other member uses the classic protocol (replacing the last
+consumer-protocol member, or rejoining) converts the group back to a classic group
+(validateOnlineDowngradeWithReplacedMember): the member takes the replaced one's place and target
+assignment, and the classic group rebalances if that target was stale; the member then syncs with
+the classic group.
+
+Called by the JoinGroup, SyncGroup and Heartbeat handlers; joins are refused while
+group.consumer.migration.policy is `disabled`.
 """
 
 from __future__ import annotations
@@ -45,7 +52,12 @@ from broker.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
 from broker.coordinator.consumer_groups import ConsumerGroups, new_member_id
 from broker.coordinator.group import ClassicGroup
 from broker.coordinator.membership import JoinRequest, JoinResult, SyncResult
-from broker.coordinator.migration import CONSUMER_PROTOCOL_TYPE, MigrationPolicy, classic_join_refusal
+from broker.coordinator.migration import (
+    CONSUMER_PROTOCOL_TYPE,
+    MigrationPolicy,
+    can_downgrade_replacing,
+    classic_join_refusal,
+)
 from protocol.consumer_protocol import read_subscription
 from protocol.errors import ErrorCode
 
@@ -59,9 +71,10 @@ async def join_consumer_group(
     req: JoinRequest,
     policy: MigrationPolicy,
     consumer_max_size: int,
+    classic_max_size: int,
 ) -> JoinResult:
-    """Kafka's classicGroupJoinToConsumerGroup (without the downgrade): the JoinGroup's answer,
-    once its records are written (the coordinator's error if they could not be)."""
+    """Kafka's classicGroupJoinToConsumerGroup: the JoinGroup's answer, once its records are
+    written (the coordinator's error if they could not be)."""
     refusal = classic_join_refusal(policy, group.group_id)
     if refusal is not None:
         log.info("classic join refused group=%s client_id=%s correlation_id=%d error=INCONSISTENT_GROUP_PROTOCOL "
@@ -77,23 +90,32 @@ async def join_consumer_group(
                  group.group_id, member_id, req.client_id, req.correlation_id)  # fmt: skip
         return JoinResult(ErrorCode.member_id_required, member_id)
     try:
-        read_subscription(req.protocols[0][1])
+        subscription = read_subscription(req.protocols[0][1])
     except (ValueError, KeyError):  # Kafka: an IllegalStateException, malformed embedded subscription
         return JoinResult(ErrorCode.unknown_server_error, req.member_id)
+    topic_ids = {name: topic_id for topic_id, name in groups.topic_names().items()}
+    owned = {topic_ids[t]: ps for t, ps in subscription.owned_partitions if t in topic_ids}
     groups.begin()
+    replaced = None if req.group_instance_id is None else group.static_member(req.group_instance_id)
     member = _member(groups, group, member_id, req.group_instance_id, unknown)
     if isinstance(member, ErrorCode):
         return JoinResult(member, req.member_id)
+    downgrade = replaced is not None and can_downgrade_replacing(policy, group, replaced.member_id, classic_max_size)
     updated = joined_member(member, req.group_instance_id, req.rebalance_timeout_ms, req.session_timeout_ms,
                             req.protocols, req.client_id, req.client_host)  # fmt: skip
-    after = groups.apply_member(holder, group, member, updated, None)
+    after = groups.apply_member(holder, group, member, updated, owned, downgrade)  # owned: what it says it owns
+    if downgrade:  # the group is converted back with this member in the replaced one's place
+        stale = group.assignment_epoch < group.group_epoch
+        groups.downgrade(group, set(), f"Downgrade group {group.group_id} from consumer to classic with stale "
+                         "assignment." if stale else None)  # fmt: skip
     written = await groups.commit(group.group_id)
     if written != ErrorCode.none:
         return JoinResult(written, req.member_id)
     groups.cancel_classic_timeout("join", group.group_id, member_id)
-    groups.start_session(group.group_id, member_id, req.session_timeout_ms)
-    groups.schedule_classic_timeout("sync", group.group_id, member_id, req.rebalance_timeout_ms,
-                                    "the member failed to sync within timeout")  # fmt: skip
+    if not downgrade:
+        groups.start_session(group.group_id, member_id, req.session_timeout_ms)
+        groups.schedule_classic_timeout("sync", group.group_id, member_id, req.rebalance_timeout_ms,
+                                        "the member failed to sync within timeout")  # fmt: skip
     log.info("classic member joined consumer group group=%s member=%s instance_id=%s epoch=%d client_id=%s "
              "correlation_id=%d", group.group_id, member_id, req.group_instance_id, after.member_epoch,
              req.client_id, req.correlation_id)  # fmt: skip

@@ -19,10 +19,12 @@ until its session expires or it rejoins with the same instance id). Each heartbe
 
 A member is fenced (removed; the group epoch bumped) when its session
 (`group.consumer.session.timeout.ms`) expires, or when it has not revoked partitions within its
-rebalance timeout. A group id is one type or the other: a consumer heartbeat on a classic group
-with members gets GROUP_ID_NOT_FOUND (Kafka's message where it refuses to convert it too), a
-JoinGroup on a consumer group with members INCONSISTENT_GROUP_PROTOCOL (Kafka converts such groups
-online; Samsa does not yet, see migration.py); an empty group changes type on its first join.
+rebalance timeout. A group id is one type or the other: a consumer heartbeat joining a classic
+group with members converts it (group_conversion.py; GROUP_ID_NOT_FOUND with Kafka's message when
+group.consumer.migration.policy or its protocol type forbid it), classic members of a consumer
+group are served by classic_join.py, and when the last consumer-protocol member of a group whose
+other members use the classic protocol leaves or is fenced, the group is converted back; an empty
+group changes type on its first join.
 
 Every change is written to the group's __consumer_offsets partition as Kafka's records
 (consumer_records.py: the group epoch, each member's metadata, target and current assignment, the
@@ -61,7 +63,8 @@ from broker.coordinator.consumer_group import (
     reconcile,
 )
 from broker.coordinator.group import ClassicGroup, GroupState
-from broker.coordinator.migration import MigrationPolicy, upgrade_refusal
+from broker.coordinator.group_conversion import Upgrade, downgrade, undo_upgrade, upgrade
+from broker.coordinator.migration import MigrationError, MigrationPolicy, can_downgrade
 from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
 from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
@@ -69,6 +72,7 @@ from protocol.records import NewRecord
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
+    from broker.coordinator.membership import GroupMembership
     from controller.model import ClusterImage
 
 log = logging.getLogger("samsa.coordinator")
@@ -146,9 +150,15 @@ class ConsumerGroups:
     """The consumer-protocol groups of the partitions this coordinator leads, and their timers."""
 
     def __init__(
-        self, config: BrokerConfig, image: Callable[[], ClusterImage], lookup: GroupLookup, append: GroupAppend
-    ) -> None:
+        self, config: BrokerConfig, image: Callable[[], ClusterImage], lookup: GroupLookup, append: GroupAppend,
+        membership: GroupMembership,
+    ) -> None:  # fmt: skip
         self._config = config
+        self._membership = membership
+        """The classic groups' protocol, which a group's online migration hands members to and from."""
+        self.migration_policy = MigrationPolicy(config.group_consumer_migration_policy.lower())
+        self._upgrade: Upgrade | None = None
+        """A classic group the change being made converted (undone if its records are not written)."""
         self._image = image
         self._lookup = lookup
         self._out: list[NewRecord] = []
@@ -215,12 +225,17 @@ class ConsumerGroups:
                 result = self._heartbeat(req, client_id, client_host)
         except HeartbeatError as e:
             result = HeartbeatResult(e.error, e.message)
+        upgraded, self._upgrade = self._upgrade, None
         error = await self.commit(req.group_id)
+        if error != ErrorCode.none and upgraded is not None and undo_upgrade(upgraded, self._membership):
+            for member_id in upgraded.group.members:
+                self._cancel_timers(req.group_id, member_id)
         return result if error == ErrorCode.none else HeartbeatResult(error, error.name)
 
     def begin(self) -> None:
         """Start a change (a heartbeat, or a classic member's request: classic_join.py)."""
         self._out = []
+        self._upgrade = None
 
     async def commit(self, group_id: str) -> ErrorCode:
         """Write the change's records (if any): the coordinator's error."""
@@ -347,9 +362,9 @@ class ConsumerGroups:
         if holder is not None and holder.consumer is not None:
             return holder, holder.consumer
         if holder is not None and (holder.members or not holder.is_in(GroupState.EMPTY)):
-            refusal = upgrade_refusal(MigrationPolicy.BIDIRECTIONAL, holder, self._config.group_consumer_max_size)
-            message = (create and refusal) or f"Group {group_id} is not a consumer group."
-            raise HeartbeatError(ErrorCode.group_id_not_found, message)
+            if not create:
+                raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+            return holder, self._upgraded(holder)
         if not create:
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         if holder is None:
@@ -359,6 +374,23 @@ class ConsumerGroups:
         holder.protocol_type = None
         holder.protocol_name = None
         return holder, holder.consumer
+
+    def _upgraded(self, holder: ClassicGroup) -> ConsumerGroup:
+        """A classic group with members converted (group_conversion.upgrade): its records start
+        the change's, its members' sessions run at their classic session timeouts."""
+        topic_ids = {name: t.topic_id for name, t in self._image().topics.items()}
+        try:
+            self._upgrade = upgrade(holder, self.migration_policy, self._config.group_consumer_max_size, topic_ids,
+                                    self._membership)  # fmt: skip
+        except MigrationError as e:
+            raise HeartbeatError(ErrorCode.group_id_not_found, str(e)) from e
+        group = self._upgrade.group
+        assert not self._out, "an upgrade's records come first"
+        self._out = self._upgrade.records(self.creation_records(group))
+        self._refresh_subscriptions(group, self._image())  # Kafka's metadata hash of the converted group
+        for member_id, m in group.members.items():
+            self.start_session(group.group_id, member_id, None if m.classic is None else m.classic.session_timeout_ms)
+        return group
 
     def _member(self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str) -> ConsumerGroupMember:
         joining = req.member_epoch == 0
@@ -377,7 +409,8 @@ class ConsumerGroups:
         if joining:
             if existing is None:
                 return ConsumerGroupMember(member_id, instance_id=req.instance_id)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if existing.classic is None and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # a classic one is replaced at once (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember)
                 raise HeartbeatError(
                     ErrorCode.unreleased_instance_id,
                     f"Static member {existing.member_id} with instance id {req.instance_id} "
@@ -401,10 +434,10 @@ class ConsumerGroups:
         self, group: ConsumerGroup, existing: ConsumerGroupMember, member_id: str
     ) -> ConsumerGroupMember:
         """A rejoining static instance takes the member's place (and its assignment) at epoch 0."""
+        target = group.target.get(existing.member_id)
         group.remove_member(existing.member_id)
         self._cancel_timers(group.group_id, existing.member_id)
         self._emit_member_tombstones(group.group_id, existing.member_id)
-        target = group.target.get(existing.member_id)
         if target is not None:
             group.target[member_id] = target
             self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(target))
@@ -471,12 +504,14 @@ class ConsumerGroups:
 
     def apply_member(
         self, holder: ClassicGroup, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
-        owned: Mapping[uuid.UUID, tuple[int, ...]] | None,
+        owned: Mapping[uuid.UUID, tuple[int, ...]] | None, downgrading: bool = False,
     ) -> ConsumerGroupMember:  # fmt: skip
         """Steps 1-3 of a heartbeat (or of a classic member's JoinGroup): `member` becomes
         `updated`, the group epoch is bumped if the subscriptions changed, the target assignment
         computed if due, and the member reconciled towards it (`owned`: the partitions it reports,
-        None when it does not say); returns the member as it now is."""
+        None when it does not say); returns the member as it now is. `downgrading`: the group
+        becomes a classic group right after (classic_join.py); if its target assignment is stale,
+        none is computed and the member is not reconciled (the classic group rebalances)."""
         member_id = updated.member_id
         is_new = member_id not in group.members
         # A new group first moves away from epoch 0; then a changed subscription (topic names;
@@ -497,6 +532,8 @@ class ConsumerGroups:
                      group.group_id, group.group_epoch, len(group.members))  # fmt: skip
         if group.group_epoch != epoch_before:
             self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
+        if downgrading and group.group_epoch > group.assignment_epoch:
+            return updated  # the classic group the group becomes rebalances instead
         now = clock.now_ms()
         interval = self._config.group_consumer_assignment_interval_ms
         if group.group_epoch > group.assignment_epoch and (
@@ -634,6 +671,10 @@ class ConsumerGroups:
         return await asyncio.shield(self.write_in_order(group_id, records))
 
     def _remove(self, group: ConsumerGroup, member_ids: Sequence[str], reason: str) -> None:
+        if can_downgrade(self.migration_policy, group, set(member_ids), self._config.group_max_size):
+            self.downgrade(group, set(member_ids),
+                           f"Downgrade group {group.group_id} from consumer to classic for member leaving.")
+            return
         for member_id in member_ids:
             group.remove_member(member_id)
             self._cancel_timers(group.group_id, member_id)
@@ -644,6 +685,20 @@ class ConsumerGroups:
         for member_id in member_ids:
             log.info("consumer group member removed group=%s member_id=%s reason=%s epoch=%d members=%d",
                      group.group_id, member_id, reason, group.group_epoch, len(group.members))  # fmt: skip
+
+    def downgrade(self, group: ConsumerGroup, leaving: set[str], rebalance: str | None) -> None:
+        """The group's members left all use the classic protocol (group_conversion.downgrade): the
+        consumer group's tombstones, then the classic group's record; the classic group rebalances
+        for the reason given, if one is."""
+        _, part = self._lookup(group.group_id)
+        holder = None if part is None else part.groups.get(group.group_id)
+        assert holder is not None and holder.consumer is group
+        for member_id in group.members:
+            self._cancel_timers(group.group_id, member_id)
+        out = self._out
+        tombstones = self.deletion_records(group)
+        classic = downgrade(holder, group, leaving, self.topic_names(), self._membership, rebalance)
+        self._out = [*out, *tombstones, classic]
 
     def _current(self, group_id: str) -> ConsumerGroup | None:
         _, part = self._lookup(group_id)

@@ -29,7 +29,6 @@ from broker.coordinator.consumer_records import GROUP_METADATA
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk
 from broker.coordinator.membership import GroupMembership, MembershipConfig
-from broker.coordinator.migration import MigrationPolicy
 from broker.coordinator.partitions import (
     CoordinatorPartition,
     LoadStatus,
@@ -124,9 +123,9 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             MembershipConfig(config.group_initial_rebalance_delay_ms, config.group_max_size),
             self._persist_group,
         )
-        self.consumer_groups = ConsumerGroups(config, lambda: controller.image, self.group_status, self._append_for)
-        self.migration_policy = MigrationPolicy.DISABLED
-        """KIP-848 online migration (migration.py): disabled until group.consumer.migration.policy is served."""
+        self.consumer_groups = ConsumerGroups(
+            config, lambda: controller.image, self.group_status, self._append_for, self.membership
+        )
         self.share_groups = share_groups_for(self, lambda: controller.image, self._append_for, share_initializer)
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()

@@ -27,6 +27,11 @@ States and transitions (`GroupState`), as in Kafka's classic group protocol:
         -> Dead
     Dead                 gone; requests get COORDINATOR_NOT_AVAILABLE so clients look it up again.
 
+KIP-848 online migration (group_conversion.py) is outside these transitions: an upgrade takes a
+group with members, in any state but Dead, to Empty with its members set aside (`consumer` then
+holds them), and a downgrade makes it a Stable classic group again, which at once prepares a
+rebalance (unless a static member replacing another found the group's target assignment current).
+
 Any other transition is a bug and raises `IllegalStateTransition`.
 """
 

@@ -646,6 +646,28 @@ class GroupMembership:
 
     def shut_down_group(self, group: ClassicGroup, error: ErrorCode) -> None:
         """The group goes Dead (unloaded, deleted or expired): answer everyone waiting."""
+        self._stop(group, error)
+        if not group.is_in(GroupState.DEAD):
+            group.transition(GroupState.DEAD, clock.now_ms())
+
+    def hand_over(self, group: ClassicGroup) -> None:
+        """The group becomes a consumer group (group_conversion.upgrade): members waiting for their
+        JoinGroup or SyncGroup answer get REBALANCE_IN_PROGRESS, and its timers stop."""
+        self._stop(group, ErrorCode.rebalance_in_progress)
+
+    def resume(self, group: ClassicGroup) -> None:
+        """Its conversion could not be written (group_conversion.undo_upgrade): the sessions
+        restart, and the rebalance phase the group is in waits its rebalance timeout again."""
+        for member in group.members.values():
+            self.start_session(group, member)
+        timeout = group.rebalance_timeout_ms() / 1000
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            group.initial_delay = False
+            group.join_timer = self._loop.call_later(timeout, self._on_join_timeout, group)
+        elif group.is_in(GroupState.COMPLETING_REBALANCE):
+            group.sync_timer = self._loop.call_later(timeout, self._on_sync_timeout, group, group.generation)
+
+    def _stop(self, group: ClassicGroup, error: ErrorCode) -> None:
         self._cancel_join_timer(group)
         self._cancel_sync_timer(group)
         for handle in group.pending_members.values():
@@ -657,8 +679,6 @@ class GroupMembership:
             _finish(member.awaiting_join, JoinResult(error, member.member_id))
             _finish(member.awaiting_sync, SyncResult(error))
             member.awaiting_join = member.awaiting_sync = None
-        if not group.is_in(GroupState.DEAD):
-            group.transition(GroupState.DEAD, clock.now_ms())
 
     async def close(self) -> None:
         for task in list(self._tasks):

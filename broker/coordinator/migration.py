@@ -12,27 +12,14 @@ ConsumerGroup.fromClassicGroup and ClassicGroup.fromConsumerGroup have them.
 - Downgrade: when the last consumer-protocol member leaves a group whose other members use the
   classic protocol, the group becomes a classic group at generation = group epoch, Stable, each
   member with its target assignment written in the version of the subscription it joined with.
+- Downgrade with a replaced member: a static classic member joining when every other member
+  uses the classic protocol (in place of the last consumer-protocol member, or rejoining).
 
-State of the work: the checks and conversions are here and unit-tested; the coordinator calls
-`upgrade_refusal` for the refusals Kafka's default policy makes too (another protocol type, too
-many members), answered with Kafka's messages. The JoinGroup, SyncGroup and Heartbeat handlers
-send classic members of a consumer group with members to classic_join.py (Kafka's
-classicGroup*ToConsumerGroup: member id round trip, static members, the consumer heartbeat flow,
-sync and join timeouts), but with GroupCoordinator.migration_policy `disabled` (the config is not
-declared) a classic JoinGroup there is refused with INCONSISTENT_GROUP_PROTOCOL and a classic group
-with members refuses consumer heartbeats, as Kafka does with the policy `disabled`; classic
-Heartbeat and SyncGroup on a consumer group already answer as Kafka (compat/test_consumer_protocol.py).
-The OffsetCommit/OffsetFetch checks of classic members are served (consumer_offset_checks.py), and
-a LeaveGroup on a consumer group fences the members it names (classic_members.leave,
-ConsumerGroups.fence_members). Still to build, in order: the upgrade in ConsumerGroups._group
-(convertToConsumerGroup: the classic group's join and sync waiters answered
-REBALANCE_IN_PROGRESS and its timers stopped in GroupMembership, its tombstone, then
-ConsumerGroups.creation_records of consumer_group_from_classic and the members' sessions at their
-classic session timeouts); the downgrade (can_downgrade in fence_members, on a consumer member's
-leave or fencing, and on a static classic member replacing the last consumer member, with
-classic_group_from_consumer, its records and GroupMembership's timers); DescribeGroups and
-ConsumerGroupDescribe of mixed groups; then the config (Kafka's default `bidirectional`) and the
-differential cases; the GAPS entry in compat/differences.py stays until they pass.
+The policy is `group.consumer.migration.policy` (Kafka's default `bidirectional`). These
+functions are pure; group_conversion.py applies them (ConsumerGroups calls it from a heartbeat's
+group lookup and from every fencing: leave, session or rebalance timeout, LeaveGroup;
+classic_join.py from a static member's JoinGroup), and classic_join.py serves the classic members
+of a consumer group. compat/test_group_migration.py compares them with Kafka.
 """
 
 from __future__ import annotations
@@ -102,13 +89,27 @@ def can_downgrade(
     policy: MigrationPolicy, group: ConsumerGroup, leaving: Set[str], classic_max_size: int
 ) -> bool:
     """Kafka's validateOnlineDowngradeWithFencedMembers: every member left uses the classic
-    protocol, there is one, the policy allows it and they fit in `group.classic.max.size`."""
+    protocol, there is one, the policy allows it and they fit in `group.max.size` (the classic
+    groups' maximum)."""
     staying = [m for member_id, m in group.members.items() if member_id not in leaving]
     return (
         all(m.classic is not None for m in staying)
         and bool(staying)
         and policy.downgrade_enabled
         and len(staying) <= classic_max_size
+    )
+
+
+def can_downgrade_replacing(
+    policy: MigrationPolicy, group: ConsumerGroup, replaced: str, classic_max_size: int
+) -> bool:
+    """Kafka's validateOnlineDowngradeWithReplacedMember: a classic static member joins in place of
+    member `replaced` (or rejoins as it), every other member uses the classic protocol, the policy
+    allows it and the group fits in `group.max.size` (the classic groups' maximum)."""
+    return (
+        all(m.classic is not None for member_id, m in group.members.items() if member_id != replaced)
+        and policy.downgrade_enabled
+        and len(group.members) <= classic_max_size
     )
 
 

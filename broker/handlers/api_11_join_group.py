@@ -10,11 +10,11 @@
 # COORDINATOR_NOT_AVAILABLE. v0-1 are served (old librdkafka checks v0 is advertised for GSSAPI);
 # v0 has no rebalance timeout, so the session timeout is used. The reason (v8+) is logged.
 # A group id that is a consumer-protocol (KIP-848) group with members goes to
-# classic_join.join_consumer_group, which answers INCONSISTENT_GROUP_PROTOCOL while online
-# migration is disabled (coordinator.migration_policy); an empty one becomes a classic group. A share group's id answers
-# INCONSISTENT_GROUP_PROTOCOL with an empty member id.
-# Not supported: nothing of v0-9 is left out; a classic member joining a KIP-848 group (Kafka's
-# online migration, group.consumer.migration.policy).
+# classic_join.join_consumer_group (Kafka's online migration: the member joins the consumer group;
+# INCONSISTENT_GROUP_PROTOCOL when group.consumer.migration.policy is disabled); an empty one
+# becomes a classic group. A share group's id answers INCONSISTENT_GROUP_PROTOCOL with an empty
+# member id.
+# Not supported: nothing of v0-9 is left out.
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
 from __future__ import annotations
 
@@ -96,7 +96,9 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
     )
     if group.consumer is not None:
         if not group.consumer.is_empty():  # a classic member joins a consumer group (KIP-848 migration)
-            return _response(ctx, await join_consumer_group(coord.consumer_groups, group, group.consumer, join,
-                                                            coord.migration_policy, config.group_consumer_max_size))  # fmt: skip
+            groups = coord.consumer_groups
+            joined = await join_consumer_group(groups, group, group.consumer, join, groups.migration_policy,
+                                               config.group_consumer_max_size, config.group_max_size)
+            return _response(ctx, joined)
         coord.consumer_groups.convert_to_classic(group)  # an empty consumer-protocol group becomes classic
     return _response(ctx, await coord.membership.join(group, join))

@@ -6,7 +6,8 @@
 # `uniform` and `range` (group.consumer.assignors), subscription by topic names or by an RE2
 # regular expression. The request is checked as Kafka does first (INVALID_REQUEST with Kafka's
 # messages, UNSUPPORTED_ASSIGNOR; v1: the consumer generates its member id), then
-# GROUP_ID_NOT_FOUND (an unknown group, a classic group with members, a share group), UNKNOWN_MEMBER_ID,
+# GROUP_ID_NOT_FOUND (an unknown group, a share group, a classic group with members that may not
+# be converted: group.consumer.migration.policy, another protocol type), UNKNOWN_MEMBER_ID,
 # FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED
 # (group.consumer.max.size), INVALID_REGULAR_EXPRESSION and the coordinator errors.
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on each subscribed
@@ -15,8 +16,11 @@
 # answer; if it cannot be, the answer is the coordinator error.
 # The member's rack id is kept and described; as in Kafka 4.3.1 the assignors do not read it, and
 # the racks of the subscribed partitions' replicas count among what bumps the group epoch.
-# Not supported: classic members joining a consumer group (online migration); regular expressions
-# are matched against every topic, not only those the member may describe.
+# A join on a classic group with members of the consumer protocol type converts it (KIP-848 online
+# migration, coordinator/group_conversion.py), and the last consumer-protocol member leaving a group
+# whose other members use the classic protocol converts it back.
+# Not supported: regular expressions are matched against every topic, not only those the member
+# may describe.
 from __future__ import annotations
 
 import datetime

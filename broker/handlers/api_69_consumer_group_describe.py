@@ -2,12 +2,13 @@
 # Each KIP-848 group's state (Empty, Assigning, Reconciling, Stable), group epoch, target
 # assignment epoch, server assignor and members: member epoch, instance and rack ids, client id
 # and host, subscription (topic names, regular expression), current and target assignment (topic
-# ids and names); v1 member type 1 (consumer protocol). GROUP_ID_NOT_FOUND for an unknown group or
-# a classic one (Kafka's messages), INVALID_GROUP_ID, coordinator errors per group.
+# ids and names); v1 member type: 0 for a classic-protocol member (a group mid-migration), else 1.
+# GROUP_ID_NOT_FOUND for an unknown group or a classic one (Kafka's messages), INVALID_GROUP_ID,
+# coordinator errors per group.
 # Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); authorized operations when
 # asked, as DescribeGroups.
 # Not supported: TOPIC_AUTHORIZATION_FAILED for a group assigned topics the caller may not
-# describe (Kafka checks it); member type 0 (classic members in a consumer group: no migration).
+# describe (Kafka checks it).
 from __future__ import annotations
 
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
@@ -32,7 +33,7 @@ from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 69
-CONSUMER_MEMBER_TYPE = i8(1)
+CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = i8(0), i8(1)
 
 
 def _failed(group_id: str, error: ErrorCode, message: str | None = None) -> DescribedGroup:
@@ -73,7 +74,7 @@ def _described(image: ClusterImage, group: ConsumerGroup, assignor: str, operati
             subscribed_topic_regex=m.subscribed_topic_regex,
             assignment=_assignment(image, m.assigned),
             target_assignment=_assignment(image, group.target.get(m.member_id, {})),
-            member_type=CONSUMER_MEMBER_TYPE,
+            member_type=CONSUMER_MEMBER_TYPE if m.classic is None else CLASSIC_MEMBER_TYPE,
         )
         for m in group.members.values()
     )

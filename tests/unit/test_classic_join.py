@@ -22,6 +22,7 @@ from controller.model import ClusterImage, PartitionRegistration, TopicRegistrat
 from protocol.consumer_protocol import read_assignment, write_assignment
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
+from tests.unit.test_consumer_groups import membership
 
 T1 = uuid.UUID(int=1)
 
@@ -60,7 +61,7 @@ def test_classic_member_joins_a_consumer_group() -> None:
             written.extend(records)
             return ErrorCode.none
 
-        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append)
+        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append, membership())
         c1 = HeartbeatRequest(
             "g", "c1", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={}
         )
@@ -72,7 +73,7 @@ def test_classic_member_joins_a_consumer_group() -> None:
         async def join(
             req: JoinRequest, policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL, max_size: int = 10
         ) -> JoinResult:
-            return await join_consumer_group(groups, holder, group, req, policy, max_size)
+            return await join_consumer_group(groups, holder, group, req, policy, max_size, 10)
 
         refused = await join(_join(), MigrationPolicy.DISABLED)
         assert (refused.error, refused.member_id) == (ErrorCode.inconsistent_group_protocol, "")
@@ -130,7 +131,7 @@ async def _mixed_group(written: list[NewRecord]) -> tuple[ConsumerGroups, Classi
         written.extend(records)
         return ErrorCode.none
 
-    groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append)
+    groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append, membership())
     c1 = HeartbeatRequest("g", "c1", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
     assert (await groups.heartbeat(c1, "c", "/h")).member_epoch == 2
     holder = part.groups["g"]
@@ -142,7 +143,7 @@ def test_classic_member_syncs_heartbeats_and_rejoins_for_a_released_partition() 
     async def run() -> None:
         groups, holder, group = await _mixed_group([])
         policy = MigrationPolicy.BIDIRECTIONAL
-        joined = await join_consumer_group(groups, holder, group, _join(instance_id="i1"), policy, 10)
+        joined = await join_consumer_group(groups, holder, group, _join(instance_id="i1"), policy, 10, 10)
         m, epoch = joined.member_id, joined.generation_id
         assert epoch == 3
         names = {T1: "t"}
@@ -167,7 +168,7 @@ def test_classic_member_syncs_heartbeats_and_rejoins_for_a_released_partition() 
         c1 = await groups.heartbeat(HeartbeatRequest("g", "c1", 2, owned={T1: tuple(mine)}), "c", "/h")
         assert c1.member_epoch == 3
         assert heartbeat_consumer_group(groups, group, m, "i1", epoch) == ErrorCode.rebalance_in_progress
-        again = await join_consumer_group(groups, holder, group, _join(m, "i1"), policy, 10)
+        again = await join_consumer_group(groups, holder, group, _join(m, "i1"), policy, 10, 10)
         assert (again.error, again.generation_id) == (ErrorCode.none, 3)
         synced = sync_consumer_group(groups, group, m, "i1", epoch, "consumer", "range", names)
         assert read_assignment(synced.assignment).partitions == (("t", tuple({0, 1} - mine)),)
@@ -182,7 +183,7 @@ def test_classic_member_is_fenced_without_sync_or_rejoin() -> None:
         written: list[NewRecord] = []
         groups, holder, group = await _mixed_group(written)
         quick = dataclasses.replace(_join(instance_id="i1"), rebalance_timeout_ms=50)
-        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10)
+        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10, 10)
         assert joined.member_id in group.members
         await asyncio.sleep(0.2)  # no SyncGroup within the rebalance timeout
         assert joined.member_id not in group.members and group.group_epoch == 4
@@ -193,7 +194,7 @@ def test_classic_member_is_fenced_without_sync_or_rejoin() -> None:
             False,
         ]  # tombstones, then the epoch
         # a member told to rejoin that does not is fenced after its rebalance timeout
-        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10)
+        joined = await join_consumer_group(groups, holder, group, quick, MigrationPolicy.BIDIRECTIONAL, 10, 10)
         m = joined.member_id
         sync_consumer_group(groups, group, m, "i1", joined.generation_id, None, None, {T1: "t"})
         c1 = group.members["c1"]
@@ -225,7 +226,7 @@ def test_an_upgraded_classic_group_is_written_whole() -> None:
 
     async def run() -> None:
         config, _ = BrokerConfig.from_properties({})
-        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, _Partition()), _writer_unused)
+        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, _Partition()), _writer_unused, membership())
         records = groups.creation_records(converted)
         assert len(records) == 2 + 1 + 2 + 1 + 2
         state = LoadState()
@@ -242,3 +243,51 @@ def test_an_upgraded_classic_group_is_written_whole() -> None:
 
 async def _writer_unused(group_id: str, records: list[NewRecord]) -> ErrorCode:
     raise AssertionError("nothing is written")
+
+
+def test_classic_member_rejoining_reconciles_with_the_partitions_its_subscription_owns() -> None:
+    """Kafka passes the embedded subscription's owned partitions to the reconciliation: a member
+    told to revoke a partition moves on once it rejoins without it."""
+
+    def owning(*partitions: int) -> JoinRequest:
+        owned = struct.pack(">ih", 1, 1) + b"t" + struct.pack(">i", len(partitions))
+        owned += b"".join(struct.pack(">i", p) for p in partitions)
+        subscription = struct.pack(">hih", 1, 1, 1) + b"t" + struct.pack(">i", -1) + owned
+        return dataclasses.replace(_join("zz"), protocols=(("range", subscription),))
+
+    async def run() -> None:
+        config, _ = BrokerConfig.from_properties(
+            {"group.consumer.assignment.interval.ms": "0", "group.consumer.assignors": "range"}
+        )
+        part = _Partition()
+
+        async def append(group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None) -> ErrorCode:
+            return ErrorCode.none
+
+        groups = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, part), append, membership())
+
+        async def consumer(member_id: str, epoch: int, owned: tuple[int, ...] | None = None) -> int:
+            req = HeartbeatRequest("g", member_id, epoch, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
+                                   owned=None if owned is None else {T1: owned})  # fmt: skip
+            return (await groups.heartbeat(req, "c", "/h")).member_epoch
+
+        async def rejoin(req: JoinRequest) -> int:
+            holder = part.groups["g"]
+            assert holder.consumer is not None
+            joined = await join_consumer_group(groups, holder, holder.consumer, req, MigrationPolicy.UPGRADE, 10, 10)
+            assert joined.error == ErrorCode.none
+            return joined.generation_id
+
+        assert await consumer("c1", 0, ()) == 2  # c1 owns t-0 and t-1
+        assert await rejoin(owning()) == 3  # range: c1 t-0, zz t-1, once c1 revokes it
+        assert await consumer("c1", 2, (0, 1)) == 2 and await consumer("c1", 2, (0,)) == 3
+        assert await rejoin(owning()) == 3
+        group = part.groups["g"].consumer
+        assert group is not None and group.members["zz"].assigned == {T1: frozenset({1})}
+        assert await consumer("c2", 0, ()) == 4  # range: c1 t-0, c2 t-1, zz nothing: zz revokes t-1
+        assert heartbeat_consumer_group(groups, group, "zz", None, 3) == ErrorCode.rebalance_in_progress
+        assert await rejoin(owning(1)) == 3  # still owns t-1
+        assert await rejoin(owning()) == 4 and group.members["zz"].assigned == {}
+        groups.close()
+
+    asyncio.run(run())

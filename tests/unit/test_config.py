@@ -420,6 +420,9 @@ def test_two_listeners_may_both_use_port_zero() -> None:
         ("compression.type", "brotli", ("String must be one of: uncompressed, zstd, lz4, "
                                         "snappy, gzip, producer")),
         ("log.retention.ms", "1.5", "Not a number of type LONG"),
+        ("group.consumer.migration.policy", "foobar", ("Invalid value foobar for configuration "
+         "group.consumer.migration.policy: String must be one of (case insensitive): DISABLED, DOWNGRADE, "
+         "UPGRADE, BIDIRECTIONAL")),
     ],
 )
 def test_invalid_broker_values(key: str, value: str, message: str) -> None:

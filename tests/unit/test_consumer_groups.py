@@ -16,6 +16,7 @@ from broker.coordinator.consumer_group import ConsumerGroupMember, MemberState, 
 from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatError, HeartbeatRequest
 from broker.coordinator.group import ClassicGroup
 from broker.coordinator.loader import LoadState, decode_chunk
+from broker.coordinator.membership import GroupMembership, MembershipConfig
 from controller.model import BrokerRegistration, ClusterImage, PartitionRegistration, TopicRegistration
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
@@ -94,6 +95,15 @@ def _writer(written: list[NewRecord]) -> Callable[..., Awaitable[ErrorCode]]:
     return append
 
 
+def membership() -> GroupMembership:
+    """The classic side a group's online migration hands members to and from."""
+
+    async def persist(group: ClassicGroup, assignments: dict[str, bytes] | None) -> ErrorCode:
+        return ErrorCode.none
+
+    return GroupMembership(MembershipConfig(0, 1000), persist)
+
+
 class _Partition:
     def __init__(self) -> None:
         self.groups: dict[str, ClassicGroup] = {}
@@ -111,7 +121,7 @@ def test_heartbeat_flow_epochs_fencing_and_leave() -> None:
         config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
         part = _Partition()
         written: list[NewRecord] = []
-        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written))
+        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written), membership())
         join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
         first = await groups.heartbeat(join, "c", "/h")
         assert (first.error, first.member_epoch, first.assignment) == (ErrorCode.none, 2, {T1: frozenset({0, 1})})
@@ -144,7 +154,7 @@ def test_session_expiry_fences_the_member() -> None:
         config, _ = BrokerConfig.from_properties({"group.consumer.session.timeout.ms": "50"})
         part = _Partition()
         written: list[NewRecord] = []
-        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer(written))
+        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer(written), membership())
         join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
         await groups.heartbeat(join, "c", "/h")
         await asyncio.sleep(0.2)
@@ -161,7 +171,7 @@ def test_an_empty_group_that_becomes_classic_is_not_loaded_back() -> None:
         config, _ = BrokerConfig.from_properties({})
         part = _Partition()
         written: list[NewRecord] = []
-        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer(written))
+        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer(written), membership())
         join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
         await groups.heartbeat(join, "c", "/h")
         await groups.heartbeat(HeartbeatRequest("g", "a", -1), "c", "/h")
@@ -180,7 +190,7 @@ def test_a_refused_join_creates_no_group() -> None:
     async def run() -> None:
         config, _ = BrokerConfig.from_properties({})
         part = _Partition()
-        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer([]))
+        groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer([]), membership())
         bad = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_regex="(", owned={})
         assert (await groups.heartbeat(bad, "c", "/h")).error == ErrorCode.invalid_regular_expression
         assert "g" not in part.groups
@@ -206,7 +216,7 @@ def test_a_change_of_replica_racks_bumps_the_group_epoch() -> None:
         config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
         part = _Partition()
         current = [image({1: "r1", 2: "r2"})]
-        groups = ConsumerGroups(config, lambda: current[0], lambda _: (ErrorCode.none, part), _writer([]))
+        groups = ConsumerGroups(config, lambda: current[0], lambda _: (ErrorCode.none, part), _writer([]), membership())
         join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
         assert (await groups.heartbeat(join, "c", "/h")).member_epoch == 2
         again = HeartbeatRequest("g", "a", 2, owned={T1: (0,)})
@@ -235,7 +245,7 @@ def test_a_rejoin_within_the_assignment_interval_gets_the_last_target_epoch(monk
         config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "1000"})
         part = _Partition()
         written: list[NewRecord] = []
-        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written))
+        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written), membership())
 
         def join(member_id: str) -> HeartbeatRequest:
             return HeartbeatRequest("g", member_id, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
@@ -276,7 +286,7 @@ def test_records_of_a_timer_are_written_before_those_of_a_later_heartbeat() -> N
         config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
         part = _Partition()
         written: list[NewRecord] = []
-        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written))
+        groups = ConsumerGroups(config, lambda: _image(2), lambda _: (ErrorCode.none, part), _writer(written), membership())
         join = HeartbeatRequest("g", "a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned={})
         await groups.heartbeat(join, "c", "/h")
         b = await groups.heartbeat(dataclasses.replace(join, member_id="b"), "c", "/h")
