@@ -80,7 +80,7 @@ def section(items: list[Item]) -> bytes:
     )
 
 
-@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(RECORD, max_size=20), kind=st.sampled_from([bytes, bytearray, memoryview]))
 def test_valid_sections_walk_the_same(items: list[Item], kind: type) -> None:
     data = section(items)
@@ -93,7 +93,7 @@ def test_valid_sections_walk_the_same(items: list[Item], kind: type) -> None:
     assert nulls == sum(key is None for _, key, _, _ in items)
 
 
-@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(
     items=st.lists(RECORD, min_size=1, max_size=12),
     cut=st.integers(0, 10_000),
@@ -172,7 +172,7 @@ def crafted_record(draw: st.DrawFn, index: int) -> bytes:
     return length + body
 
 
-@settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), n=st.integers(1, 4), kind=st.sampled_from([bytes, bytearray, memoryview]))
 def test_crafted_malformed_records_fail_the_same(data: st.DataObject, n: int, kind: type) -> None:
     records = b"".join(data.draw(crafted_record(i)) for i in range(n))
@@ -181,7 +181,7 @@ def test_crafted_malformed_records_fail_the_same(data: st.DataObject, n: int, ki
     same(records, zend=zend, final=final, kind=kind)
 
 
-@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(
     items=st.lists(RECORD, min_size=1, max_size=8),
     edits=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1 << 16), st.binary(min_size=1, max_size=6)), max_size=4),
@@ -202,7 +202,7 @@ def test_mutated_sections_fail_the_same(items: list[Item], edits: list[tuple[int
         same(bytes(data), zend=2 * len(items), final=final)
 
 
-@settings(deadline=None, max_examples=200)
+@settings(max_examples=200)
 @given(garbage=st.binary(max_size=64), zend=st.integers(0, 10), final=st.booleans(), over=st.integers(-2, 8))
 def test_random_bytes_fail_the_same(garbage: bytes, zend: int, final: bool, over: int) -> None:
     """Also with `end` past the buffer (the walks must stop at the buffer, not at `end`)."""
