@@ -22,6 +22,7 @@ from broker import api_stats
 from broker.config import BrokerConfig, ConfigError, load_properties
 from broker.config.topic import DEPRECATED_BROKER_CONFIGS
 from broker.logs import configure_logging
+from broker.malloc import keep_large_buffers
 
 log = logging.getLogger("samsa.cli")
 
@@ -95,6 +96,7 @@ async def serve(config: BrokerConfig) -> None:
         raise StartupFailed(str(e)) from e
     for address in broker.advertised_addresses():
         print(f"samsa listening on {address}", flush=True)
+    keep_large_buffers()
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

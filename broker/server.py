@@ -54,6 +54,7 @@ from controller.model import BrokerRegistration, Endpoint, TopicRegistration
 from controller.security_model import ScramCredential
 from controller.security_store import EmbeddedSecurityStore, SecurityStore
 from controller.zk_settings import ZkSettings
+from protocol import record_check
 from protocol.types import BrokerId
 
 if TYPE_CHECKING:
@@ -216,6 +217,7 @@ class Broker:
             ",".join(self.advertised_addresses()),
             (time.monotonic() - started) * 1000,
         )
+        log.info("record check walk=%s", record_check.WALK)  # "python": the C extension was not built
 
     def _start_metrics_endpoint(self) -> None:
         from broker.metrics.collector import BrokerCollector

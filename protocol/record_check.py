@@ -29,10 +29,11 @@ rejects what Kafka's reader rejects, with Kafka's codes:
 Record attributes are read and not checked (unused in v2; Kafka ignores them too), header keys
 are not decoded (Kafka decodes them lazily, so bad UTF-8 is accepted).
 
-Speed: the walk is one pass of plain integer work on a bytes-like buffer (no object per record),
-with one- and two-byte varints decoded inline; the per-record rules are checked from the
-smallest and largest timestamp delta and the count of null keys, and only a batch that fails
-them is walked again to name the records (`_RecordJudge`).
+Speed: the walk is one pass of plain integer work on a bytes-like buffer (no object per record);
+the per-record rules are checked from the smallest and largest timestamp delta and the count of
+null keys, and only a batch that fails them is walked again to name the records (`_RecordJudge`).
+The first walk is C (protocol/_recordwalk.c, built by `pip install`; `WALK` says which is in use),
+the same contract as `_walk_py`, which walks when the extension was not built and for the judge.
 """
 
 from __future__ import annotations
@@ -69,6 +70,19 @@ _INT64 = 1 << 64
 _INT64_MAX = (1 << 63) - 1
 _NO_MIN = 1 << 64
 _NO_MAX = -(1 << 64)
+
+
+def _load_c_walk() -> Callable[..., tuple[int, int, int, int, int, int]] | None:
+    try:
+        from protocol._recordwalk import walk
+    except ImportError:  # installed without a C compiler: the Python walk
+        return None
+    return walk
+
+
+_c_walk = _load_c_walk()
+WALK = "python" if _c_walk is None else "c"
+"""Which first walk checks records: "c" (protocol/_recordwalk.c) or "python" (`_walk_py`)."""
 
 
 def _java_long(value: int) -> int:
@@ -279,6 +293,24 @@ def _varint(data: Buffer, p: int, max_bytes: int) -> tuple[int, int]:
 
 
 def _walk(
+    data: Buffer,
+    p: int,
+    end: int,
+    z: int,
+    zend: int,
+    tmin: int,
+    tmax: int,
+    nulls: int,
+    final: bool,
+    judge: Judge | None,
+) -> tuple[int, int, int, int, int, int]:
+    """`_walk_py`, in C when the extension is built and no judge is called."""
+    if judge is None and _c_walk is not None:
+        return _c_walk(data, p, end, z, zend, tmin, tmax, nulls, final, _Invalid)
+    return _walk_py(data, p, end, z, zend, tmin, tmax, nulls, final, judge)
+
+
+def _walk_py(
     data: Buffer,
     p: int,
     end: int,
