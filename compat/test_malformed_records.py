@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import importlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -205,6 +206,19 @@ def _group_coordinator_ready(client: RawClient, group: str) -> None:
         time.sleep(0.2)
 
 
+def _until_coordinator_answers(send: Callable[[], Any]) -> Any:
+    """Send again while the group coordinator is not ready (a loaded Kafka answered an OffsetCommit
+    NOT_COORDINATOR after FindCoordinator had named it), as clients retry these errors."""
+    retriable = {"not_coordinator", "coordinator_load_in_progress", "coordinator_not_available"}
+    deadline = time.monotonic() + 30
+    while True:
+        response = send()
+        errors = {p.error_code.name for t in response.topics for p in t.partitions}
+        if not errors & retriable or time.monotonic() > deadline:
+            return response
+        time.sleep(0.2)
+
+
 def observe_duplicates(target: Any) -> list[dict[str, Any]]:
     topic, group = "duplicate-partitions", "duplicate-partitions-group"
     create_topic(target.bootstrap_servers, topic, partitions=2)
@@ -250,13 +264,13 @@ def observe_duplicates(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "offsetForLeaderEpoch", "answers": [(int(p.partition), p.error_code.name, int(p.end_offset)) for t in epochs.topics for p in t.partitions]})
 
         _group_coordinator_ready(client, group)
-        committed = client.request(OffsetCommitRequest(
+        committed = _until_coordinator_answers(lambda: client.request(OffsetCommitRequest(
             group_id=GroupId(group), generation_id_or_member_epoch=i32(-1), member_id="", group_instance_id=None,
             topics=(OffsetCommitRequestTopic(name=TopicName(topic), partitions=tuple(
                 OffsetCommitRequestPartition(partition_index=i32(i), committed_offset=i64(o), committed_leader_epoch=i32(-1), committed_metadata=f"m{o}")
                 for i, o in ((0, 1), (0, 2), (1, 1))
             )),),
-        ))
+        )))
         obs.append({"step": "offsetCommit", "answers": [(int(p.partition_index), p.error_code.name) for t in committed.topics for p in t.partitions]})
         fetched_offsets = client.request(OffsetFetchRequest(
             group_id=GroupId(group), topics=(OffsetFetchRequestTopic(name=TopicName(topic), partition_indexes=(i32(0), i32(0), i32(1))),), require_stable=False,
