@@ -27,6 +27,7 @@ from broker.coordinator.consumer_groups import ConsumerGroups
 from broker.coordinator.consumer_offset_checks import validate_offset_commit, validate_offset_fetch
 from broker.coordinator.consumer_records import GROUP_METADATA
 from broker.coordinator.group import ClassicGroup, GroupState
+from broker.coordinator.group_configs import GroupConfigs
 from broker.coordinator.loader import LoadState, decode_chunk
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.partitions import (
@@ -126,7 +127,10 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         self.consumer_groups = ConsumerGroups(
             config, lambda: controller.image, self.group_status, self._append_for, self.membership
         )
-        self.share_groups = share_groups_for(self, lambda: controller.image, self._append_for, share_initializer)
+        self.share_groups = share_groups_for(
+            self, lambda: controller.image, self._append_for,
+            GroupConfigs(config, lambda: controller.image).share_group_settings, share_initializer,
+        )  # fmt: skip
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 

@@ -61,7 +61,8 @@ class ShareGroupState(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ShareGroupSettings:
-    """The group coordinator configs a share group obeys (Kafka's defaults)."""
+    """The group coordinator configs a share group obeys (Kafka's defaults; the broker's and the
+    group's own through GroupConfigs.share_group_settings)."""
 
     max_size: int = 200
     """`group.share.max.size`"""

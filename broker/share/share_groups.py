@@ -6,8 +6,8 @@ shareGroupLeave, shareGroupDescribe and its replay serve them.
 
 The group coordinator builds one (`for_coordinator`), loads each partition's share groups into it
 and unloads them with the partition; ListGroups, DeleteGroups, JoinGroup and
-ConsumerGroupHeartbeat consult it, but no handler creates a share group yet (no ShareGroupHeartbeat
-row, no config: Kafka's defaults). The partitions' state is initialized through the share-group
+ConsumerGroupHeartbeat consult it; ShareGroupHeartbeat is served but not advertised yet. Each
+group's settings are read on each use from its group configs (`settings`). The partitions' state is initialized through the share-group
 state persister (persister.py), wherever their `__share_group_state` partitions are led.
 
 A heartbeat:
@@ -94,7 +94,7 @@ class ShareGroups:
 
     def __init__(
         self,
-        settings: ShareGroupSettings,
+        settings: Callable[[str], ShareGroupSettings],
         topics: Callable[[], Mapping[str, TopicInfo]],
         lookup: ShareLookup,
         other_group: OtherGroup,
@@ -102,6 +102,7 @@ class ShareGroups:
         initialize: Initializer,
     ) -> None:
         self._settings = settings
+        """Group id -> its settings now (the group configs, read on each use)."""
         self._topics = topics
         self._lookup = lookup
         self._other_group = other_group
@@ -132,8 +133,9 @@ class ShareGroups:
                 answer = sg.leave(group, req.member_id)
                 todo: Mapping[uuid.UUID, frozenset[int]] = {}
             else:
-                answer = sg.heartbeat(group, req, client_id, client_host, topics, self._settings, now)
-                todo = sg.partitions_to_initialize(group, topics, now, self._settings.initialize_retry_interval_ms)
+                settings = self._settings(req.group_id)
+                answer = sg.heartbeat(group, req, client_id, client_host, topics, settings, now)
+                todo = sg.partitions_to_initialize(group, topics, now, settings.initialize_retry_interval_ms)
         except KafkaError as e:  # raised before any change
             if is_new:
                 del groups[req.group_id]
@@ -211,7 +213,7 @@ class ShareGroups:
     def _start_session(self, group_id: str, member_id: str) -> None:
         self._cancel_session(group_id, member_id)
         self._sessions[(group_id, member_id)] = asyncio.get_running_loop().call_later(
-            self._settings.session_timeout_ms / 1000, self._expire, group_id, member_id
+            self._settings(group_id).session_timeout_ms / 1000, self._expire, group_id, member_id
         )
 
     def _cancel_session(self, group_id: str, member_id: str) -> None:
@@ -341,10 +343,11 @@ class GroupsCoordinator(Protocol):
 
 def for_coordinator(
     coordinator: GroupsCoordinator, image: Callable[[], ClusterImage], append: GroupAppend,
-    initialize: Initializer | None = None,
+    settings: Callable[[str], ShareGroupSettings], initialize: Initializer | None = None,
 ) -> ShareGroups:
-    """The share groups of a group coordinator's `__consumer_offsets` partitions; `initialize` is
-    the share coordinator's (None: no share partition gets initialized)."""
+    """The share groups of a group coordinator's `__consumer_offsets` partitions; `settings` gives
+    a group's settings now (its group configs); `initialize` is the share coordinator's (None: no
+    share partition gets initialized)."""
 
     def lookup(group_id: str) -> tuple[ErrorCode, int | None]:
         error, part = coordinator.group_status(group_id)
@@ -359,5 +362,5 @@ def for_coordinator(
     ) -> Mapping[uuid.UUID, frozenset[int]]:
         return {}  # the partitions stay initializing
 
-    return ShareGroups(ShareGroupSettings(), lambda: cluster_topics(image()), lookup, other_group, append,
+    return ShareGroups(settings, lambda: cluster_topics(image()), lookup, other_group, append,
                        initialize or no_share_coordinator)  # fmt: skip

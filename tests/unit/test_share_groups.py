@@ -56,7 +56,7 @@ class Partition:
         return todo if self.initialize_ok else {}
 
     def driver(self, settings: ShareGroupSettings = SETTINGS) -> ShareGroups:
-        return ShareGroups(settings, lambda: {"foo": FOO}, self.lookup, self.other_groups.__contains__,
+        return ShareGroups(lambda _: settings, lambda: {"foo": FOO}, self.lookup, self.other_groups.__contains__,
                            self.append, self.initialize)  # fmt: skip
 
     def latest(self) -> dict[str, RecordsByKey]:
