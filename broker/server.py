@@ -162,7 +162,8 @@ class Broker:
                           timeout_s=self.config.share_coordinator_write_timeout_ms / 1000 + 5,
                           security=ClientSecurity.from_config(self.config)))  # fmt: skip
         self.group_coordinator = GroupCoordinator(
-            self.config, self.controller, self.replica_manager, self.share_persister.initialize_partitions
+            self.config, self.controller, self.replica_manager, self.share_persister.initialize_partitions,
+            self.share_persister.delete_partitions,
         )
         self.share_partitions = SharePartitionManager(
             self.replica_manager.leader_partition, self._topic_name, self.share_persister,

@@ -47,6 +47,7 @@ from broker.coordinator.records import (
 )
 from broker.log.info import AppendOrigin
 from broker.share.share_groups import Initializer as ShareInitializer
+from broker.share.share_groups import StateDeleter as ShareStateDeleter
 from broker.share.share_groups import for_coordinator as share_groups_for
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
@@ -116,7 +117,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
 
     def __init__(
         self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager,
-        share_initializer: ShareInitializer | None = None,
+        share_initializer: ShareInitializer | None = None, share_state_deleter: ShareStateDeleter | None = None,
     ) -> None:
         super().__init__(OFFSETS_TOPIC, controller, replica_manager, log)
         self.config = config
@@ -130,6 +131,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         self.share_groups = share_groups_for(
             self, lambda: controller.image, self._append_for,
             GroupConfigs(config, lambda: controller.image).share_group_settings, share_initializer,
+            share_state_deleter,
         )  # fmt: skip
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -570,9 +572,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 continue
             group = part.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
-                results[group_id], share_deletion = self.share_groups.delete(group_id)
-                if share_deletion is not None:  # after the group's own writes still under way
-                    ordered_writes[group_id] = share_deletion
+                results[group_id] = await self.share_groups.delete(group_id)
             elif not group.is_in(GroupState.EMPTY) or (group.consumer is not None and not group.consumer.is_empty()):
                 results[group_id] = ErrorCode.non_empty_group
             else:

@@ -72,6 +72,9 @@ ShareLookup = Callable[[str], tuple[ErrorCode, int | None]]
 loaded, else (the coordinator's error, None)."""
 OtherGroup = Callable[[str], bool]
 """Whether a classic or consumer group holds this group id."""
+StateDeleter = Callable[[str, Mapping[uuid.UUID, frozenset[int]]], Awaitable[ErrorCode]]
+"""Delete the share-group state of these partitions of a group with the share coordinator
+(DeleteShareGroupState through the persister): the first partition's error, else NONE."""
 Initializer = Callable[[str, int, Mapping[uuid.UUID, frozenset[int]]], Awaitable[Mapping[uuid.UUID, frozenset[int]]]]
 """Initialize the share-group state of these partitions of a group, with the group epoch as the
 state epoch, with the share coordinator: the partitions it initialized."""
@@ -100,7 +103,9 @@ class ShareGroups:
         other_group: OtherGroup,
         append: GroupAppend,
         initialize: Initializer,
+        delete_state: StateDeleter | None = None,
     ) -> None:
+        """`delete_state` None: DeleteGroups has no share-group state to delete."""
         self._settings = settings
         """Group id -> its settings now (the group configs, read on each use)."""
         self._topics = topics
@@ -108,6 +113,7 @@ class ShareGroups:
         self._other_group = other_group
         self._writes = OrderedWrites(append)
         self._initialize = initialize
+        self._delete_state = delete_state
         self._groups: dict[int, dict[str, ShareGroup]] = {}
         """Partition index -> group id -> group."""
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -264,23 +270,58 @@ class ShareGroups:
             return ErrorCode.group_id_not_found, f"Group {group_id} not found.", None
         return ErrorCode.none, None, group
 
-    def delete(self, group_id: str) -> tuple[ErrorCode, asyncio.Task[ErrorCode] | None]:
-        """DeleteGroups on a share group (Kafka's ShareGroup.validateDeleteGroup and
-        createGroupTombstoneRecords): an Empty group is removed and its tombstones written after
-        the group's writes under way (the task writing them); GROUP_ID_NOT_FOUND or
-        NON_EMPTY_GROUP otherwise. The share
-        coordinator's state of its partitions is not deleted yet (Kafka's DeleteShareGroupState
-        through the persister is still to come)."""
+    def _empty_group(self, group_id: str) -> tuple[ErrorCode, dict[str, ShareGroup], ShareGroup | None]:
+        """The group DeleteGroups may delete (Kafka's ShareGroup.validateDeleteGroup), with the
+        groups of its partition; GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP otherwise."""
         _, index = self._lookup(group_id)
         groups = self._groups.get(index, {}) if index is not None else {}
         group = groups.get(group_id)
         if group is None:
-            return ErrorCode.group_id_not_found, None
+            return ErrorCode.group_id_not_found, groups, None
         if group.members:
-            return ErrorCode.non_empty_group, None
+            return ErrorCode.non_empty_group, groups, None
+        return ErrorCode.none, groups, group
+
+    async def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups on a share group, in Kafka 4.3.1's order (GroupCoordinatorService.
+        deleteGroups: deleteShareGroups, then the group deletion): an Empty group's initialized,
+        initializing and deleting topics become deleting (its state partition metadata record
+        written, Kafka's shareGroupBuildPartitionDeleteRequest), their partitions' state is
+        deleted through the persister, and only then is the group removed and its tombstones
+        written (after its writes under way). GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP before
+        anything (checked again after the state deletion); a state deletion's error answers the
+        group, which stays with those topics deleting, tried again by the next DeleteGroups."""
+        error, groups, group = self._empty_group(group_id)
+        if group is None:
+            return error
+        topics = self._topics()
+        partitions = {info.topic_id: info.partitions for info in topics.values()}
+        todo: dict[uuid.UUID, set[int]] = {}
+        for topic_id, ps in group.initialized.items():
+            todo.setdefault(topic_id, set()).update(ps)
+        for topic_id, (ps, _since) in group.initializing.items():
+            todo.setdefault(topic_id, set()).update(ps)
+        for topic_id in group.deleting:
+            todo.setdefault(topic_id, set()).update(range(partitions.get(topic_id, 0)))
+        todo = {t: ps for t, ps in todo.items() if t in partitions}  # a deleted topic has no state left to delete
+        if todo and self._delete_state is not None:
+            before = snapshot(group)
+            group.initialized, group.initializing = {}, {}
+            group.deleting = frozenset(todo)
+            error = await self._write(group_id, changes(before, group, _names(topics)))
+            if error != ErrorCode.none:
+                self._revert(groups, group, before, is_new=False)
+                return error
+            error = await self._delete_state(group_id, {t: frozenset(ps) for t, ps in todo.items()})
+            if error != ErrorCode.none:
+                log.info("share group state not deleted group=%s error=%s", group_id, error.name)
+                return error
+            error, groups, group = self._empty_group(group_id)  # a member may have joined meanwhile
+            if group is None:
+                return error
         del groups[group_id]
-        log.info("share group deleted group=%s", group_id)
-        return ErrorCode.none, self.write_in_order(group_id, [_to_record(r) for r in deletion(group)])
+        log.info("share group deleted group=%s topics=%d", group_id, len(todo))
+        return await asyncio.shield(self.write_in_order(group_id, [_to_record(r) for r in deletion(group)]))
 
     def holds(self, group_id: str) -> bool:
         """Whether a share group has this id (a classic or consumer group may not)."""
@@ -344,6 +385,7 @@ class GroupsCoordinator(Protocol):
 def for_coordinator(
     coordinator: GroupsCoordinator, image: Callable[[], ClusterImage], append: GroupAppend,
     settings: Callable[[str], ShareGroupSettings], initialize: Initializer | None = None,
+    delete_state: StateDeleter | None = None,
 ) -> ShareGroups:
     """The share groups of a group coordinator's `__consumer_offsets` partitions; `settings` gives
     a group's settings now (its group configs); `initialize` is the share coordinator's (None: no
@@ -363,4 +405,4 @@ def for_coordinator(
         return {}  # the partitions stay initializing
 
     return ShareGroups(settings, lambda: cluster_topics(image()), lookup, other_group, append,
-                       initialize or no_share_coordinator)  # fmt: skip
+                       initialize or no_share_coordinator, delete_state)  # fmt: skip
