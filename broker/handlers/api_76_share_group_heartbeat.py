@@ -12,8 +12,7 @@
 # group), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED and the coordinator's.
 # The group's share.heartbeat.interval.ms, share.session.timeout.ms and share.assignment.interval.ms
 # apply (broker/coordinator/group_configs.py). Not supported: group.share.max.size (200, Kafka's
-# default). Served but not advertised
-# (versions.py UNADVERTISED) until share groups are served whole.
+# default).
 from __future__ import annotations
 
 import datetime

@@ -17,8 +17,8 @@
 # its endpoint), and the share-group state's errors.
 # The group's configs apply (share.record.lock.duration.ms, .delivery.count.limit,
 # .partition.max.record.locks, .isolation.level, .auto.offset.reset).
-# Not supported: ShareAcquireMode record_limit (KIP-1206; INVALID_REQUEST); fetch quotas; re-sending a partition whose error went away. Served but not advertised
-# (versions.py UNADVERTISED) until share groups are served whole.
+# Not supported: ShareAcquireMode record_limit (KIP-1206; INVALID_REQUEST); fetch quotas;
+# re-sending a partition whose error went away.
 from __future__ import annotations
 
 import datetime

@@ -11,7 +11,7 @@
 # acknowledgements, KIP-1222).
 # Errors for the whole request: INVALID_REQUEST for a null group id or a member id empty or over
 # 36 characters, GROUP_AUTHORIZATION_FAILED without READ on the group.
-# Not supported: advertising it (versions.py UNADVERTISED) before share groups are served whole.
+# Not supported: nothing of v1-2 is left out.
 from __future__ import annotations
 
 import datetime

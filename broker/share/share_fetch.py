@@ -3,8 +3,8 @@ SharePartitionManager, DelayedShareFetch and ShareFetchUtils serve them: share s
 share partitions this broker leads (loaded through the state persister on first use), records
 read through `Partition` and acquired for the fetching member, acknowledgements and releases
 written with WriteShareGroupState before they take effect, acquisition locks that expire, and
-the delayed share fetch that waits for `min_bytes`. Not reachable from any handler yet (no
-ShareFetch/ShareAcknowledge row).
+the delayed share fetch that waits for `min_bytes`; the ShareFetch and ShareAcknowledge handlers
+(api_78, api_79) call it.
 
 A share partition (one group's view of one topic partition led here), in `SharePartitionManager`:
 

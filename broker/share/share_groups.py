@@ -6,9 +6,9 @@ shareGroupLeave, shareGroupDescribe and its replay serve them.
 
 The group coordinator builds one (`for_coordinator`), loads each partition's share groups into it
 and unloads them with the partition; ListGroups, DeleteGroups, JoinGroup and
-ConsumerGroupHeartbeat consult it; ShareGroupHeartbeat is served but not advertised yet. Each
-group's settings are read on each use from its group configs (`settings`). The partitions' state is initialized through the share-group
-state persister (persister.py), wherever their `__share_group_state` partitions are led.
+ConsumerGroupHeartbeat consult it; ShareGroupHeartbeat drives it. Each
+group's settings are read on each use from its group configs (`settings`). The partitions' state
+is initialized through the share-group state persister (persister.py), wherever their `__share_group_state` partitions are led.
 
 A heartbeat:
 
