@@ -163,6 +163,21 @@ def test_a_leave_is_reverted_and_the_member_session_restarts() -> None:
     asyncio.run(run())
 
 
+def test_a_leave_group_fencing_is_reverted() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        for member_id in ("c1", "c2"):
+            assert (await coord.heartbeat(member_id, 0)).error == ErrorCode.none
+        coord.faults = ["before"]
+        assert await coord.consumer.fence_members("g", ["c2"], "left") == ErrorCode.not_coordinator
+        group = coord.groups["g"].consumer
+        assert group is not None and set(group.members) == {"c1", "c2"} and coord.sessions() == {"c1", "c2"}
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
 def test_a_revocation_timer_comes_back_with_the_member_revoking() -> None:
     async def run() -> None:
         coord = _Coordinator()
