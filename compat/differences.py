@@ -217,8 +217,7 @@ GAPS: list[tuple[str, str]] = [
         "KIP-848 records",
         "the group's records are Kafka's (Kafka 4.3.1's classes read them back, compat/test_consumer_protocol.py) "
         "but carry no metadata hash (KIP-1101) and no per-partition assignment epochs (KIP-1251): OffsetCommit "
-        "takes only the member's current epoch. A change whose records cannot be written is answered with the "
-        "coordinator error but kept in memory (Kafka reverts it).",
+        "takes only the member's current epoch.",
     ),
 ]
 """Behaviour of Kafka 4.3.1 that Samsa does not serve yet and no scenario compares (docs/compat.md)."""

@@ -95,7 +95,7 @@ async def join_consumer_group(
         return JoinResult(ErrorCode.unknown_server_error, req.member_id)
     topic_ids = {name: topic_id for topic_id, name in groups.topic_names().items()}
     owned = {topic_ids[t]: ps for t, ps in subscription.owned_partitions if t in topic_ids}
-    groups.begin()
+    groups.begin(group.group_id)
     replaced = None if req.group_instance_id is None else group.static_member(req.group_instance_id)
     member = _member(groups, group, member_id, req.group_instance_id, unknown)
     if isinstance(member, ErrorCode):

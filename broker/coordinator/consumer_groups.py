@@ -32,7 +32,7 @@ target assignment epoch; tombstones when a member leaves or the group is deleted
 heartbeat is answered, in the order of the changes (`write_in_order`), and `restore` rebuilds the
 group from them when a coordinator loads the partition: members carry on with their epochs after
 a coordinator move. A change whose records cannot be written is answered with the coordinator
-error but stays in memory (Kafka reverts it; the partition is then usually no longer led here).
+error and reverted, with the group's later changes not yet written (group_reverts.py).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ from broker.coordinator.consumer_group import (
 )
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.group_configs import GroupConfigs
-from broker.coordinator.group_conversion import Upgrade, downgrade, undo_upgrade, upgrade
+from broker.coordinator.group_conversion import downgrade, upgrade
+from broker.coordinator.group_reverts import Change, GroupReverts
 from broker.coordinator.migration import MigrationError, MigrationPolicy, can_downgrade
 from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
 from broker.coordinator.replica_racks import ReplicaRacks
@@ -158,8 +159,9 @@ class ConsumerGroups:
         self._membership = membership
         """The classic groups' protocol, which a group's online migration hands members to and from."""
         self.migration_policy = MigrationPolicy(config.group_consumer_migration_policy.lower())
-        self._upgrade: Upgrade | None = None
-        """A classic group the change being made converted (undone if its records are not written)."""
+        self._reverts = GroupReverts(self, membership)
+        self._change: Change | None = None
+        """The change being made: its group's snapshot, reverted if its records are not written."""
         self._image = image
         self._group_configs = GroupConfigs(config, image)
         self._lookup = lookup
@@ -219,7 +221,7 @@ class ConsumerGroups:
     async def heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
         """Apply the heartbeat in memory, write its records, then answer (the coordinator's error
         if they could not be written)."""
-        self.begin()
+        self.begin(req.group_id)
         try:
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 result = self._leave(req)
@@ -227,24 +229,23 @@ class ConsumerGroups:
                 result = self._heartbeat(req, client_id, client_host)
         except HeartbeatError as e:
             result = HeartbeatResult(e.error, e.message)
-        upgraded, self._upgrade = self._upgrade, None
         error = await self.commit(req.group_id)
-        if error != ErrorCode.none and upgraded is not None and undo_upgrade(upgraded, self._membership):
-            for member_id in upgraded.group.members:
-                self._cancel_timers(req.group_id, member_id)
         return result if error == ErrorCode.none else HeartbeatResult(error, error.name)
 
-    def begin(self) -> None:
-        """Start a change (a heartbeat, or a classic member's request: classic_join.py)."""
+    def begin(self, group_id: str) -> None:
+        """Start a change of the group (a heartbeat, a timer's, or a classic member's request:
+        classic_join.py): its snapshot is taken."""
         self._out = []
-        self._upgrade = None
+        _, part = self._lookup(group_id)
+        self._change = None if part is None else self._reverts.take(part.groups, group_id)
 
     async def commit(self, group_id: str) -> ErrorCode:
         """Write the change's records (if any): the coordinator's error."""
         records, self._out = self._out, []
+        change, self._change = self._change, None
         if not records:
             return ErrorCode.none
-        return await asyncio.shield(self.write_in_order(group_id, records))
+        return await asyncio.shield(self.write_in_order(group_id, records, change=change))
 
     # == records (consumer_records.py) ==============================================================
 
@@ -267,14 +268,15 @@ class ConsumerGroups:
     def _flush_later(self, group_id: str) -> None:
         """Write what a timer changed (no request waits on it)."""
         records, self._out = self._out, []
+        change, self._change = self._change, None
         if records:
-            self.write_in_order(group_id, records, background=True)
+            self.write_in_order(group_id, records, background=True, change=change)
 
     def write_in_order(
-        self, group_id: str, records: list[NewRecord], *, background: bool = False
+        self, group_id: str, records: list[NewRecord], *, background: bool = False, change: Change | None = None
     ) -> asyncio.Task[ErrorCode]:
         """Write a group's records after those of its changes made before (ordered_writes.py)."""
-        return self._writes.write(group_id, records, background=background)
+        return self._writes.write(group_id, records, background=background, change=change)
 
     def deletion_records(self, group: ConsumerGroup) -> list[NewRecord]:
         """Tombstones for every record of a group being deleted (it has no members)."""
@@ -383,13 +385,13 @@ class ConsumerGroups:
         the change's, its members' sessions run at their classic session timeouts."""
         topic_ids = {name: t.topic_id for name, t in self._image().topics.items()}
         try:
-            self._upgrade = upgrade(holder, self.migration_policy, self._config.group_consumer_max_size, topic_ids,
-                                    self._membership)  # fmt: skip
+            upgraded = upgrade(holder, self.migration_policy, self._config.group_consumer_max_size, topic_ids,
+                               self._membership)  # fmt: skip
         except MigrationError as e:
             raise HeartbeatError(ErrorCode.group_id_not_found, str(e)) from e
-        group = self._upgrade.group
+        group = upgraded.group
         assert not self._out, "an upgrade's records come first"
-        self._out = self._upgrade.records(self.creation_records(group))
+        self._out = upgraded.records(self.creation_records(group))
         self._refresh_subscriptions(group, self._image())  # Kafka's metadata hash of the converted group
         for member_id, m in group.members.items():
             self.start_session(group.group_id, member_id, None if m.classic is None else m.classic.session_timeout_ms)
@@ -486,12 +488,11 @@ class ConsumerGroups:
         )
         after = self.apply_member(holder, group, member, updated, req.owned)
         if after != updated:
-            key = (group.group_id, member_id)
             if after.state is MemberState.UNREVOKED_PARTITIONS:
-                self._schedule(self._rebalance_timers, key, after.rebalance_timeout_ms,
-                               lambda: self._rebalance_expired(group.group_id, member_id, after.member_epoch))
+                self.schedule_revocation_timeout(group.group_id, member_id, after.member_epoch,
+                                                 after.rebalance_timeout_ms)  # fmt: skip
             else:
-                self._cancel(self._rebalance_timers, key)
+                self._cancel(self._rebalance_timers, (group.group_id, member_id))
         self.start_session(group.group_id, member_id)
         full = joining or (
             req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and req.owned is not None
@@ -668,10 +669,9 @@ class ConsumerGroups:
         group = self._current(group_id)
         if group is None or not member_ids:
             return ErrorCode.none
-        self._out = []
+        self.begin(group_id)
         self._remove(group, member_ids, reason)
-        records, self._out = self._out, []
-        return await asyncio.shield(self.write_in_order(group_id, records))
+        return await self.commit(group_id)
 
     def _remove(self, group: ConsumerGroup, member_ids: Sequence[str], reason: str) -> None:
         if can_downgrade(self.migration_policy, group, set(member_ids), self._config.group_max_size):
@@ -712,7 +712,7 @@ class ConsumerGroups:
         self._session_timers.pop((group_id, member_id), None)
         group = self._current(group_id)
         if group is not None and member_id in group.members:
-            self._out = []
+            self.begin(group_id)
             self._remove(group, (member_id,), reason)
             self._flush_later(group_id)
 
@@ -724,6 +724,11 @@ class ConsumerGroups:
             self._fence(group_id, member_id, "rebalance_timeout")
 
     # == timers ====================================================================================
+
+    def schedule_revocation_timeout(self, group_id: str, member_id: str, epoch: int, timeout_ms: int) -> None:
+        """Fence the member unless it revokes its partitions within its rebalance timeout."""
+        self._schedule(self._rebalance_timers, (group_id, member_id), timeout_ms,
+                       lambda: self._rebalance_expired(group_id, member_id, epoch))  # fmt: skip
 
     @staticmethod
     def _schedule(

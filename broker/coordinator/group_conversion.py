@@ -10,8 +10,9 @@ these functions).
   joining consumer-protocol member bumps the group epoch: they rejoin), the classic timers stop,
   the classic membership is set aside and the converted consumer group installed. Its records are
   the classic group's tombstone then ConsumerGroups.creation_records.
-- `undo_upgrade`: those records could not be written; the classic group is put back as it was
-  (its sessions and its rebalance phase's timer restart), as Kafka's runtime reverts the change.
+  When those records cannot be written, group_reverts.py puts the classic group back as it was
+  (its sessions and its rebalance phase's timer restart), as Kafka's runtime reverts the change;
+  so it does for a downgrade.
 - `downgrade`: the staying (classic) members become a Stable classic group at generation = group
   epoch, each assigned its target assignment; their sessions start and the group rebalances at
   once (always when members left; when a static member replaced another, only if the target
@@ -84,7 +85,6 @@ class Upgrade:
 
     holder: ClassicGroup
     group: ConsumerGroup
-    classic: ClassicState
 
     def records(self, creation_records: list[NewRecord]) -> list[NewRecord]:
         """Kafka's order: the classic group's tombstone, then the consumer group's records."""
@@ -106,19 +106,7 @@ def upgrade(
     holder.consumer = group
     log.info("classic group converted to consumer group group=%s generation=%d members=%d",
              holder.group_id, classic.generation, len(group.members))  # fmt: skip
-    return Upgrade(holder, group, classic)
-
-
-def undo_upgrade(upgraded: Upgrade, membership: GroupMembership) -> bool:
-    """The upgrade's records could not be written: the classic group comes back as it was (False
-    when the group has changed since, and stays as it is)."""
-    if upgraded.holder.consumer is not upgraded.group:
-        return False
-    upgraded.holder.consumer = None
-    put_classic_state(upgraded.holder, upgraded.classic)
-    membership.resume(upgraded.holder)
-    log.warning("classic group conversion reverted group=%s reason=records_not_written", upgraded.holder.group_id)
-    return True
+    return Upgrade(holder, group)
 
 
 def downgrade(

@@ -656,7 +656,7 @@ class GroupMembership:
         self._stop(group, ErrorCode.rebalance_in_progress)
 
     def resume(self, group: ClassicGroup) -> None:
-        """Its conversion could not be written (group_conversion.undo_upgrade): the sessions
+        """Its conversion could not be written (group_reverts.py): the sessions
         restart, and the rebalance phase the group is in waits its rebalance timeout again."""
         for member in group.members.values():
             self.start_session(group, member)

@@ -5,6 +5,10 @@ A change takes its place when it is made: its write waits until the group's prev
 the log, then appends (the waits for the replicas overlap). A timer's records, written in the
 background, are thus never overtaken by a heartbeat handled before the timer's task starts, which a
 coordinator loading the partition would replay as an older group epoch or a deleted group.
+
+A write may carry its change (`Revertible`, group_reverts.py): when the append fails before the
+records reach the log the change is reverted, before the next write of the group is let go; a
+write whose change a revert dropped is not appended and gets that revert's error.
 """
 
 from __future__ import annotations
@@ -29,6 +33,18 @@ class GroupAppend(Protocol):
     ) -> Awaitable[ErrorCode]: ...
 
 
+class Revertible(Protocol):
+    """A change whose write may fail (group_reverts.Change)."""
+
+    def dropped(self) -> ErrorCode:
+        """The error of a revert that dropped the change since it was made, else none."""
+        ...
+
+    def not_written(self, error: ErrorCode) -> None:
+        """Its records did not reach the log: revert it."""
+        ...
+
+
 class OrderedWrites:
     def __init__(self, append: GroupAppend) -> None:
         self._append = append
@@ -36,9 +52,11 @@ class OrderedWrites:
         self._last: dict[str, asyncio.Future[None]] = {}
         """Each group's last write, done once in the log (or failed): the next one waits for it."""
 
-    def write(self, group_id: str, records: list[NewRecord], *, background: bool = False) -> asyncio.Task[ErrorCode]:
+    def write(
+        self, group_id: str, records: list[NewRecord], *, background: bool = False, change: Revertible | None = None
+    ) -> asyncio.Task[ErrorCode]:
         """Write after the group's writes begun before; `background`: no one awaits it, a
-        failure is logged."""
+        failure is logged; `change`: reverted if the records do not reach the log."""
         previous = self._last.get(group_id)
         in_log: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._last[group_id] = in_log
@@ -51,7 +69,11 @@ class OrderedWrites:
             try:
                 if previous is not None:
                     await previous
-                error = await self._append(group_id, records, appended)
+                error = ErrorCode.none if change is None else change.dropped()
+                if error == ErrorCode.none:
+                    error = await self._append(group_id, records, appended)
+                    if error != ErrorCode.none and change is not None and not in_log.done():
+                        change.not_written(error)
             finally:
                 appended()
                 if self._last.get(group_id) is in_log:

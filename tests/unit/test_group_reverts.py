@@ -1,0 +1,259 @@
+"""broker/coordinator/group_reverts.py through ConsumerGroups: a consumer-protocol group change
+whose append fails before its records reach the log is reverted, with the group's later changes
+not yet written (Kafka's CoordinatorRuntime.failCurrentBatch), so that the group in memory is the
+one a coordinator loading the partition rebuilds, and its timers follow. The fault is in our own
+append callable; the classic side is a real GroupMembership."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+
+from broker.config import BrokerConfig
+from broker.coordinator.consumer_group import MemberState
+from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatRequest, HeartbeatResult
+from broker.coordinator.consumer_records import GROUP_METADATA
+from broker.coordinator.group import ClassicGroup
+from broker.coordinator.loader import LoadState, decode_chunk
+from broker.coordinator.membership import GroupMembership, MembershipConfig
+from controller.model import ClusterImage, PartitionRegistration, TopicRegistration
+from protocol.errors import ErrorCode
+from protocol.records import NewRecord, build_batch
+from tests.unit.test_group_conversion import _Coordinator as _ClassicCoordinator
+
+T, U = uuid.UUID(int=1), uuid.UUID(int=2)
+
+
+def _image() -> ClusterImage:
+    def regs(n: int) -> dict[int, PartitionRegistration]:
+        return {p: PartitionRegistration.from_json({"replicas": [1], "isr": [1], "leader": 1, "leader_epoch": 0})
+                for p in range(n)}  # fmt: skip
+
+    return ClusterImage(cluster_id="c", controller_id=1, controller_epoch=1, brokers={},  # type: ignore[arg-type]
+                        topics={"t": TopicRegistration("t", T, regs(3)), "u": TopicRegistration("u", U, regs(2))})  # fmt: skip
+
+
+class _Coordinator:
+    """A coordinator partition in memory whose appends fail as `faults` says, in order: "before"
+    (nothing reaches the log), "after" (in the log, then the wait for the replicas fails)."""
+
+    def __init__(self) -> None:
+        config, _ = BrokerConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+        self.groups: dict[str, ClassicGroup] = {}
+        self.written: list[NewRecord] = []
+        self.faults: list[str | None] = []
+
+        async def persist(group: ClassicGroup, assignments: dict[str, bytes] | None) -> ErrorCode:
+            return ErrorCode.none
+
+        async def append(group_id: str, records: list[NewRecord], appended: Callable[[], None] | None = None) -> ErrorCode:
+            await asyncio.sleep(0.001)
+            fault = self.faults.pop(0) if self.faults else None
+            if fault == "before":
+                return ErrorCode.not_coordinator
+            self.written.extend(records)
+            if appended is not None:
+                appended()
+            return ErrorCode.unknown_server_error if fault == "after" else ErrorCode.none
+
+        self.membership = GroupMembership(MembershipConfig(0, 1000), persist)
+        self.consumer = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, self), append, self.membership)
+        self.reloader = ConsumerGroups(config, _image, lambda _: (ErrorCode.none, self), append, self.membership)
+
+    def heartbeat(self, member_id: str, epoch: int, topics: tuple[str, ...] | None = ("t",),
+                  owned: dict[uuid.UUID, tuple[int, ...]] | None = None) -> asyncio.Task[HeartbeatResult]:  # fmt: skip
+        req = HeartbeatRequest("g", member_id, epoch, rebalance_timeout_ms=30_000 if epoch == 0 else -1,
+                               subscribed_topic_names=topics, owned={} if epoch == 0 else owned)  # fmt: skip
+        return asyncio.create_task(self.consumer.heartbeat(req, "c", "/h"))
+
+    def sessions(self) -> set[str]:
+        return {m for (g, m) in self.consumer._session_timers if g == "g"}
+
+    def assert_as_reloaded(self) -> None:
+        """The group in memory is the one a coordinator loading the partition rebuilds."""
+        state = LoadState()
+        state.apply(decode_chunk(build_batch(self.written), 0))
+        holder = self.groups.get("g")
+        records = state.consumer_groups.get("g", {})
+        if holder is None or holder.consumer is None:
+            assert (GROUP_METADATA, None) not in records
+        else:
+            group, loaded = holder.consumer, self.reloader.restore("g", records)
+            assert group.members == loaded.members and group.target == loaded.target
+            assert group.static_members == loaded.static_members
+            assert (group.group_epoch, group.assignment_epoch) == (loaded.group_epoch, loaded.assignment_epoch)
+        if holder is not None and holder.members:
+            classic = ClassicGroup.from_record("g", state.groups["g"], 0)
+            assert set(classic.members) == set(holder.members) and classic.generation == holder.generation
+        else:
+            assert "g" not in state.groups or not state.groups["g"].members
+
+    async def close(self) -> None:
+        self.consumer.close()
+        self.reloader.close()
+        await self.membership.close()
+
+
+def test_a_join_that_creates_the_group_is_reverted() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        coord.faults = ["before"]
+        result = await coord.heartbeat("c1", 0)
+        assert result.error == ErrorCode.not_coordinator
+        assert "g" not in coord.groups and coord.sessions() == set()
+        coord.assert_as_reloaded()
+        assert (await coord.heartbeat("c1", 0)).member_epoch == 2  # as if it had never happened: epochs 1, 2
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_a_join_is_reverted_and_the_members_before_keep_theirs() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        assert (await coord.heartbeat("c1", 0)).member_epoch == 2
+        coord.faults = ["before"]
+        assert (await coord.heartbeat("c2", 0)).error == ErrorCode.not_coordinator
+        group = coord.groups["g"].consumer
+        assert group is not None and set(group.members) == {"c1"} and group.group_epoch == 2
+        assert coord.sessions() == {"c1"}
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_a_new_subscription_is_reverted() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        for member_id in ("c1", "c2"):
+            assert (await coord.heartbeat(member_id, 0)).error == ErrorCode.none
+        c1 = await coord.heartbeat("c1", 1, ("t",), {T: (0, 1)})  # c2's join moved the group to epoch 2
+        group = coord.groups["g"].consumer
+        assert group is not None
+        before = (group.group_epoch, dict(group.members), dict(group.target))
+        coord.faults = ["before"]
+        changed = await coord.heartbeat("c1", c1.member_epoch, ("t", "u"), {T: (0,)})
+        assert changed.error == ErrorCode.not_coordinator
+        group = coord.groups["g"].consumer
+        assert group is not None and (group.group_epoch, group.members, group.target) == before
+        assert group.members["c1"].subscribed_topic_names == ("t",)
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_a_leave_is_reverted_and_the_member_session_restarts() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        for member_id in ("c1", "c2"):
+            assert (await coord.heartbeat(member_id, 0)).error == ErrorCode.none
+        coord.faults = ["before"]
+        assert (await coord.heartbeat("c2", -1, None)).error == ErrorCode.not_coordinator
+        group = coord.groups["g"].consumer
+        assert group is not None and set(group.members) == {"c1", "c2"} and group.group_epoch == 3
+        assert coord.sessions() == {"c1", "c2"}
+        coord.assert_as_reloaded()
+        assert (await coord.heartbeat("c2", -1, None)).error == ErrorCode.none  # it can leave again
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_a_leave_group_fencing_is_reverted() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        for member_id in ("c1", "c2"):
+            assert (await coord.heartbeat(member_id, 0)).error == ErrorCode.none
+        coord.faults = ["before"]
+        assert await coord.consumer.fence_members("g", ["c2"], "left") == ErrorCode.not_coordinator
+        group = coord.groups["g"].consumer
+        assert group is not None and set(group.members) == {"c1", "c2"} and coord.sessions() == {"c1", "c2"}
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_a_revocation_timer_comes_back_with_the_member_revoking() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        c1 = await coord.heartbeat("c1", 0)
+        assert (await coord.heartbeat("c1", c1.member_epoch, ("t",), {T: (0, 1, 2)})).error == ErrorCode.none
+        assert (await coord.heartbeat("c2", 0)).error == ErrorCode.none
+        c1 = await coord.heartbeat("c1", c1.member_epoch, ("t",), {T: (0, 1, 2)})  # must revoke some
+        group = coord.groups["g"].consumer
+        assert group is not None and group.members["c1"].state is MemberState.UNREVOKED_PARTITIONS
+        coord.faults = ["before"]
+        assert (await coord.heartbeat("c1", -1, None)).error == ErrorCode.not_coordinator
+        group = coord.groups["g"].consumer
+        assert group is not None and group.members["c1"].state is MemberState.UNREVOKED_PARTITIONS
+        assert ("g", "c1") in coord.consumer._rebalance_timers
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_later_changes_not_yet_written_are_dropped_with_the_failed_one() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        assert (await coord.heartbeat("c1", 0)).error == ErrorCode.none
+        written = len(coord.written)
+        coord.faults = ["before"]
+        first, second = coord.heartbeat("c2", 0), coord.heartbeat("c3", 0)  # c3's write waits for c2's
+        results = await asyncio.gather(first, second)
+        assert [r.error for r in results] == [ErrorCode.not_coordinator] * 2
+        assert len(coord.written) == written and coord.faults == []  # c3's records were never appended
+        group = coord.groups["g"].consumer
+        assert group is not None and set(group.members) == {"c1"} and coord.sessions() == {"c1"}
+        coord.assert_as_reloaded()
+        assert (await coord.heartbeat("c3", 0)).error == ErrorCode.none  # a change made after the revert
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_records_in_the_log_keep_the_change_when_the_replicas_wait_fails() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        coord.faults = ["after"]
+        assert (await coord.heartbeat("c1", 0)).error == ErrorCode.unknown_server_error
+        group = coord.groups["g"].consumer
+        assert group is not None and set(group.members) == {"c1"}
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_a_downgrade_is_reverted_to_the_consumer_group() -> None:
+    async def run() -> None:
+        coord = _ClassicCoordinator("bidirectional")
+        holder = await coord.stable_classic_group()
+        assert (await coord.join_consumer()).error == ErrorCode.none
+        group = holder.consumer
+        assert group is not None
+        members, epoch = dict(group.members), group.group_epoch
+        coord.fail_writes = True
+        left = await coord.consumer.heartbeat(HeartbeatRequest("g", "c1", -1), "c", "/h")
+        assert left.error == ErrorCode.not_coordinator
+        assert holder.consumer is not None and holder.consumer.members == members
+        assert holder.consumer.group_epoch == epoch and holder.members == {}
+        sessions = {m for (g, m) in coord.consumer._session_timers if g == "g"}
+        assert sessions == {coord.m1, coord.m2, "c1"}
+        state = coord.load()
+        loaded = coord.consumer.restore("g", state.consumer_groups["g"])
+        assert loaded.members == holder.consumer.members and loaded.group_epoch == epoch
+        assert "g" not in state.groups  # the classic group's tombstone of the upgrade stands
+        coord.fail_writes = False  # c1 leaves for real: the downgrade happens
+        assert (await coord.consumer.heartbeat(HeartbeatRequest("g", "c1", -1), "c", "/h")).error == ErrorCode.none
+        assert holder.consumer is None and set(holder.members) == {coord.m1, coord.m2}
+        coord.consumer.close()
+        await coord.membership.close()
+
+    asyncio.run(run())
