@@ -484,6 +484,14 @@ def check_describe_cluster(v: int, obs: list[Obs]) -> None:
         ("", 1, True, ["1 127.0.0.1 rack=<nil> fenced=false"], 1, CLUSTER_OPS)]
 
 
+def check_list_config_resources(v: int, obs: list[Obs]) -> None:
+    """The run's topic (type 2) and the group given a config (type 32) are listed, by type and
+    with no type; with no type the broker itself (type 4) is listed too."""
+    assert rows(obs, "group-config", "err") == [("",)]
+    assert rows(obs, "listed", "types", "err", "own", "brokers") == [
+        ("[2 32]", "", ["2 lcr", "32 lcr-group"], 0), ("[]", "", ["2 lcr", "32 lcr-group"], 1)]
+
+
 def check_describe_topic_partitions(v: int, obs: list[Obs]) -> None:
     parts = [f"p{p} leader=1 epoch=0 replicas=[1] isr=[1] elr=[] lastKnownElr=[] offline=[] err=0" for p in (0, 1)]
     assert rows(obs, "described", "topic", "err", "internal", "hasId", "partitions") == [
@@ -554,7 +562,7 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     15: check_describe_groups, 16: check_list_groups, 18: check_api_versions, 19: check_create_topics,
     20: check_delete_topics, 21: check_delete_records, 22: check_init_producer_id, 23: check_offset_for_leader_epoch,
     32: check_describe_configs, 33: check_alter_configs, 34: check_alter_replica_log_dirs, 35: check_describe_log_dirs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
-    44: check_incremental_alter_configs, 45: check_reassignments, 46: check_reassignments, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster, 68: check_consumer_protocol, 69: check_consumer_protocol,
+    44: check_incremental_alter_configs, 45: check_reassignments, 46: check_reassignments, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster, 74: check_list_config_resources, 68: check_consumer_protocol, 69: check_consumer_protocol,
     75: check_describe_topic_partitions,
     **{k: check_share for k in (76, 77, 78, 79)},
     17: check_sasl, 36: check_sasl, 29: check_acls, 30: check_acls, 31: check_acls, 50: check_scram, 51: check_scram,

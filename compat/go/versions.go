@@ -146,6 +146,7 @@ var sweeps = map[int16]func(r *run){
 	60: sweepDescribeCluster,
 	68: sweepConsumerProtocol, // ConsumerGroupHeartbeat
 	69: sweepConsumerProtocol, // ConsumerGroupDescribe
+	74: sweepListConfigResources,
 	75: sweepDescribeTopicPartitions,
 	76: sweepShare, // ShareGroupHeartbeat
 	77: sweepShare, // ShareGroupDescribe
@@ -1035,6 +1036,42 @@ func sweepDescribeCluster(r *run) {
 	r.emit(obs{"step": "cluster", "err": errName(kerr.ErrorForCode(resp.ErrorCode)), "endpointType": resp.EndpointType,
 		"hasCluster": resp.ClusterID != "", "controller": resp.ControllerID, "brokers": brokers,
 		"authorizedOps": aclOps(kadm.DecodeACLOperations(resp.ClusterAuthorizedOperations))})
+}
+
+// ListConfigResources pinned to v (the kmsg request through the client): a topic of the run's
+// own and a group given a config override, listed by type (topics and groups; only the run's own
+// names are kept, the broker holds others) and with no type (every type), where this broker is
+// one of the BROKER resources.
+func sweepListConfigResources(r *run) {
+	topic, group := r.topic("lcr", 1, nil), r.name("lcr-group")
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = "consumer.heartbeat.interval.ms", kadm.StringPtr("6000")
+	res.Configs = append(res.Configs, cfg)
+	alter.Resources = append(alter.Resources, res)
+	altered, err := alter.RequestWith(r.ctx, r.plain())
+	r.must(err, "alter group config")
+	r.emit(obs{"step": "group-config", "err": errName(kerr.ErrorForCode(altered.Resources[0].ErrorCode))})
+	for _, types := range [][]int8{{2, 32}, {}} {
+		req := kmsg.NewPtrListConfigResourcesRequest()
+		req.ResourceTypes = types
+		resp, err := req.RequestWith(r.ctx, r.pinned())
+		r.must(err, "list config resources")
+		var own []string
+		brokers := 0
+		for _, c := range resp.ConfigResources {
+			if c.Name == topic || c.Name == group {
+				own = append(own, fmt.Sprintf("%d %s", c.Type, strings.TrimPrefix(c.Name, r.prefix+"-")))
+			} else if c.Type == 4 {
+				brokers++
+			}
+		}
+		sort.Strings(own)
+		r.emit(obs{"step": "listed", "types": fmt.Sprint(types), "err": errName(kerr.ErrorForCode(resp.ErrorCode)),
+			"own": own, "brokers": brokers})
+	}
 }
 
 // DescribeTopicPartitions pinned to v (the kmsg request through the client): a topic and a
