@@ -1,9 +1,11 @@
-"""DescribeShareGroupOffsets (KIP-932) over raw requests, differential against Apache Kafka 4.3.1:
+"""DescribeShareGroupOffsets and DeleteShareGroupOffsets (KIP-932) over raw requests, differential against Apache Kafka 4.3.1:
 an unknown group (no topics for "all topics", start offset -1 for named ones), an unknown topic,
 an empty topic list, then a member joins and its partition's share-group state is initialized
 (start offset and lag -1 until the share partition's first fetch), records are produced,
-acquired and one accepted: the start offset and lag (v1) and v0's answer without lag. Samsa
-serves the API without advertising it yet (broker/handlers/versions.py UNADVERTISED)."""
+acquired and two accepted: the start offset and lag (v1) and v0's answer without lag. Then
+DeleteShareGroupOffsets: NON_EMPTY_GROUP while the member is in, GROUP_ID_NOT_FOUND, the topic's
+state deleted (and an unknown topic), nothing left to describe, nothing left to delete. Samsa
+serves these APIs without advertising them yet (broker/handlers/versions.py UNADVERTISED)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ import uuid
 from typing import Any
 
 import pytest
+from kio.schema.delete_share_group_offsets.v0.request import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+)
 from kio.schema.describe_share_group_offsets.v0 import request as describe_v0
 from kio.schema.describe_share_group_offsets.v1 import request as describe_v1
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
@@ -45,6 +51,15 @@ def _describe(client: RawClient, group: str, topics: list[tuple[str, list[int]]]
         [str(t.topic_name), t.topic_id not in (None, uuid.UUID(int=0)), int(p.partition_index), int(p.start_offset),
          int(p.leader_epoch), int(p.lag) if version == 1 else None, ErrorCode(p.error_code).name, p.error_message]
         for t in g.topics for p in t.partitions)}  # fmt: skip
+
+
+def _delete(client: RawClient, group: str, topics: list[str]) -> dict[str, Any]:
+    """DeleteShareGroupOffsets: the error, message and per topic (name, id known, error, message)."""
+    answer = client.request(DeleteShareGroupOffsetsRequest(group_id=GroupId(group), topics=tuple(
+        DeleteShareGroupOffsetsRequestTopic(topic_name=TopicName(t)) for t in topics)))  # fmt: skip
+    return {"error": ErrorCode(answer.error_code).name, "message": answer.error_message, "topics": sorted(
+        [str(t.topic_name), t.topic_id not in (None, uuid.UUID(int=0)), ErrorCode(t.error_code).name, t.error_message]
+        for t in answer.responses)}  # fmt: skip
 
 
 def _heartbeat(client: RawClient, member: str, epoch: int, topics: tuple[str, ...] | None) -> Any:
@@ -112,15 +127,27 @@ def _scenario(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "accepted-two", **_describe(client, GROUP, None)})
         obs.append({"step": "accepted-two-named", **_describe(client, GROUP, [(TOPIC, [0])])})
         obs.append({"step": "accepted-two-v0", **_describe(client, GROUP, [(TOPIC, [0])], version=0)})
-        _heartbeat(client, member, -1, None)
+        obs.append({"step": "delete-non-empty", **_delete(client, GROUP, [TOPIC])})
+        left = _heartbeat(client, member, -1, None)
+        assert left.error_code == 0, left
+        obs.append({"step": "delete-unknown-group", **_delete(client, "no-such-share-group", [TOPIC])})
+        obs.append({"step": "delete", **_delete(client, GROUP, [TOPIC, "no-such-topic"])})
+        obs.append({"step": "deleted-all", **_describe(client, GROUP, None)})
+        obs.append({"step": "deleted-named", **_describe(client, GROUP, [(TOPIC, [0])])})
+        obs.append({"step": "delete-again", **_delete(client, GROUP, [TOPIC])})
     return obs
 
 
-@pytest.mark.compat(client="raw protocol", scenario="KIP-932 DescribeShareGroupOffsets")
-def test_describe_share_group_offsets(differential: Any) -> None:
-    obs = {o["step"]: o for o in differential("raw-describe-share-group-offsets", _scenario)}
+@pytest.mark.compat(client="raw protocol", scenario="KIP-932 DescribeShareGroupOffsets, DeleteShareGroupOffsets")
+def test_describe_and_delete_share_group_offsets(differential: Any) -> None:
+    obs = {o["step"]: o for o in differential("raw-share-group-offsets", _scenario)}
     assert obs["unknown-group-all"] == {"step": "unknown-group-all", "error": "none", "message": None, "topics": []}
     assert obs["initialized"]["topics"] == [[TOPIC, True, 0, -1, 0, -1, "none", None]]
     # two of five records accepted, none past the start offset yet: lag 5 - 0 - 2
     assert obs["accepted-two"]["topics"] == [[TOPIC, True, 0, 0, 0, 3, "none", None]]
     assert obs["accepted-two-v0"]["topics"] == [[TOPIC, True, 0, 0, 0, None, "none", None]]
+    assert (obs["delete-non-empty"]["error"], obs["delete-unknown-group"]["error"]) == (
+        "non_empty_group", "group_id_not_found")
+    assert obs["delete"]["topics"][1] == [TOPIC, True, "none", None]
+    assert obs["deleted-all"]["topics"] == [] and obs["deleted-named"]["topics"][0][3] == -1
+    assert obs["delete-again"]["topics"][0][3] == "There is no offset information to delete."

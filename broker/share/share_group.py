@@ -134,6 +134,8 @@ class ShareGroup:
     """Topic id -> (partitions whose state is being initialized, since when)."""
     initialized: dict[uuid.UUID, frozenset[int]] = field(default_factory=dict)
     """Topic id -> partitions whose share-group state is initialized: the assignable ones."""
+    deleting: frozenset[uuid.UUID] = frozenset()
+    """Topics whose share-group state DeleteShareGroupOffsets is deleting (Kafka's deletingTopics)."""
 
     @property
     def state(self) -> ShareGroupState:

@@ -280,6 +280,51 @@ class ShareGroups:
         log.info("share group deleted group=%s", group_id)
         return ErrorCode.none, self.write_in_order(group_id, [_to_record(r) for r in deletion(group)])
 
+    # == DeleteShareGroupOffsets ==================================================================
+
+    async def initiate_delete_offsets(
+        self, group_id: str, topic_names: list[str]
+    ) -> tuple[ErrorCode, str | None, dict[uuid.UUID, frozenset[int]], list[tuple[str, str]]]:
+        """Kafka's initiateDeleteShareGroupOffsets on an Empty group: the named topics whose state
+        is initialized (or already being deleted) move to the group's deleting topics, recorded
+        before their state is deleted. Returns (group error, its message, topic id -> partitions
+        to delete, (topic name, message) of each topic with nothing to delete)."""
+        error, message, group = self.describe(group_id)
+        if group is None:
+            return error, message, {}, []
+        if group.members:
+            return ErrorCode.non_empty_group, "The group is not empty.", {}, []
+        topics = self._topics()
+        before = snapshot(group)
+        todo: dict[uuid.UUID, frozenset[int]] = {}
+        missing: list[tuple[str, str]] = []
+        for name in topic_names:
+            topic = topics.get(name)
+            if topic is None:
+                missing.append((name, "This server does not host this topic-partition."))
+            elif topic.topic_id in group.initialized:
+                todo[topic.topic_id] = group.initialized.pop(topic.topic_id)
+                group.deleting = group.deleting | {topic.topic_id}
+            elif topic.topic_id in group.deleting:
+                todo[topic.topic_id] = frozenset(range(topic.partitions))
+            else:
+                missing.append((name, "There is no offset information to delete."))
+        written = await self._write(group_id, changes(before, group, _names(topics)))
+        if written != ErrorCode.none:
+            group.initialized, group.deleting = before.initialized, before.deleting
+            return written, None, {}, []
+        return ErrorCode.none, None, todo, missing
+
+    async def complete_delete_offsets(self, group_id: str, deleted: frozenset[uuid.UUID]) -> ErrorCode:
+        """Kafka's completeDeleteShareGroupOffsets: the topics whose state is deleted leave the
+        group's deleting topics."""
+        group = self._current(group_id)
+        if group is None or not deleted & group.deleting:
+            return ErrorCode.none
+        before = snapshot(group)
+        group.deleting = group.deleting - deleted
+        return await self._write(group_id, changes(before, group, _names(self._topics())))
+
     def holds(self, group_id: str) -> bool:
         """Whether a share group has this id (a classic or consumer group may not)."""
         return self._current(group_id) is not None

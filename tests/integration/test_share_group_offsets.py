@@ -1,8 +1,9 @@
-"""DescribeShareGroupOffsets (90) over the wire, served but not advertised (broker/handlers/
-versions.py UNADVERTISED): the start offset, leader epoch and lag of a share group's partitions
-from the share coordinator's state, for named topics and for all the group's initialized
-partitions, as Kafka 4.3.1 answers them (unknown groups and topics are absence of data, not
-errors; GROUP_AUTHORIZATION_FAILED without DESCRIBE on the group)."""
+"""DescribeShareGroupOffsets (90) and DeleteShareGroupOffsets (92) over the wire, served but not
+advertised (broker/handlers/versions.py UNADVERTISED): the start offset, leader epoch and lag of a
+share group's partitions from the share coordinator's state, for named topics and for all the
+group's initialized partitions, as Kafka 4.3.1 answers them (unknown groups and topics are absence
+of data, not errors); an Empty group's state of a topic deleted, its records surviving a restart;
+GROUP_AUTHORIZATION_FAILED without DESCRIBE / DELETE on the group."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
+from kio.schema.delete_share_group_offsets.v0.request import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+)
 from kio.schema.describe_share_group_offsets.v0 import request as describe_v0
 from kio.schema.describe_share_group_offsets.v1 import request as describe_v1
 from kio.schema.types import GroupId, TopicName
@@ -96,8 +101,8 @@ def _offsets(response: Any) -> dict[tuple[str, int], tuple[Any, ...]]:
     }  # fmt: skip
 
 
-def test_describe_share_group_offsets_is_served_but_not_advertised() -> None:
-    assert 90 in registry.unadvertised() and 90 not in registry.declared()
+def test_share_group_offsets_apis_are_served_but_not_advertised() -> None:
+    assert {90, 92} <= set(registry.unadvertised()) and not {90, 92} & set(registry.declared())
 
 
 def test_describe_share_group_offsets(broker: SamsaInProcess) -> None:
@@ -138,12 +143,43 @@ def test_describe_share_group_offsets(broker: SamsaInProcess) -> None:
         }
 
 
-def test_describe_share_group_offsets_needs_describe_on_the_group(tmp_path: Path) -> None:
+def test_delete_share_group_offsets_survives_a_restart(broker: SamsaInProcess) -> None:
+    """The deleted topic leaves the group's initialized topics, through the deleting topics, in
+    the group's records: a restarted broker's group has neither."""
+    samsa = broker
+    _await_coordinator(samsa)
+    topic_id = _join(samsa)
+    coordinator = samsa.broker.group_coordinator
+    delete = DeleteShareGroupOffsetsRequest(group_id=GroupId(GROUP), topics=(
+        DeleteShareGroupOffsetsRequestTopic(topic_name=TopicName("jobs")),))  # fmt: skip
+    with RawClient(samsa.port) as client:
+        assert client.request(delete).error_code == ErrorCode.non_empty_group
+        left = samsa.run(coordinator.share_groups.heartbeat(ShareHeartbeat(GROUP, "m1", -1), "client", "/127.0.0.1"))
+        assert left.error == ErrorCode.none
+        deleted = client.request(delete)
+        assert deleted.error_code == ErrorCode.none
+        assert [(t.topic_name, t.topic_id, t.error_code) for t in deleted.responses] == [
+            ("jobs", topic_id, ErrorCode.none)]
+    _, _, group = coordinator.share_groups.describe(GROUP)
+    assert group is not None and (group.initialized, group.deleting) == ({}, frozenset())
+    samsa.restart()
+    _await_coordinator(samsa)
+    _, _, group = samsa.broker.group_coordinator.share_groups.describe(GROUP)
+    assert group is not None and (group.initialized, group.deleting) == ({}, frozenset())
+    with RawClient(samsa.port) as client:
+        assert _offsets(client.request(_describe(None))) == {}
+
+
+def test_share_group_offsets_need_group_acls(tmp_path: Path) -> None:
     samsa = SamsaInProcess(tmp_path / "data", {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
     samsa.start()
     try:
         with RawClient(samsa.port) as client:
             (group,) = client.request(_describe([("jobs", [0])])).groups
             assert (group.group_id, group.error_code, group.topics) == (GROUP, ErrorCode.group_authorization_failed, ())
+            deleted = client.request(DeleteShareGroupOffsetsRequest(group_id=GroupId(GROUP), topics=(
+                DeleteShareGroupOffsetsRequestTopic(topic_name=TopicName("jobs")),)))  # fmt: skip
+            assert (deleted.error_code, deleted.error_message, deleted.responses) == (
+                ErrorCode.group_authorization_failed, "Group authorization failed.", ())
     finally:
         samsa.close()

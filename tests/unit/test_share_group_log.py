@@ -126,3 +126,27 @@ def test_a_new_coordinator_rebuilds_the_group_from_the_record_bytes() -> None:
         restored, ShareHeartbeat("g", "m1", g.members["m1"].member_epoch), "c", "/h", TOPICS, SETTINGS, 10
     )
     assert answer.member_epoch == restored.group_epoch
+
+
+def test_deleting_topics_are_written_and_rebuilt() -> None:
+    """DeleteShareGroupOffsets moves a topic from the initialized to the deleting topics, then
+    out of them: each step is a ShareGroupStatePartitionMetadata record naming the deleting topic."""
+    g, log = ShareGroup("g"), Log()
+    log.apply(g, lambda: initialized(g, FOO.topic_id, frozenset({0, 1})))
+
+    def start_deleting() -> None:
+        del g.initialized[FOO.topic_id]
+        g.deleting = frozenset({FOO.topic_id})
+
+    written = log.apply(g, start_deleting)
+    assert written == [(rec.ShareGroupKey(rec.STATE_PARTITION_METADATA, "g"),
+                        rec.StatePartitionMetadataValue((), (), ((FOO.topic_id, "foo"),)))]  # fmt: skip
+    restored = restore("g", log.latest(), TOPICS, now_ms=9)
+    assert (restored.initialized, restored.deleting) == ({}, frozenset({FOO.topic_id}))
+
+    def done() -> None:
+        g.deleting = frozenset()
+
+    assert log.apply(g, done) == [(rec.ShareGroupKey(rec.STATE_PARTITION_METADATA, "g"),
+                                   rec.StatePartitionMetadataValue((), (), ()))]  # fmt: skip
+    assert restore("g", log.latest(), TOPICS, now_ms=9).deleting == frozenset()
