@@ -1,10 +1,12 @@
-"""DescribeShareGroupOffsets and DeleteShareGroupOffsets (KIP-932) over raw requests, differential against Apache Kafka 4.3.1:
+"""DescribeShareGroupOffsets, DeleteShareGroupOffsets and AlterShareGroupOffsets (KIP-932) over raw requests, differential against Apache Kafka 4.3.1:
 an unknown group (no topics for "all topics", start offset -1 for named ones), an unknown topic,
 an empty topic list, then a member joins and its partition's share-group state is initialized
 (start offset and lag -1 until the share partition's first fetch), records are produced,
 acquired and two accepted: the start offset and lag (v1) and v0's answer without lag. Then
 DeleteShareGroupOffsets: NON_EMPTY_GROUP while the member is in, GROUP_ID_NOT_FOUND, the topic's
-state deleted (and an unknown topic), nothing left to describe, nothing left to delete. Samsa
+state deleted (and an unknown topic), nothing left to describe, nothing left to delete. Then
+AlterShareGroupOffsets: NON_EMPTY_GROUP while the member is in, a start offset set (an unknown
+topic and partition refused) and described, a new group created by it. Samsa
 serves these APIs without advertising them yet (broker/handlers/versions.py UNADVERTISED)."""
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ import uuid
 from typing import Any
 
 import pytest
+from kio.schema.alter_share_group_offsets.v0.request import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+)
 from kio.schema.delete_share_group_offsets.v0.request import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequestTopic,
@@ -60,6 +67,19 @@ def _delete(client: RawClient, group: str, topics: list[str]) -> dict[str, Any]:
     return {"error": ErrorCode(answer.error_code).name, "message": answer.error_message, "topics": sorted(
         [str(t.topic_name), t.topic_id not in (None, uuid.UUID(int=0)), ErrorCode(t.error_code).name, t.error_message]
         for t in answer.responses)}  # fmt: skip
+
+
+def _alter(client: RawClient, group: str, topics: list[tuple[str, list[tuple[int, int]]]]) -> dict[str, Any]:
+    """AlterShareGroupOffsets: the error, message and per partition (topic, id known, partition,
+    error, message)."""
+    answer = client.request(AlterShareGroupOffsetsRequest(group_id=GroupId(group), topics=tuple(
+        AlterShareGroupOffsetsRequestTopic(topic_name=TopicName(t), partitions=tuple(
+            AlterShareGroupOffsetsRequestPartition(partition_index=i32(p), start_offset=i64(o)) for p, o in ps))
+        for t, ps in topics)))  # fmt: skip
+    return {"error": ErrorCode(answer.error_code).name, "message": answer.error_message, "partitions": sorted(
+        [str(t.topic_name), t.topic_id not in (None, uuid.UUID(int=0)), int(p.partition_index),
+         ErrorCode(p.error_code).name, p.error_message]
+        for t in answer.responses for p in t.partitions)}  # fmt: skip
 
 
 def _heartbeat(client: RawClient, member: str, epoch: int, topics: tuple[str, ...] | None) -> Any:
@@ -128,6 +148,7 @@ def _scenario(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "accepted-two-named", **_describe(client, GROUP, [(TOPIC, [0])])})
         obs.append({"step": "accepted-two-v0", **_describe(client, GROUP, [(TOPIC, [0])], version=0)})
         obs.append({"step": "delete-non-empty", **_delete(client, GROUP, [TOPIC])})
+        obs.append({"step": "alter-non-empty", **_alter(client, GROUP, [(TOPIC, [(0, 1)])])})
         left = _heartbeat(client, member, -1, None)
         assert left.error_code == 0, left
         obs.append({"step": "delete-unknown-group", **_delete(client, "no-such-share-group", [TOPIC])})
@@ -135,11 +156,16 @@ def _scenario(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "deleted-all", **_describe(client, GROUP, None)})
         obs.append({"step": "deleted-named", **_describe(client, GROUP, [(TOPIC, [0])])})
         obs.append({"step": "delete-again", **_delete(client, GROUP, [TOPIC])})
+        obs.append({"step": "alter", **_alter(client, GROUP, [(TOPIC, [(0, 3), (5, 1)]), ("no-such-topic", [(0, 1)])])})
+        # (named topics: Kafka records the partitions initialized after it answers the alter)
+        obs.append({"step": "altered", **_describe(client, GROUP, [(TOPIC, [0])])})
+        obs.append({"step": "alter-new-group", **_alter(client, GROUP + "-new", [(TOPIC, [(0, 4)])])})
+        obs.append({"step": "altered-new-group", **_describe(client, GROUP + "-new", [(TOPIC, [0])])})
     return obs
 
 
-@pytest.mark.compat(client="raw protocol", scenario="KIP-932 DescribeShareGroupOffsets, DeleteShareGroupOffsets")
-def test_describe_and_delete_share_group_offsets(differential: Any) -> None:
+@pytest.mark.compat(client="raw protocol", scenario="KIP-932 Describe/Delete/AlterShareGroupOffsets")
+def test_share_group_offsets_admin(differential: Any) -> None:
     obs = {o["step"]: o for o in differential("raw-share-group-offsets", _scenario)}
     assert obs["unknown-group-all"] == {"step": "unknown-group-all", "error": "none", "message": None, "topics": []}
     assert obs["initialized"]["topics"] == [[TOPIC, True, 0, -1, 0, -1, "none", None]]
@@ -151,3 +177,7 @@ def test_describe_and_delete_share_group_offsets(differential: Any) -> None:
     assert obs["delete"]["topics"][1] == [TOPIC, True, "none", None]
     assert obs["deleted-all"]["topics"] == [] and obs["deleted-named"]["topics"][0][3] == -1
     assert obs["delete-again"]["topics"][0][3] == "There is no offset information to delete."
+    assert obs["alter-non-empty"]["error"] == "non_empty_group"
+    assert obs["alter"]["partitions"][1] == [TOPIC, True, 0, "none", None]
+    assert obs["altered"]["topics"] == [[TOPIC, True, 0, 3, 0, 2, "none", None]]  # lag 5 - 3
+    assert obs["altered-new-group"]["topics"] == [[TOPIC, True, 0, 4, 0, 1, "none", None]]

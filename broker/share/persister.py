@@ -215,10 +215,15 @@ class SharePersister:
         return {topic_id: frozenset(ps) for topic_id, ps in done.items()}
 
     async def _initialize_one(self, key: SharePartitionKey, state_epoch: int) -> StateAnswer:
+        return await self.initialize_creating_topic(key, state_epoch, UNINITIALIZED_START_OFFSET)
+
+    async def initialize_creating_topic(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> StateAnswer:
+        """InitializeShareGroupState, `__share_group_state` created first if it does not exist
+        (Kafka's persister finds the share coordinator with FindCoordinator, which creates it)."""
         error = await self._local.ensure_topic(key)
         if error != ErrorCode.none:
             return StateAnswer(error, error.name)
-        return await self.initialize(key, state_epoch, UNINITIALIZED_START_OFFSET)
+        return await self.initialize(key, state_epoch, start_offset)
 
 
 def _only(response: Any) -> Any | None:

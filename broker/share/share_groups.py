@@ -280,6 +280,58 @@ class ShareGroups:
         log.info("share group deleted group=%s", group_id)
         return ErrorCode.none, self.write_in_order(group_id, [_to_record(r) for r in deletion(group)])
 
+    # == AlterShareGroupOffsets ===================================================================
+
+    async def alter_offsets(
+        self, group_id: str, requested: list[tuple[str, list[int]]]
+    ) -> tuple[ErrorCode, str | None, int, list[tuple[str, uuid.UUID | None, list[tuple[int, ErrorCode]]]]]:
+        """Kafka's GroupMetadataManager.alterShareGroupOffsets: on an Empty share group (created
+        if absent) the requested partitions of known topics become initializing (and leave the
+        deleting topics), recorded before the persister initializes them. Returns (group error,
+        its message, the group epoch: the state epoch to initialize at, per topic (name, id, per
+        partition its error: UNKNOWN_TOPIC_OR_PARTITION for an unknown topic or partition))."""
+        try:
+            _, groups, group = self._find(group_id, create=True, leaving=False)
+        except KafkaError as e:
+            return e.code, e.message, 0, []
+        if group.members:
+            return ErrorCode.non_empty_group, "The group is not empty.", 0, []
+        topics = self._topics()
+        is_new = group_id not in groups
+        before = snapshot(group)
+        group.initializing = dict(group.initializing)
+        now = clock.now_ms()
+        results: list[tuple[str, uuid.UUID | None, list[tuple[int, ErrorCode]]]] = []
+        for name, partitions in requested:
+            topic = topics.get(name)
+            if topic is None:
+                results.append((name, None, [(p, ErrorCode.unknown_topic_or_partition) for p in partitions]))
+                continue
+            valid = frozenset(p for p in partitions if p < topic.partitions)
+            results.append((name, topic.topic_id, [
+                (p, ErrorCode.none if p in valid else ErrorCode.unknown_topic_or_partition) for p in partitions]))
+            pending = group.initializing.get(topic.topic_id)
+            group.initializing[topic.topic_id] = ((pending[0] if pending else frozenset()) | valid, now)
+            group.deleting = group.deleting - {topic.topic_id}
+        if is_new:
+            groups[group_id] = group
+        written = await self._write(group_id, changes(before, group, _names(topics)))
+        if written != ErrorCode.none:
+            self._revert(groups, group, before, is_new)
+            return written, None, 0, []
+        return ErrorCode.none, None, group.group_epoch, results
+
+    async def complete_alter_offsets(self, group_id: str, done: Mapping[uuid.UUID, frozenset[int]]) -> ErrorCode:
+        """The partitions the persister initialized become initialized (Kafka's
+        handlePersisterInitializeResponse)."""
+        group = self._current(group_id)
+        if group is None or not done:
+            return ErrorCode.none
+        before = snapshot(group)
+        for topic_id, partitions in done.items():
+            sg.initialized(group, topic_id, partitions)
+        return await self._write(group_id, changes(before, group, _names(self._topics())))
+
     # == DeleteShareGroupOffsets ==================================================================
 
     async def initiate_delete_offsets(
@@ -343,8 +395,8 @@ class ShareGroups:
         now = clock.now_ms()
         groups = self._groups.setdefault(index, {})
         for group_id, records in latest.items():
-            if (rec.GROUP_METADATA, None) not in records:
-                continue  # deleted (tombstoned)
+            if (rec.GROUP_METADATA, None) not in records and (rec.STATE_PARTITION_METADATA, None) not in records:
+                continue  # deleted (tombstoned); a group AlterShareGroupOffsets created has only the latter
             group = restore(group_id, records, topics, now)
             groups[group_id] = group
             for member_id in group.members:

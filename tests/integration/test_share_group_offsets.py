@@ -1,9 +1,10 @@
-"""DescribeShareGroupOffsets (90) and DeleteShareGroupOffsets (92) over the wire, served but not
+"""DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92) over the wire, served but not
 advertised (broker/handlers/versions.py UNADVERTISED): the start offset, leader epoch and lag of a
 share group's partitions from the share coordinator's state, for named topics and for all the
 group's initialized partitions, as Kafka 4.3.1 answers them (unknown groups and topics are absence
-of data, not errors); an Empty group's state of a topic deleted, its records surviving a restart;
-GROUP_AUTHORIZATION_FAILED without DESCRIBE / DELETE on the group."""
+of data, not errors); an Empty group's state of a topic deleted, and a start offset set by an alter that creates the
+group, their records surviving a restart; GROUP_AUTHORIZATION_FAILED without DESCRIBE / DELETE /
+READ on the group."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
+from kio.schema.alter_share_group_offsets.v0.request import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+)
 from kio.schema.delete_share_group_offsets.v0.request import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequestTopic,
@@ -23,7 +29,7 @@ from kio.schema.delete_share_group_offsets.v0.request import (
 from kio.schema.describe_share_group_offsets.v0 import request as describe_v0
 from kio.schema.describe_share_group_offsets.v1 import request as describe_v1
 from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32
+from kio.static.primitive import i32, i64
 
 from broker.handlers import registry
 from broker.share.share_group import ShareHeartbeat
@@ -102,7 +108,7 @@ def _offsets(response: Any) -> dict[tuple[str, int], tuple[Any, ...]]:
 
 
 def test_share_group_offsets_apis_are_served_but_not_advertised() -> None:
-    assert {90, 92} <= set(registry.unadvertised()) and not {90, 92} & set(registry.declared())
+    assert {90, 91, 92} <= set(registry.unadvertised()) and not {90, 91, 92} & set(registry.declared())
 
 
 def test_describe_share_group_offsets(broker: SamsaInProcess) -> None:
@@ -170,6 +176,27 @@ def test_delete_share_group_offsets_survives_a_restart(broker: SamsaInProcess) -
         assert _offsets(client.request(_describe(None))) == {}
 
 
+def test_alter_share_group_offsets_creates_the_group_and_survives_a_restart(broker: SamsaInProcess) -> None:
+    samsa = broker
+    _await_coordinator(samsa)
+    topic_id: uuid.UUID = samsa.broker.controller.image.topics["jobs"].topic_id
+    alter = AlterShareGroupOffsetsRequest(group_id=GroupId(GROUP), topics=(AlterShareGroupOffsetsRequestTopic(
+        topic_name=TopicName("jobs"), partitions=(
+            AlterShareGroupOffsetsRequestPartition(partition_index=i32(1), start_offset=i64(7)),
+            AlterShareGroupOffsetsRequestPartition(partition_index=i32(2), start_offset=i64(7)))),))  # fmt: skip
+    with RawClient(samsa.port) as client:
+        altered = client.request(alter)
+        assert altered.error_code == ErrorCode.none
+        assert [(t.topic_id, int(p.partition_index), p.error_code) for t in altered.responses
+                for p in t.partitions] == [(topic_id, 1, ErrorCode.none), (topic_id, 2, ErrorCode.unknown_topic_or_partition)]
+        # lag: end offset 0 - start offset 7 - 0 delivered, Kafka's formula (not clamped)
+        assert _offsets(client.request(_describe(None))) == {("jobs", 1): (topic_id, 7, 0, -7, ErrorCode.none)}
+    samsa.restart()
+    _await_coordinator(samsa)
+    _, _, group = samsa.broker.group_coordinator.share_groups.describe(GROUP)
+    assert group is not None and (group.initialized, group.initializing) == ({topic_id: frozenset({1})}, {})
+
+
 def test_share_group_offsets_need_group_acls(tmp_path: Path) -> None:
     samsa = SamsaInProcess(tmp_path / "data", {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
     samsa.start()
@@ -180,6 +207,9 @@ def test_share_group_offsets_need_group_acls(tmp_path: Path) -> None:
             deleted = client.request(DeleteShareGroupOffsetsRequest(group_id=GroupId(GROUP), topics=(
                 DeleteShareGroupOffsetsRequestTopic(topic_name=TopicName("jobs")),)))  # fmt: skip
             assert (deleted.error_code, deleted.error_message, deleted.responses) == (
+                ErrorCode.group_authorization_failed, "Group authorization failed.", ())
+            altered = client.request(AlterShareGroupOffsetsRequest(group_id=GroupId(GROUP), topics=()))
+            assert (altered.error_code, altered.error_message, altered.responses) == (
                 ErrorCode.group_authorization_failed, "Group authorization failed.", ())
     finally:
         samsa.close()
