@@ -57,11 +57,11 @@ class BrokerServices:
     """The share-group state of the `__share_group_state` partitions led here (the state RPCs)."""
     share_partitions: SharePartitionManager | None = None
     """Share sessions and the share partitions led here (ShareFetch, ShareAcknowledge)."""
-    share_persister: SharePersister | None = None
-    """The share-group state of any share partition, wherever its share coordinator is
-    (DescribeShareGroupOffsets)."""
     """Clients of the other brokers on the inter-broker listener, to forward controller-bound
     admin requests to the active controller (broker/handlers/_forward.py)."""
+    share_persister: SharePersister | None = None
+    """The share-group state of any share partition, wherever its share coordinator is (the
+    share group offsets admin APIs, keys 90-92)."""
 
     @property
     def config(self) -> BrokerConfig:

@@ -299,7 +299,6 @@ class ShareGroups:
         topics = self._topics()
         is_new = group_id not in groups
         before = snapshot(group)
-        group.initializing = dict(group.initializing)
         now = clock.now_ms()
         results: list[tuple[str, uuid.UUID | None, list[tuple[int, ErrorCode]]]] = []
         for name, partitions in requested:
