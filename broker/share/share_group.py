@@ -61,7 +61,8 @@ class ShareGroupState(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ShareGroupSettings:
-    """The group coordinator configs a share group obeys (Kafka's defaults)."""
+    """The group coordinator configs a share group obeys (Kafka's defaults; the broker's and the
+    group's own through GroupConfigs.share_group_settings)."""
 
     max_size: int = 200
     """`group.share.max.size`"""
@@ -135,7 +136,8 @@ class ShareGroup:
     initialized: dict[uuid.UUID, frozenset[int]] = field(default_factory=dict)
     """Topic id -> partitions whose share-group state is initialized: the assignable ones."""
     deleting: frozenset[uuid.UUID] = frozenset()
-    """Topics whose share-group state DeleteShareGroupOffsets is deleting (Kafka's deletingTopics)."""
+    """Topics whose share-group state is being deleted, no longer initialized (DeleteGroups,
+    DeleteShareGroupOffsets; Kafka's deletingTopics)."""
 
     @property
     def state(self) -> ShareGroupState:

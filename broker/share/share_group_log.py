@@ -136,7 +136,7 @@ def restore(
         ):
             group.initializing = {t.topic_id: (frozenset(t.partitions), now_ms) for t in value.initializing}
             group.initialized = {t.topic_id: frozenset(t.partitions) for t in value.initialized}
-            group.deleting = frozenset(topic_id for topic_id, _name in value.deleting)
+            group.deleting = frozenset(t for t, _name in value.deleting)
         elif record_type == rec.TARGET_MEMBER and member_id is not None and isinstance(value, Mapping):
             group.target[member_id] = value
     for (record_type, member_id), value in latest.items():

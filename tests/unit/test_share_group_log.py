@@ -128,25 +128,19 @@ def test_a_new_coordinator_rebuilds_the_group_from_the_record_bytes() -> None:
     assert answer.member_epoch == restored.group_epoch
 
 
-def test_deleting_topics_are_written_and_rebuilt() -> None:
-    """DeleteShareGroupOffsets moves a topic from the initialized to the deleting topics, then
-    out of them: each step is a ShareGroupStatePartitionMetadata record naming the deleting topic."""
+def test_deleting_topics_are_written_and_restored() -> None:
+    """DeleteGroups moves a share group's initialized topics to deleting (ShareGroupStatePartition
+    Metadata's deleting topics, with their names); a new coordinator reads them back."""
     g, log = ShareGroup("g"), Log()
-    log.apply(g, lambda: initialized(g, FOO.topic_id, frozenset({0, 1})))
+    log.apply(g, lambda: beat(g, "m1", 0, ("foo",)))
+    log.apply(g, lambda: [initialized(g, t, ps) for t, ps in partitions_to_initialize(g, TOPICS, 5, 30_000).items()])
+    log.apply(g, lambda: leave(g, "m1"))
 
     def start_deleting() -> None:
-        del g.initialized[FOO.topic_id]
-        g.deleting = frozenset({FOO.topic_id})
+        g.initialized, g.initializing, g.deleting = {}, {}, frozenset({FOO.topic_id})
 
     written = log.apply(g, start_deleting)
-    assert written == [(rec.ShareGroupKey(rec.STATE_PARTITION_METADATA, "g"),
-                        rec.StatePartitionMetadataValue((), (), ((FOO.topic_id, "foo"),)))]  # fmt: skip
+    assert [(k.type, v) for k, v in written] == [
+        (rec.STATE_PARTITION_METADATA, rec.StatePartitionMetadataValue((), (), ((FOO.topic_id, "foo"),)))]
     restored = restore("g", log.latest(), TOPICS, now_ms=9)
-    assert (restored.initialized, restored.deleting) == ({}, frozenset({FOO.topic_id}))
-
-    def done() -> None:
-        g.deleting = frozenset()
-
-    assert log.apply(g, done) == [(rec.ShareGroupKey(rec.STATE_PARTITION_METADATA, "g"),
-                                   rec.StatePartitionMetadataValue((), (), ()))]  # fmt: skip
-    assert restore("g", log.latest(), TOPICS, now_ms=9).deleting == frozenset()
+    assert (restored.deleting, restored.initialized, restored.initializing) == (frozenset({FOO.topic_id}), {}, {})
