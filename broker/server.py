@@ -194,6 +194,7 @@ class Broker:
                 client_id=FORWARDING_CLIENT_ID, timeout_s=30, security=ClientSecurity.from_config(self.config)),
             share_coordinator=self.share_coordinator,
             share_partitions=self.share_partitions,
+            share_persister=self.share_persister,
         )
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership_change)

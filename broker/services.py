@@ -18,6 +18,7 @@ from broker.producer_ids import ProducerIdManager
 from broker.quotas import ClientQuotas
 from broker.replication.leader_client import BrokerClients
 from broker.replication.replica_manager import ReplicaManager
+from broker.share.persister import SharePersister
 from broker.share.share_coordinator import ShareCoordinator
 from broker.share.share_fetch import SharePartitionManager
 from broker.topic_creation import AutoTopicCreator
@@ -58,6 +59,9 @@ class BrokerServices:
     """Share sessions and the share partitions led here (ShareFetch, ShareAcknowledge)."""
     """Clients of the other brokers on the inter-broker listener, to forward controller-bound
     admin requests to the active controller (broker/handlers/_forward.py)."""
+    share_persister: SharePersister | None = None
+    """The share-group state of any share partition, wherever its share coordinator is (the
+    share group offsets admin APIs, keys 90-92)."""
 
     @property
     def config(self) -> BrokerConfig:

@@ -27,13 +27,14 @@ from typing import Any, TypeVar
 from kio.schema.delete_share_group_state.v0 import request as delete_req
 from kio.schema.initialize_share_group_state.v0 import request as init_req
 from kio.schema.read_share_group_state.v0 import request as read_req
+from kio.schema.read_share_group_state_summary.v1 import request as summary_req
 from kio.schema.write_share_group_state.v1 import request as write_req
 from kio.static.primitive import i8, i16, i32, i64
 
 from broker.replication.leader_client import BrokerClients, LeaderConnectionError
 from broker.share.in_flight import PersisterStateBatch, RecordState
 from broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC, ShareCoordinator, coordinator_key
-from broker.share.share_coordinator_shard import ReadAnswer, StateAnswer
+from broker.share.share_coordinator_shard import ReadAnswer, StateAnswer, SummaryAnswer
 from broker.share.share_state import UNINITIALIZED_START_OFFSET, SharePartitionKey
 from controller.model import ClusterImage
 from protocol.errors import ErrorCode
@@ -46,7 +47,7 @@ _RETRIABLE = frozenset({
 ATTEMPTS = 5
 BACKOFF_MS = 50
 
-A = TypeVar("A", ReadAnswer, StateAnswer)
+A = TypeVar("A", ReadAnswer, StateAnswer, SummaryAnswer)
 
 
 class SharePersister:
@@ -175,6 +176,25 @@ class SharePersister:
 
         return await self._call(key, lambda: self._local.delete(key), remote, _state_failed)
 
+    async def read_summary(self, key: SharePartitionKey) -> SummaryAnswer:
+        """ReadShareGroupStateSummary (v1: with the delivery complete count), for
+        DescribeShareGroupOffsets."""
+
+        async def remote(broker_id: int) -> SummaryAnswer:
+            p = _only(await self._send(broker_id, summary_req.ReadShareGroupStateSummaryRequest(
+                group_id=key.group_id, topics=(summary_req.ReadStateSummaryData(topic_id=key.topic_id, partitions=(
+                    summary_req.PartitionData(partition=i32(key.partition), leader_epoch=i32(0)),)),),
+            )))  # fmt: skip
+            if p is None:
+                return SummaryAnswer(ErrorCode.coordinator_not_available, None)
+            return SummaryAnswer(p.error_code, p.error_message, int(p.state_epoch), int(p.leader_epoch),
+                                 int(p.start_offset), int(p.delivery_complete_count))  # fmt: skip
+
+        async def local() -> SummaryAnswer:
+            return self._local.read_summary(key)
+
+        return await self._call(key, local, remote, _summary_failed)
+
     # == the group coordinator's initializer ======================================================
 
     async def initialize_partitions(
@@ -208,10 +228,15 @@ class SharePersister:
         return ErrorCode.none
 
     async def _initialize_one(self, key: SharePartitionKey, state_epoch: int) -> StateAnswer:
+        return await self.initialize_creating_topic(key, state_epoch, UNINITIALIZED_START_OFFSET)
+
+    async def initialize_creating_topic(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> StateAnswer:
+        """InitializeShareGroupState, `__share_group_state` created first if it does not exist
+        (Kafka's persister finds the share coordinator with FindCoordinator, which creates it)."""
         error = await self._local.ensure_topic(key)
         if error != ErrorCode.none:
             return StateAnswer(error, error.name)
-        return await self.initialize(key, state_epoch, UNINITIALIZED_START_OFFSET)
+        return await self.initialize(key, state_epoch, start_offset)
 
 
 def _only(response: Any) -> Any | None:
@@ -232,3 +257,7 @@ def _read_failed(error: ErrorCode) -> ReadAnswer:
 
 def _state_failed(error: ErrorCode) -> StateAnswer:
     return StateAnswer(error, error.name)
+
+
+def _summary_failed(error: ErrorCode) -> SummaryAnswer:
+    return SummaryAnswer(error, error.name)

@@ -136,7 +136,8 @@ class ShareGroup:
     initialized: dict[uuid.UUID, frozenset[int]] = field(default_factory=dict)
     """Topic id -> partitions whose share-group state is initialized: the assignable ones."""
     deleting: frozenset[uuid.UUID] = frozenset()
-    """Topics whose share-group state DeleteGroups is deleting (no longer initialized)."""
+    """Topics whose share-group state is being deleted, no longer initialized (DeleteGroups,
+    DeleteShareGroupOffsets; Kafka's deletingTopics)."""
 
     @property
     def state(self) -> ShareGroupState:

@@ -323,6 +323,102 @@ class ShareGroups:
         log.info("share group deleted group=%s topics=%d", group_id, len(todo))
         return await asyncio.shield(self.write_in_order(group_id, [_to_record(r) for r in deletion(group)]))
 
+    # == AlterShareGroupOffsets ===================================================================
+
+    async def alter_offsets(
+        self, group_id: str, requested: list[tuple[str, list[int]]]
+    ) -> tuple[ErrorCode, str | None, int, list[tuple[str, uuid.UUID | None, list[tuple[int, ErrorCode]]]]]:
+        """Kafka's GroupMetadataManager.alterShareGroupOffsets: on an Empty share group (created
+        if absent) the requested partitions of known topics become initializing (and leave the
+        deleting topics), recorded before the persister initializes them. Returns (group error,
+        its message, the group epoch: the state epoch to initialize at, per topic (name, id, per
+        partition its error: UNKNOWN_TOPIC_OR_PARTITION for an unknown topic or partition))."""
+        try:
+            _, groups, group = self._find(group_id, create=True, leaving=False)
+        except KafkaError as e:
+            return e.code, e.message, 0, []
+        if group.members:
+            return ErrorCode.non_empty_group, "The group is not empty.", 0, []
+        topics = self._topics()
+        is_new = group_id not in groups
+        before = snapshot(group)
+        now = clock.now_ms()
+        results: list[tuple[str, uuid.UUID | None, list[tuple[int, ErrorCode]]]] = []
+        for name, partitions in requested:
+            topic = topics.get(name)
+            if topic is None:
+                results.append((name, None, [(p, ErrorCode.unknown_topic_or_partition) for p in partitions]))
+                continue
+            valid = frozenset(p for p in partitions if p < topic.partitions)
+            results.append((name, topic.topic_id, [
+                (p, ErrorCode.none if p in valid else ErrorCode.unknown_topic_or_partition) for p in partitions]))
+            pending = group.initializing.get(topic.topic_id)
+            group.initializing[topic.topic_id] = ((pending[0] if pending else frozenset()) | valid, now)
+            group.deleting = group.deleting - {topic.topic_id}
+        if is_new:
+            groups[group_id] = group
+        written = await self._write(group_id, changes(before, group, _names(topics)))
+        if written != ErrorCode.none:
+            self._revert(groups, group, before, is_new)
+            return written, None, 0, []
+        return ErrorCode.none, None, group.group_epoch, results
+
+    async def complete_alter_offsets(self, group_id: str, done: Mapping[uuid.UUID, frozenset[int]]) -> ErrorCode:
+        """The partitions the persister initialized become initialized (Kafka's
+        handlePersisterInitializeResponse)."""
+        group = self._current(group_id)
+        if group is None or not done:
+            return ErrorCode.none
+        before = snapshot(group)
+        for topic_id, partitions in done.items():
+            sg.initialized(group, topic_id, partitions)
+        return await self._write(group_id, changes(before, group, _names(self._topics())))
+
+    # == DeleteShareGroupOffsets ==================================================================
+
+    async def initiate_delete_offsets(
+        self, group_id: str, topic_names: list[str]
+    ) -> tuple[ErrorCode, str | None, dict[uuid.UUID, frozenset[int]], list[tuple[str, str]]]:
+        """Kafka's initiateDeleteShareGroupOffsets on an Empty group: the named topics whose state
+        is initialized (or already being deleted) move to the group's deleting topics, recorded
+        before their state is deleted. Returns (group error, its message, topic id -> partitions
+        to delete, (topic name, message) of each topic with nothing to delete)."""
+        error, message, group = self.describe(group_id)
+        if group is None:
+            return error, message, {}, []
+        if group.members:
+            return ErrorCode.non_empty_group, "The group is not empty.", {}, []
+        topics = self._topics()
+        before = snapshot(group)
+        todo: dict[uuid.UUID, frozenset[int]] = {}
+        missing: list[tuple[str, str]] = []
+        for name in topic_names:
+            topic = topics.get(name)
+            if topic is None:
+                missing.append((name, "This server does not host this topic-partition."))
+            elif topic.topic_id in group.initialized:
+                todo[topic.topic_id] = group.initialized.pop(topic.topic_id)
+                group.deleting = group.deleting | {topic.topic_id}
+            elif topic.topic_id in group.deleting:
+                todo[topic.topic_id] = frozenset(range(topic.partitions))
+            else:
+                missing.append((name, "There is no offset information to delete."))
+        written = await self._write(group_id, changes(before, group, _names(topics)))
+        if written != ErrorCode.none:
+            group.initialized, group.deleting = before.initialized, before.deleting
+            return written, None, {}, []
+        return ErrorCode.none, None, todo, missing
+
+    async def complete_delete_offsets(self, group_id: str, deleted: frozenset[uuid.UUID]) -> ErrorCode:
+        """Kafka's completeDeleteShareGroupOffsets: the topics whose state is deleted leave the
+        group's deleting topics."""
+        group = self._current(group_id)
+        if group is None or not deleted & group.deleting:
+            return ErrorCode.none
+        before = snapshot(group)
+        group.deleting = group.deleting - deleted
+        return await self._write(group_id, changes(before, group, _names(self._topics())))
+
     def holds(self, group_id: str) -> bool:
         """Whether a share group has this id (a classic or consumer group may not)."""
         return self._current(group_id) is not None
@@ -341,8 +437,8 @@ class ShareGroups:
         now = clock.now_ms()
         groups = self._groups.setdefault(index, {})
         for group_id, records in latest.items():
-            if (rec.GROUP_METADATA, None) not in records:
-                continue  # deleted (tombstoned)
+            if (rec.GROUP_METADATA, None) not in records and (rec.STATE_PARTITION_METADATA, None) not in records:
+                continue  # deleted (tombstoned); a group AlterShareGroupOffsets created has only the latter
             group = restore(group_id, records, topics, now)
             groups[group_id] = group
             for member_id in group.members:
