@@ -21,13 +21,16 @@ classic membership fields (an upgrade moved them away, a downgrade put new ones 
 holder's presence in its partition. Offsets are not part of it (they have their own writes).
 Timers follow the restored state: the timers of the members the revert removes stop (the classic
 side's through GroupMembership.hand_over), the restored consumer members' sessions and pending
-revocations start again, and a restored classic group resumes (GroupMembership.resume).
+revocations start again, so do the join and sync timeouts of its classic members (those running
+and those the change stopped, at their deadlines), and a restored classic group resumes
+(GroupMembership.resume).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -50,6 +53,23 @@ class ConsumerTimers(Protocol):
     def start_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None: ...
 
     def schedule_revocation_timeout(self, group_id: str, member_id: str, epoch: int, timeout_ms: int) -> None: ...
+
+    def classic_timeouts(self, group: ConsumerGroup) -> list[ClassicTimeout]: ...
+
+    def restore_classic_timeout(self, timeout: ClassicTimeout) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicTimeout:
+    """A classic member's join or sync timeout in a consumer group (classic_join.py)."""
+
+    kind: str
+    """"join" or "sync"."""
+    group_id: str
+    member_id: str
+    deadline: float
+    """In the event loop's time."""
+    reason: str
 
 
 def copy_group(group: ConsumerGroup) -> ConsumerGroup:
@@ -104,15 +124,18 @@ class GroupReverts:
         generation, error = self._reverted.get(snapshot.group_id, (0, ErrorCode.none))
         return error if generation != snapshot.generation else ErrorCode.none
 
-    def revert(self, snapshot: GroupSnapshot, error: ErrorCode) -> None:
-        """The change's records did not reach the log: the group goes back to the snapshot."""
+    def revert(self, snapshot: GroupSnapshot, error: ErrorCode, cancelled: Sequence[ClassicTimeout] = ()) -> None:
+        """The change's records did not reach the log: the group goes back to the snapshot, and
+        the classic timeouts the change stopped (`cancelled`) run again."""
         if self.dropped(snapshot) != ErrorCode.none:
             return  # already reverted to an earlier snapshot
         self._reverted[snapshot.group_id] = (snapshot.generation + 1, error)
         holder = snapshot.groups.get(snapshot.group_id)
         if holder is None or (snapshot.holder is not None and holder is not snapshot.holder):
             return  # deleted since (its tombstones are written after this change's records)
+        running: list[ClassicTimeout] = []
         if holder.consumer is not None:
+            running = self._timers.classic_timeouts(holder.consumer)
             self._timers.unload(holder.consumer)
         if holder.members:  # a downgrade made it a classic group
             self._membership.hand_over(holder)
@@ -133,6 +156,9 @@ class GroupReverts:
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self._timers.schedule_revocation_timeout(snapshot.group_id, member.member_id,
                                                              member.member_epoch, member.rebalance_timeout_ms)  # fmt: skip
+            for timeout in (*running, *cancelled):
+                if timeout.member_id in holder.consumer.members:
+                    self._timers.restore_classic_timeout(timeout)
         log.warning("consumer group change reverted group=%s reason=records_not_written error=%s type=%s",
                     snapshot.group_id, error.name, "consumer" if holder.consumer is not None else "classic")  # fmt: skip
 
@@ -143,9 +169,11 @@ class Change:
 
     reverts: GroupReverts
     snapshot: GroupSnapshot
+    cancelled: list[ClassicTimeout] = dataclasses.field(default_factory=list)
+    """The classic timeouts the change stopped."""
 
     def dropped(self) -> ErrorCode:
         return self.reverts.dropped(self.snapshot)
 
     def not_written(self, error: ErrorCode) -> None:
-        self.reverts.revert(self.snapshot, error)
+        self.reverts.revert(self.snapshot, error, self.cancelled)
