@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -68,6 +69,7 @@ from broker.coordinator.group_conversion import downgrade, upgrade
 from broker.coordinator.group_reverts import Change, ClassicTimeout, GroupReverts
 from broker.coordinator.migration import MigrationError, MigrationPolicy, can_downgrade
 from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
+from broker.coordinator.records import group_metadata_key
 from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord
@@ -318,6 +320,23 @@ class ConsumerGroups:
         self._out = records
         holder.consumer = None
         return await self.commit(holder.group_id)
+
+    def delete_group(
+        self, groups: dict[str, ClassicGroup], holder: ClassicGroup, offset_tombstones: list[NewRecord],
+        undo: Callable[[], None] | None = None, *, background: bool = False,
+    ) -> asyncio.Task[ErrorCode]:  # fmt: skip
+        """An empty group with a consumer group deleted (DeleteGroups, or expired): the tombstones
+        of its offsets, of the consumer group, then of the group, in one write after its changes
+        under way. A change, as Kafka's deletion is (its replay removes the group, reverted if the
+        write fails): if they cannot be written the group is back, and `undo` is called."""
+        assert holder.consumer is not None
+        change = self._reverts.take(groups, holder.group_id)
+        if undo is not None:
+            change.undo.append(undo)
+        records = [*offset_tombstones, *self.deletion_records(holder.consumer),
+                   NewRecord(group_metadata_key(holder.group_id), None)]  # fmt: skip
+        del groups[holder.group_id]
+        return self.write_in_order(holder.group_id, records, background=background, change=change)
 
     def restore(self, group_id: str, records: Mapping[tuple[int, str | None], rec.ConsumerGroupValue]) -> ConsumerGroup:
         """A group rebuilt from its records when its partition is loaded: members keep their
@@ -757,7 +776,7 @@ class ConsumerGroups:
         for kind in self._classic_timers:
             timeout = self._cancel_classic(kind, group_id, member_id)
             if timeout is not None and self._change is not None:
-                self._change.cancelled.append(timeout)
+                self._change.undo.append(functools.partial(self.restore_classic_timeout, timeout))
 
     def schedule_classic_timeout(
         self, kind: str, group_id: str, member_id: str, delay_ms: int, reason: str, if_absent: bool = False
@@ -784,7 +803,11 @@ class ConsumerGroups:
                 if (t := self._classic_timeouts.get((kind, group.group_id, m))) is not None]  # fmt: skip
 
     def restore_classic_timeout(self, timeout: ClassicTimeout) -> None:
-        """A timeout a reverted change stopped runs again until its deadline (group_reverts.py)."""
+        """A timeout a reverted change stopped runs again until its deadline (group_reverts.py), if
+        its member is in the group."""
+        group = self._current(timeout.group_id)
+        if group is None or timeout.member_id not in group.members:
+            return
         delay_ms = round((timeout.deadline - asyncio.get_running_loop().time()) * 1000)
         self.schedule_classic_timeout(timeout.kind, timeout.group_id, timeout.member_id, delay_ms, timeout.reason)
 

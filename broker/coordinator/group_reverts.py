@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -124,15 +124,17 @@ class GroupReverts:
         generation, error = self._reverted.get(snapshot.group_id, (0, ErrorCode.none))
         return error if generation != snapshot.generation else ErrorCode.none
 
-    def revert(self, snapshot: GroupSnapshot, error: ErrorCode, cancelled: Sequence[ClassicTimeout] = ()) -> None:
-        """The change's records did not reach the log: the group goes back to the snapshot, and
-        the classic timeouts the change stopped (`cancelled`) run again."""
+    def revert(self, snapshot: GroupSnapshot, error: ErrorCode) -> None:
+        """The change's records did not reach the log: the group goes back to the snapshot (put
+        back in its partition if the change deleted it)."""
         if self.dropped(snapshot) != ErrorCode.none:
             return  # already reverted to an earlier snapshot
         self._reverted[snapshot.group_id] = (snapshot.generation + 1, error)
         holder = snapshot.groups.get(snapshot.group_id)
+        if holder is None and snapshot.holder is not None:  # deleted by this change or a later one
+            holder = snapshot.groups[snapshot.group_id] = snapshot.holder
         if holder is None or (snapshot.holder is not None and holder is not snapshot.holder):
-            return  # deleted since (its tombstones are written after this change's records)
+            return  # deleted then made anew since (its records are written after this change's)
         running: list[ClassicTimeout] = []
         if holder.consumer is not None:
             running = self._timers.classic_timeouts(holder.consumer)
@@ -156,9 +158,8 @@ class GroupReverts:
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self._timers.schedule_revocation_timeout(snapshot.group_id, member.member_id,
                                                              member.member_epoch, member.rebalance_timeout_ms)  # fmt: skip
-            for timeout in (*running, *cancelled):
-                if timeout.member_id in holder.consumer.members:
-                    self._timers.restore_classic_timeout(timeout)
+            for timeout in running:
+                self._timers.restore_classic_timeout(timeout)
         log.warning("consumer group change reverted group=%s reason=records_not_written error=%s type=%s",
                     snapshot.group_id, error.name, "consumer" if holder.consumer is not None else "classic")  # fmt: skip
 
@@ -169,11 +170,14 @@ class Change:
 
     reverts: GroupReverts
     snapshot: GroupSnapshot
-    cancelled: list[ClassicTimeout] = dataclasses.field(default_factory=list)
-    """The classic timeouts the change stopped."""
+    undo: list[Callable[[], None]] = dataclasses.field(default_factory=list)
+    """What the change did outside the snapshot (a classic timeout stopped, offsets deleted),
+    undone when its records are not written, reverted or dropped."""
 
     def dropped(self) -> ErrorCode:
         return self.reverts.dropped(self.snapshot)
 
     def not_written(self, error: ErrorCode) -> None:
-        self.reverts.revert(self.snapshot, error, self.cancelled)
+        self.reverts.revert(self.snapshot, error)
+        for undo in self.undo:
+            undo()

@@ -16,13 +16,16 @@ from broker.coordinator.classic_join import join_consumer_group
 from broker.coordinator.consumer_group import MemberState
 from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatRequest, HeartbeatResult
 from broker.coordinator.consumer_records import GROUP_METADATA
-from broker.coordinator.group import ClassicGroup
+from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.migration import MigrationPolicy
+from broker.coordinator.records import OffsetAndMetadata, offset_commit_key
 from controller.model import ClusterImage, PartitionRegistration, TopicRegistration
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
+from protocol.topic_partition import TopicPartition
+from protocol.types import LeaderEpoch, Offset
 from tests.unit.test_classic_join import _join as _classic_join
 from tests.unit.test_group_conversion import _Coordinator as _ClassicCoordinator
 from tests.unit.test_group_conversion import _join as _conversion_join
@@ -336,3 +339,47 @@ def _reloaded(coord: _Coordinator) -> LoadState:
     state = LoadState()
     state.apply(decode_chunk(build_batch(coord.written), 0))
     return state
+
+
+def test_a_deletion_that_cannot_be_written_keeps_the_group_and_its_offsets() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        assert (await coord.heartbeat("c1", 0)).error == ErrorCode.none
+        assert (await coord.heartbeat("c1", -1, None)).error == ErrorCode.none
+        holder = coord.groups["g"]
+        tp = TopicPartition("t", 0)
+        expired = {tp: OffsetAndMetadata(Offset(5), LeaderEpoch(0), "", 0)}
+        tombstones = [NewRecord(offset_commit_key("g", "t", 0), None)]
+        written = len(coord.written)
+        coord.faults = ["before"]  # expiry deleted the offsets, then the group
+        deletion = coord.consumer.delete_group(coord.groups, holder, tombstones, lambda: holder.offsets.update(expired))
+        coord.membership.shut_down_group(holder, ErrorCode.coordinator_not_available)
+        assert "g" not in coord.groups
+        assert await deletion == ErrorCode.not_coordinator
+        assert coord.groups["g"] is holder and holder.offsets == expired and holder.is_in(GroupState.EMPTY)
+        assert holder.consumer is not None and holder.consumer.group_epoch == 3 and len(coord.written) == written
+        coord.assert_as_reloaded()
+        assert await coord.consumer.delete_group(coord.groups, holder, tombstones) == ErrorCode.none
+        assert "g" not in coord.groups and (GROUP_METADATA, None) not in _reloaded(coord).consumer_groups.get("g", {})
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_a_change_dropped_by_a_revert_undoes_what_it_did_outside_the_snapshot() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        assert (await coord.heartbeat("c1", 0)).error == ErrorCode.none
+        assert (await coord.heartbeat("c1", -1, None)).error == ErrorCode.none
+        holder = coord.groups["g"]
+        expired = {TopicPartition("t", 0): OffsetAndMetadata(Offset(5), LeaderEpoch(0), "", 0)}
+        coord.faults = ["before"]
+        joining = coord.heartbeat("c2", 0)  # fails: the deletion queued after it is dropped
+        await asyncio.sleep(0)
+        deletion = coord.consumer.delete_group(coord.groups, holder, [], lambda: holder.offsets.update(expired))
+        assert [(await joining).error, await deletion] == [ErrorCode.not_coordinator] * 2
+        assert coord.groups["g"] is holder and holder.offsets == expired and holder.consumer is not None
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
