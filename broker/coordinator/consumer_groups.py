@@ -468,7 +468,7 @@ class ConsumerGroups:
         self._cancel_timers(group.group_id, existing.member_id)
         self._emit_member_tombstones(group.group_id, existing.member_id)
         if target is not None:
-            group.target[member_id] = target
+            group.set_target(member_id, target)
             self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(target))
         return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
 

@@ -16,7 +16,8 @@ timer's fencing) takes a `GroupSnapshot` of its group before touching it; its wr
               were computed from a state that no longer exists) and it is answered with the
               error of the append that caused the revert.
 
-What a snapshot holds: the holder's consumer group (a copy: members are immutable values), its
+What a snapshot holds: the holder's consumer group (`ConsumerGroup.snapshot`: a copy-on-write copy,
+its members immutable values), its
 classic membership fields (an upgrade moved them away, a downgrade put new ones there) and the
 holder's presence in its partition. Offsets are not part of it (they have their own writes).
 Timers follow the restored state: the timers of the members the revert removes stop (the classic
@@ -72,15 +73,6 @@ class ClassicTimeout:
     reason: str
 
 
-def copy_group(group: ConsumerGroup) -> ConsumerGroup:
-    """A copy whose dicts are its own (their values are immutable)."""
-    return dataclasses.replace(
-        group, members=dict(group.members), static_members=dict(group.static_members), target=dict(group.target),
-        subscription_metadata=dict(group.subscription_metadata), resolved_regexes=dict(group.resolved_regexes),
-        partition_racks=dict(group.partition_racks),
-    )  # fmt: skip
-
-
 def _classic_state(group: ClassicGroup) -> ClassicState:
     return ClassicState(group.state, group.state_timestamp_ms, group.generation, group.protocol_type,
                         group.protocol_name, group.leader_id, dict(group.members), dict(group.static_members),
@@ -116,7 +108,7 @@ class GroupReverts:
         generation = self._reverted.get(group_id, (0, ErrorCode.none))[0]
         if holder is None or holder.is_in(GroupState.DEAD):  # the change may create the group
             return Change(self, GroupSnapshot(group_id, groups, None, None, None, generation))
-        consumer = None if holder.consumer is None else copy_group(holder.consumer)
+        consumer = None if holder.consumer is None else holder.consumer.snapshot()
         return Change(self, GroupSnapshot(group_id, groups, holder, consumer, _classic_state(holder), generation))
 
     def dropped(self, snapshot: GroupSnapshot) -> ErrorCode:
@@ -142,7 +134,7 @@ class GroupReverts:
         if holder.members:  # a downgrade made it a classic group
             self._membership.hand_over(holder)
             take_classic_state(holder)
-        holder.consumer = None if snapshot.consumer is None else copy_group(snapshot.consumer)
+        holder.consumer = None if snapshot.consumer is None else snapshot.consumer.snapshot()
         if snapshot.holder is None:
             if not holder.offsets and not holder.pending_offset_commits:
                 del snapshot.groups[snapshot.group_id]

@@ -383,3 +383,22 @@ def test_a_change_dropped_by_a_revert_undoes_what_it_did_outside_the_snapshot() 
         await coord.close()
 
     asyncio.run(run())
+
+
+def test_the_snapshot_is_copy_on_write() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        c1 = await coord.heartbeat("c1", 0)
+        c1 = await coord.heartbeat("c1", c1.member_epoch, ("t",), {T: (0, 1, 2)})
+        group = coord.groups["g"].consumer
+        assert group is not None
+        members = group.members
+        assert (await coord.heartbeat("c1", c1.member_epoch, ("t",), {T: (0, 1, 2)})).error == ErrorCode.none
+        assert group.members is members and group.shared  # a steady heartbeat copies nothing
+        snapshot = group.snapshot()
+        assert (await coord.heartbeat("c2", 0)).error == ErrorCode.none
+        assert group.members is not members and set(group.members) == {"c1", "c2"}
+        assert snapshot.members is members and set(members) == {"c1"}  # the snapshot's dicts never change
+        await coord.close()
+
+    asyncio.run(run())
