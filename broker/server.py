@@ -26,6 +26,7 @@ from broker.config import BrokerConfig, Listener, LogConfig, topic_log_config
 from broker.config.dynamic import DynamicBrokerConfig
 from broker.config.security import parse_super_users
 from broker.coordinator.coordinator import GroupCoordinator
+from broker.coordinator.group_configs import GroupConfigs
 from broker.log.cleaner import CleanerConfig
 from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
@@ -161,11 +162,13 @@ class Broker:
                           timeout_s=self.config.share_coordinator_write_timeout_ms / 1000 + 5,
                           security=ClientSecurity.from_config(self.config)))  # fmt: skip
         self.group_coordinator = GroupCoordinator(
-            self.config, self.controller, self.replica_manager, self.share_persister.initialize_partitions
+            self.config, self.controller, self.replica_manager, self.share_persister.initialize_partitions,
+            self.share_persister.delete_partitions,
         )
         self.share_partitions = SharePartitionManager(
             self.replica_manager.leader_partition, self._topic_name, self.share_persister,
             self.replica_manager.delayed_fetch,
+            GroupConfigs(self.config, lambda: self.controller.image).share_partition_settings,
         )  # fmt: skip
         self.txn_coordinator = TransactionCoordinator(
             self.config, self.controller, self.replica_manager, self.producer_ids, self.group_coordinator

@@ -490,6 +490,15 @@ def check_describe_topic_partitions(v: int, obs: list[Obs]) -> None:
         ("dtp", "", False, True, parts), ("missing", "UNKNOWN_TOPIC_OR_PARTITION", False, False, None)]
 
 
+def check_share(v: int, obs: list[Obs]) -> None:
+    """A share group starting at the earliest offset: franz-go's share consumer gets the four
+    records, accepts them, and the group is described Stable with its member assigned the partition."""
+    assert rows(obs, "group-config", "err") == [("",)]
+    assert [(o["partition"], o["offset"]) for o in steps(obs, "consumed")] == [(0, i) for i in range(4)]
+    assert rows(obs, "described", "err", "state", "assignor", "members") == [
+        ("", "Stable", "simple", ["assigned=[sh/0]"])]
+
+
 def check_sasl(v: int, obs: list[Obs]) -> None:
     # on a PLAINTEXT listener (Kafka's KafkaApis answers both so); the flows: compat/test_security.py
     assert rows(obs, "handshake", "err", "mechanisms") + rows(obs, "authenticate", "err") in (
@@ -547,6 +556,7 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     32: check_describe_configs, 33: check_alter_configs, 34: check_alter_replica_log_dirs, 35: check_describe_log_dirs, 37: check_create_partitions, 42: check_delete_groups, 43: check_elect_leaders,
     44: check_incremental_alter_configs, 45: check_reassignments, 46: check_reassignments, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster, 68: check_consumer_protocol, 69: check_consumer_protocol,
     75: check_describe_topic_partitions,
+    **{k: check_share for k in (76, 77, 78, 79)},
     17: check_sasl, 36: check_sasl, 29: check_acls, 30: check_acls, 31: check_acls, 50: check_scram, 51: check_scram,
     24: check_txn, 26: check_txn, 25: check_group_txn, 28: check_group_txn,
     **{k: check_txn_admin for k in (27, 61, 65, 66)},

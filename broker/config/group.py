@@ -10,9 +10,10 @@ session timeout > heartbeat interval. Where a group config is used, its value is
 broker's current bounds (`clamp`, Kafka's GroupConfig.evaluate), since the bounds may have
 changed since it was set. broker/coordinator/group_configs.py is the lookup the coordinator reads.
 
-Only the consumer.* configs have an effect (the consumer-protocol coordinator); share.* and
-streams.* are stored, validated and described as Kafka does, but Samsa serves no share or
-streams groups yet, so nothing reads them.
+The consumer.* configs are read by the consumer-protocol coordinator, the share.* configs by the
+share group coordinator and the share partition leaders (broker/coordinator/group_configs.py says
+where), except share.renew.acknowledge.enable; streams.* are stored, validated and described as
+Kafka does, but Samsa serves no streams groups, so nothing reads them.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ NOT_SERVED = ("Accepted for compatibility; Samsa serves no {kind} groups yet, so
               "nothing else (Kafka: {kafka}).")
 
 
-def _share(role: str, kafka: str) -> str:
-    return NOT_SERVED.format(kind="share", role=role, kafka=kafka)
+def _share(role: str, what: str) -> str:
+    """A share group config's broker default's or bound's description (it has an effect)."""
+    text = role.removeprefix("is ")
+    return f"{text[0].upper()}{text[1:]} ({what})."
 
 
 def _streams(role: str, kafka: str) -> str:
@@ -172,24 +175,32 @@ GROUP_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     _group("consumer.assignment.interval.ms", INT, 1_000,
            "The group's target assignment is computed again at most this often (this group's "
            "group.consumer.assignment.interval.ms).", at_least(0), "group.consumer.assignment.interval.ms"),
-    _group("share.session.timeout.ms", INT, 45_000, _share("is stored", "a share member's session timeout"),
+    _group("share.session.timeout.ms", INT, 45_000, "A share group member is fenced when it sends no "
+           "heartbeat for this long (this group's group.share.session.timeout.ms).",
            at_least(1), "group.share.session.timeout.ms"),
-    _group("share.heartbeat.interval.ms", INT, 5_000, _share("is stored", "a share member's heartbeat interval"),
-           at_least(1), "group.share.heartbeat.interval.ms"),
-    _group("share.record.lock.duration.ms", INT, 30_000, _share("is stored", "how long acquired records stay "
-           "locked"), at_least(1_000), "group.share.record.lock.duration.ms"),
-    _group("share.delivery.count.limit", INT, 5, _share("is stored", "deliveries before a record is archived"),
-           at_least(2), "group.share.delivery.count.limit"),
-    _group("share.partition.max.record.locks", INT, 2_000, _share("is stored", "the most acquired records "
-           "per share partition"), at_least(100), "group.share.partition.max.record.locks"),
-    _group("share.auto.offset.reset", STRING, "latest", _share("is stored", "where a share partition starts: "
-           "earliest, latest or by_duration:<ISO-8601 duration>"), AutoOffsetReset(), None),
-    _group("share.isolation.level", STRING, "read_uncommitted", _share("is stored", "whether a share group "
-           "delivers only committed transactional records"), OneOf(("read_committed", "read_uncommitted")), None),
-    _group("share.renew.acknowledge.enable", BOOLEAN, True, _share("is stored", "whether the renew "
-           "acknowledge type is enabled"), None, None),
-    _group("share.assignment.interval.ms", INT, 1_000, _share("is stored", "how often a share group's "
-           "assignment is computed"), at_least(0), "group.share.assignment.interval.ms"),
+    _group("share.heartbeat.interval.ms", INT, 5_000, "A share group member is told to heartbeat this often "
+           "(this group's group.share.heartbeat.interval.ms).", at_least(1), "group.share.heartbeat.interval.ms"),
+    _group("share.record.lock.duration.ms", INT, 30_000, "How long records a share consumer acquired stay "
+           "locked to it before they are delivered again or archived (this group's "
+           "group.share.record.lock.duration.ms).", at_least(1_000), "group.share.record.lock.duration.ms"),
+    _group("share.delivery.count.limit", INT, 5, "How many times a record is delivered before it is archived "
+           "(this group's group.share.delivery.count.limit).", at_least(2), "group.share.delivery.count.limit"),
+    _group("share.partition.max.record.locks", INT, 2_000, "The most in-flight records of one share "
+           "partition: no more are acquired while it has as many (this group's "
+           "group.share.partition.max.record.locks).", at_least(100), "group.share.partition.max.record.locks"),
+    _group("share.auto.offset.reset", STRING, "latest", "Where a share partition starts when first used: "
+           "earliest (the log start offset), latest (the high watermark) or by_duration:<ISO-8601 duration> "
+           "(the first record at most that old, else the high watermark).", AutoOffsetReset(), None),
+    _group("share.isolation.level", STRING, "read_uncommitted", "read_committed: share partitions are read up "
+           "to the last stable offset, and records of aborted transactions are archived, never delivered; "
+           "read_uncommitted: up to the high watermark.", OneOf(("read_committed", "read_uncommitted")), None),
+    _group("share.renew.acknowledge.enable", BOOLEAN, True, "Accepted for compatibility; Samsa always accepts "
+           "RENEW acknowledgements, so this only is stored (DescribeConfigs, IncrementalAlterConfigs on a GROUP "
+           "resource) and changes nothing else (Kafka: whether the renew acknowledge type is enabled).",
+           None, None),
+    _group("share.assignment.interval.ms", INT, 1_000, "The share group's target assignment is computed again "
+           "at most this often (this group's group.share.assignment.interval.ms).", at_least(0),
+           "group.share.assignment.interval.ms"),
     _group("streams.session.timeout.ms", INT, 45_000, _streams("is stored", "a streams member's session "
            "timeout"), at_least(1), "group.streams.session.timeout.ms"),
     _group("streams.heartbeat.interval.ms", INT, 5_000, _streams("is stored", "a streams member's heartbeat "

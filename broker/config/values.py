@@ -207,8 +207,19 @@ class ThrottledReplicas:
                           "in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
 
 
-_DURATION = re.compile(r"P(?:[0-9]+D)?(?:T(?=[0-9])(?:[0-9]+H)?(?:[0-9]+M)?(?:[0-9]+(?:[.,][0-9]{0,9})?S)?)?",
-                       re.IGNORECASE)
+_DURATION = re.compile(r"P(?:(?P<d>[0-9]+)D)?(?:T(?=[0-9])(?:(?P<h>[0-9]+)H)?(?:(?P<m>[0-9]+)M)?"
+                       r"(?:(?P<s>[0-9]+(?:[.,][0-9]{0,9})?)S)?)?", re.IGNORECASE)
+
+
+def duration_ms(text: str) -> int:
+    """Milliseconds of an ISO-8601 duration as share.auto.offset.reset's by_duration takes it
+    (Java's Duration.parse subset the validator below accepts: PnDTnHnMn.nS)."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"not an ISO-8601 duration: {text!r}")
+    days, hours, minutes = (int(match[g] or 0) for g in "dhm")
+    seconds = float((match["s"] or "0").replace(",", "."))
+    return ((days * 24 + hours) * 60 + minutes) * 60_000 + int(seconds * 1000)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from broker.coordinator.consumer_groups import ConsumerGroups
 from broker.coordinator.consumer_offset_checks import validate_offset_commit, validate_offset_fetch
 from broker.coordinator.consumer_records import GROUP_METADATA
 from broker.coordinator.group import ClassicGroup, GroupState
+from broker.coordinator.group_configs import GroupConfigs
 from broker.coordinator.loader import LoadState, decode_chunk
 from broker.coordinator.membership import GroupMembership, MembershipConfig
 from broker.coordinator.partitions import (
@@ -47,6 +48,7 @@ from broker.coordinator.records import (
 )
 from broker.log.info import AppendOrigin
 from broker.share.share_groups import Initializer as ShareInitializer
+from broker.share.share_groups import StateDeleter as ShareStateDeleter
 from broker.share.share_groups import for_coordinator as share_groups_for
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
@@ -116,7 +118,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
 
     def __init__(
         self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager,
-        share_initializer: ShareInitializer | None = None,
+        share_initializer: ShareInitializer | None = None, share_state_deleter: ShareStateDeleter | None = None,
     ) -> None:
         super().__init__(OFFSETS_TOPIC, controller, replica_manager, log)
         self.config = config
@@ -127,7 +129,11 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         self.consumer_groups = ConsumerGroups(
             config, lambda: controller.image, self.group_status, self._append_for, self.membership
         )
-        self.share_groups = share_groups_for(self, lambda: controller.image, self._append_for, share_initializer)
+        self.share_groups = share_groups_for(
+            self, lambda: controller.image, self._append_for,
+            GroupConfigs(config, lambda: controller.image).share_group_settings, share_initializer,
+            share_state_deleter,
+        )  # fmt: skip
         self._expiry_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -568,9 +574,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                 continue
             group = part.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
-                results[group_id], share_deletion = self.share_groups.delete(group_id)
-                if share_deletion is not None:  # after the group's own writes still under way
-                    ordered_writes[group_id] = share_deletion
+                results[group_id] = await self.share_groups.delete(group_id)
             elif not group.is_in(GroupState.EMPTY) or (group.consumer is not None and not group.consumer.is_empty()):
                 results[group_id] = ErrorCode.non_empty_group
             else:

@@ -7,8 +7,14 @@ falls back to (broker/config/group.py).
 The consumer-protocol coordinator reads consumer.session.timeout.ms,
 consumer.heartbeat.interval.ms and consumer.assignment.interval.ms through it on every use (a
 member's session restart, each heartbeat answer, each target assignment decision), so a change
-applies from the next heartbeat on. The share.* and streams.* values are available through
-`value` but nothing reads them: Samsa serves no share or streams groups yet.
+applies from the next heartbeat on. The share groups read theirs the same way: the share group
+coordinator share.session.timeout.ms, share.heartbeat.interval.ms and
+share.assignment.interval.ms on each heartbeat (`share_group_settings`), the share partition
+leaders share.record.lock.duration.ms, share.delivery.count.limit,
+share.partition.max.record.locks and share.isolation.level on each fetch, acknowledgement and
+release, and share.auto.offset.reset when a share partition is first initialized
+(`share_partition_settings`). The streams.* values are available through `value` but nothing
+reads them: Samsa serves no streams groups.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from collections.abc import Callable, Mapping
 from broker.config import BrokerConfig
 from broker.config.group import GROUP_CONFIGS, clamp
 from broker.config.values import ConfigError
+from broker.share.in_flight import SharePartitionSettings
+from broker.share.share_group import ShareGroupSettings
 from controller.model import ClusterImage
 
 log = logging.getLogger("samsa.coordinator")
@@ -53,7 +61,7 @@ class GroupConfigs:
 
     def value(self, group_id: str, name: str) -> object:
         """A group config's effective value for the group: its own setting within the broker's
-        current bounds, else the broker default (share.*, streams.*: exposed, not used yet)."""
+        current bounds, else the broker default (streams.*: exposed, not used)."""
         own = self.overrides(group_id).get(name)
         if own is None:  # Kafka's coordinator then reads its own broker config
             d = GROUP_CONFIGS[name]
@@ -65,3 +73,21 @@ class GroupConfigs:
         value = self.value(group_id, name)
         assert type(value) is int, name
         return value
+
+    def share_group_settings(self, group_id: str) -> ShareGroupSettings:
+        """What the share group coordinator obeys for this share group now."""
+        return ShareGroupSettings(
+            heartbeat_interval_ms=self.int_value(group_id, "share.heartbeat.interval.ms"),
+            session_timeout_ms=self.int_value(group_id, "share.session.timeout.ms"),
+            assignment_interval_ms=self.int_value(group_id, "share.assignment.interval.ms"),
+        )
+
+    def share_partition_settings(self, group_id: str) -> SharePartitionSettings:
+        """What a share partition leader obeys for this share group now."""
+        return SharePartitionSettings(
+            record_lock_duration_ms=self.int_value(group_id, "share.record.lock.duration.ms"),
+            delivery_count_limit=self.int_value(group_id, "share.delivery.count.limit"),
+            max_in_flight_records=self.int_value(group_id, "share.partition.max.record.locks"),
+            read_committed=self.value(group_id, "share.isolation.level") == "read_committed",
+            auto_offset_reset=str(self.value(group_id, "share.auto.offset.reset")),
+        )

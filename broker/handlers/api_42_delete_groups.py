@@ -1,8 +1,9 @@
 # DeleteGroups (key 42), versions 0-2.
 # Deletes Empty groups: the group and all its committed offsets get tombstones in
-# __consumer_offsets. Per group: GROUP_ID_NOT_FOUND (unknown or Dead), NON_EMPTY_GROUP (has
-# members), INVALID_GROUP_ID, coordinator errors; GROUP_AUTHORIZATION_FAILED without DELETE on the
-# group. Not supported: nothing of v0-2 is left out.
+# __consumer_offsets; a share group's share-group state is deleted first (DeleteShareGroupState
+# through the persister; its error answers the group). Per group: GROUP_ID_NOT_FOUND (unknown
+# or Dead), NON_EMPTY_GROUP (has members), INVALID_GROUP_ID, coordinator errors;
+# GROUP_AUTHORIZATION_FAILED without DELETE on the group. Not supported: nothing of v0-2 is left out.
 from __future__ import annotations
 
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest

@@ -10,8 +10,9 @@
 # TOPIC_AUTHORIZATION_FAILED without DESCRIBE on a subscribed topic, then share_groups.py's:
 # INVALID_REQUEST with Kafka's messages, GROUP_ID_NOT_FOUND (another type of group, an unknown
 # group), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED and the coordinator's.
-# Not supported: the group configs (group.share.*: Kafka's defaults). Served but not advertised
-# (versions.py UNADVERTISED) until share groups are served whole.
+# The group's share.heartbeat.interval.ms, share.session.timeout.ms and share.assignment.interval.ms
+# apply (broker/coordinator/group_configs.py). Not supported: group.share.max.size (200, Kafka's
+# default).
 from __future__ import annotations
 
 import datetime

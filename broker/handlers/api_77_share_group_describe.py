@@ -7,8 +7,7 @@
 # Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); authorized operations when
 # asked, as ConsumerGroupDescribe.
 # Not supported: TOPIC_AUTHORIZATION_FAILED for a group assigned topics the caller may not
-# describe (Kafka checks it). Served but not advertised (versions.py UNADVERTISED) until share
-# groups are served whole.
+# describe (Kafka checks it).
 from __future__ import annotations
 
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest

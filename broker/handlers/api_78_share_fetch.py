@@ -15,10 +15,10 @@
 # GROUP_AUTHORIZATION_FAILED without READ on the group; per partition TOPIC_AUTHORIZATION_FAILED
 # without READ on the topic, UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER (with the current leader and
 # its endpoint), and the share-group state's errors.
-# Not supported: ShareAcquireMode record_limit (KIP-1206; INVALID_REQUEST); the share groups'
-# share.isolation.level and share.auto.offset.reset configs (read_uncommitted, latest); fetch
-# quotas; re-sending a partition whose error went away. Served but not advertised
-# (versions.py UNADVERTISED) until share groups are served whole.
+# The group's configs apply (share.record.lock.duration.ms, .delivery.count.limit,
+# .partition.max.record.locks, .isolation.level, .auto.offset.reset).
+# Not supported: ShareAcquireMode record_limit (KIP-1206; INVALID_REQUEST); fetch quotas;
+# re-sending a partition whose error went away.
 from __future__ import annotations
 
 import datetime
@@ -110,7 +110,7 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchR
         if context is None or context.kind is ContextKind.INITIAL or part.records or part.error != ErrorCode.none
         or tip in added
     }  # fmt: skip
-    return _response(ctx, partitions, acknowledged, manager.settings.record_lock_duration_ms)
+    return _response(ctx, partitions, acknowledged, manager.settings(request.group_id).record_lock_duration_ms)
 
 
 def _response(

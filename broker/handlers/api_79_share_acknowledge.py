@@ -11,7 +11,7 @@
 # acknowledgements, KIP-1222).
 # Errors for the whole request: INVALID_REQUEST for a null group id or a member id empty or over
 # 36 characters, GROUP_AUTHORIZATION_FAILED without READ on the group.
-# Not supported: advertising it (versions.py UNADVERTISED) before share groups are served whole.
+# Not supported: nothing of v1-2 is left out.
 from __future__ import annotations
 
 import datetime
@@ -94,7 +94,7 @@ async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Share
     return ShareAcknowledgeResponse(
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
         acquisition_lock_timeout=i32Timedelta.parse(
-            datetime.timedelta(milliseconds=manager.settings.record_lock_duration_ms)),
+            datetime.timedelta(milliseconds=manager.settings(request.group_id).record_lock_duration_ms)),
         responses=tuple(ShareAcknowledgeTopicResponse(topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
         node_endpoints=tuple(NodeEndpoint(node_id=BrokerId(n.node_id), host=n.host, port=i32(n.port), rack=n.rack)
                              for n in leaders.nodes),

@@ -47,7 +47,8 @@ class DeliveryCountOp(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class SharePartitionSettings:
-    """The group configs a share partition obeys (Kafka's defaults)."""
+    """The group configs a share partition obeys (Kafka's defaults; the broker's are read per
+    group through broker/coordinator/group_configs.py)."""
 
     record_lock_duration_ms: int = 30_000
     """`group.share.record.lock.duration.ms`"""
@@ -55,6 +56,11 @@ class SharePartitionSettings:
     """`group.share.delivery.count.limit`"""
     max_in_flight_records: int = 2_000
     """`group.share.partition.max.record.locks`"""
+    read_committed: bool = False
+    """`share.isolation.level` read_committed: records of aborted transactions are archived."""
+    auto_offset_reset: str = "latest"
+    """`share.auto.offset.reset`: where a share partition never initialized starts (earliest,
+    latest, by_duration:<ISO-8601 duration>)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -194,6 +194,19 @@ class SharePersister:
                          group_id, key.topic_id, key.partition, answer.error.name)  # fmt: skip
         return {topic_id: frozenset(ps) for topic_id, ps in done.items()}
 
+    async def delete_partitions(self, group_id: str, partitions: Mapping[uuid.UUID, frozenset[int]]) -> ErrorCode:
+        """Delete the state of a share group's partitions (DeleteGroups on a share group, Kafka's
+        GroupCoordinatorService.deleteShareGroup over its persister's deleteState): the first
+        partition's error, else NONE."""
+        keys = [SharePartitionKey(group_id, topic_id, p) for topic_id, ps in partitions.items() for p in sorted(ps)]
+        answers = await asyncio.gather(*(self.delete(key) for key in keys))
+        for key, answer in zip(keys, answers, strict=True):
+            if answer.error != ErrorCode.none:
+                log.info("share partition state not deleted group=%s topic_id=%s partition=%d error=%s",
+                         group_id, key.topic_id, key.partition, answer.error.name)  # fmt: skip
+                return answer.error
+        return ErrorCode.none
+
     async def _initialize_one(self, key: SharePartitionKey, state_epoch: int) -> StateAnswer:
         error = await self._local.ensure_topic(key)
         if error != ErrorCode.none:

@@ -3,16 +3,16 @@ SharePartitionManager, DelayedShareFetch and ShareFetchUtils serve them: share s
 share partitions this broker leads (loaded through the state persister on first use), records
 read through `Partition` and acquired for the fetching member, acknowledgements and releases
 written with WriteShareGroupState before they take effect, acquisition locks that expire, and
-the delayed share fetch that waits for `min_bytes`. Not reachable from any handler yet (no
-ShareFetch/ShareAcknowledge row).
+the delayed share fetch that waits for `min_bytes`; the ShareFetch and ShareAcknowledge handlers
+(api_78, api_79) call it.
 
 A share partition (one group's view of one topic partition led here), in `SharePartitionManager`:
 
     absent    -> loading   the first fetch naming it: this broker must lead the topic partition
                            (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION otherwise); its
                            state is read with ReadShareGroupState at the partition's leader epoch
-    loading   -> loaded    the read answered; a share partition never started starts at the high
-                           watermark (`share.auto.offset.reset` latest, Kafka's default)
+    loading   -> loaded    the read answered; a share partition never started starts where the
+                           group's `share.auto.offset.reset` says (`reset_offset`)
     loading   -> absent    the read failed: the fetch gets Kafka's mapping of the persister's
                            error (SharePartition.fetchPersisterError), the next fetch tries again
     loaded    -> absent    the topic partition's leader epoch moved or leadership left this broker
@@ -37,8 +37,11 @@ request), and the bytes answered are cut to the acquired ones (ShareFetchUtils.
 maybeSliceFetchRecords). A read past the log start offset (OFFSET_OUT_OF_RANGE) moves the share
 partition's start offset and answers no records and no error.
 
-Not built yet: the share groups' `share.isolation.level` and `share.auto.offset.reset` group
-configs (read_uncommitted and latest, Kafka's defaults), the record_limit acquire mode
+The group's configs (`settings`, read on each use) set a loaded share partition's lock duration,
+delivery count limit, in-flight limit and isolation level (read_committed reads up to the last
+stable offset and archives the records of aborted transactions).
+
+Not built yet: the record_limit acquire mode
 (KIP-1206), a separate purgatory (fetches wait in the replica manager's fetch purgatory, keyed by
 topic partition).
 """
@@ -53,10 +56,13 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker import clock
+from broker.config.values import duration_ms
 from broker.replication.partition import FetchIsolation, Partition
 from broker.replication.purgatory import Purgatory
 from broker.share import share_partition_state
 from broker.share.in_flight import (
+    AbortedTransaction,
     AcknowledgementBatch,
     AcquiredRecords,
     FetchedBatch,
@@ -95,6 +101,26 @@ def persister_error(error: ErrorCode) -> ErrorCode:
     if error == ErrorCode.none:
         return error
     return _PERSISTER_ERRORS.get(error, ErrorCode.unknown_server_error)
+
+
+def reset_offset(partition: Partition, strategy: str, now_ms: int) -> int:
+    """Where a share partition never initialized starts (Kafka's SharePartition at its
+    initialization, through ShareFetchUtils): `earliest` the log start offset, `latest` the high
+    watermark, `by_duration:<d>` the first offset with a timestamp at or after now - d (the high
+    watermark when there is none)."""
+    kind, _, duration = strategy.partition(":")
+    if kind.lower() == "earliest":
+        return partition.log_start_offset
+    if kind.lower() == "by_duration":
+        found = partition.fetch_offset_for_timestamp(now_ms - duration_ms(duration), FetchIsolation.HIGH_WATERMARK)
+        if found is not None:
+            return found.offset
+    return partition.high_watermark
+
+
+def _isolation(sp: SharePartition) -> FetchIsolation:
+    """`share.isolation.level`: read_committed reads up to the last stable offset."""
+    return FetchIsolation.TXN_COMMITTED if sp.settings.read_committed else FetchIsolation.HIGH_WATERMARK
 
 
 def monotonic_ms() -> int:
@@ -200,15 +226,16 @@ class SharePartitionManager:
         topic_name: Callable[[uuid.UUID], str | None],
         persister: StatePersister,
         purgatory: Purgatory[TopicPartition],
-        settings: SharePartitionSettings | None = None,
+        settings: Callable[[str], SharePartitionSettings] | None = None,
         max_sessions: int = 2_000,
     ) -> None:
-        """`leader_partition` is the replica manager's (raises KafkaError unless led here)."""
+        """`leader_partition` is the replica manager's (raises KafkaError unless led here);
+        `settings` gives a group's settings now (its group configs; None: Kafka's defaults)."""
         self._leader_partition = leader_partition
         self._topic_name = topic_name
         self._persister = persister
         self._purgatory = purgatory
-        self.settings = settings or SharePartitionSettings()
+        self.settings: Callable[[str], SharePartitionSettings] = settings or (lambda _: SharePartitionSettings())
         self.sessions = ShareSessionCache(max_sessions)
         self._partitions: dict[SharePartitionKey, _Loaded] = {}
         self._loading: dict[SharePartitionKey, asyncio.Task[tuple[ErrorCode, str | None]]] = {}
@@ -306,7 +333,7 @@ class SharePartitionManager:
 
     def _readable_bytes(self, entry: _Loaded, offset: int, max_bytes: int) -> int:
         """The bytes a read from `offset` returns now, up to `max_bytes` (the read's size)."""
-        result = self._led(entry).read_records(Offset(offset), max_bytes, FetchIsolation.HIGH_WATERMARK)
+        result = self._led(entry).read_records(Offset(offset), max_bytes, _isolation(entry.sp))
         return 0 if result.info is None or result.info.records is None else len(result.info.records)
 
     def _acquire(
@@ -321,13 +348,14 @@ class SharePartitionManager:
         count = 0
         now = monotonic_ms()
         for tip, entry in acquirable.items():
+            entry.sp.settings = self.settings(entry.persister.key.group_id)
             offset = entry.sp.next_fetch_offset()
             try:
                 partition = self._led(entry)
                 if offset < partition.log_start_offset:  # Kafka's OFFSET_OUT_OF_RANGE case
                     entry.sp.update_cache_and_offsets(partition.log_start_offset)
                     continue
-                result = partition.read_records(Offset(offset), per_partition, FetchIsolation.HIGH_WATERMARK)
+                result = partition.read_records(Offset(offset), per_partition, _isolation(entry.sp))
             except KafkaError as e:
                 if e.code in (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch):
                     self._drop(entry)
@@ -336,8 +364,10 @@ class SharePartitionManager:
             if result.info is None or result.info.records is None:
                 continue
             data, batches, starts = whole_batches(result.info.records.read_bytes())
+            aborted = result.aborted_transactions
             acquired = entry.sp.acquire(
-                member_id, batches, offset, params.max_records - count, params.batch_size, now
+                member_id, batches, offset, params.max_records - count, params.batch_size, now,
+                None if aborted is None else [AbortedTransaction(a.producer_id, a.first_offset) for a in aborted],
             )
             if not acquired:
                 continue
@@ -377,8 +407,10 @@ class SharePartitionManager:
         self, key: SharePartitionKey, tp: TopicPartition, partition: Partition
     ) -> tuple[ErrorCode, str | None]:
         epoch = partition.leader_epoch
+        settings = self.settings(key.group_id)
         error, sp, persister = await share_partition_state.load(
-            self._persister, key, tp.topic, epoch, self.settings, lambda: partition.high_watermark
+            self._persister, key, tp.topic, epoch, settings,
+            lambda: reset_offset(partition, settings.auto_offset_reset, clock.now_ms()),
         )
         if error != ErrorCode.none or sp is None or persister is None:
             log.info("share partition not loaded group=%s topic=%s partition=%d error=%s",
@@ -409,6 +441,7 @@ class SharePartitionManager:
         except KafkaError:
             self._drop(entry)
             return None
+        entry.sp.settings = self.settings(group_id)
         return entry
 
     # == acknowledgements and releases ============================================================

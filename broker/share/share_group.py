@@ -61,7 +61,8 @@ class ShareGroupState(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ShareGroupSettings:
-    """The group coordinator configs a share group obeys (Kafka's defaults)."""
+    """The group coordinator configs a share group obeys (Kafka's defaults; the broker's and the
+    group's own through GroupConfigs.share_group_settings)."""
 
     max_size: int = 200
     """`group.share.max.size`"""
@@ -134,6 +135,8 @@ class ShareGroup:
     """Topic id -> (partitions whose state is being initialized, since when)."""
     initialized: dict[uuid.UUID, frozenset[int]] = field(default_factory=dict)
     """Topic id -> partitions whose share-group state is initialized: the assignable ones."""
+    deleting: frozenset[uuid.UUID] = frozenset()
+    """Topics whose share-group state DeleteGroups is deleting (no longer initialized)."""
 
     @property
     def state(self) -> ShareGroupState:

@@ -58,7 +58,7 @@ def _state_metadata(group: ShareGroup, names: Mapping[uuid.UUID, str]) -> rec.St
     return rec.StatePartitionMetadataValue(
         tuple(info(t, ps) for t, (ps, _since) in sorted(group.initializing.items(), key=lambda i: str(i[0]))),
         tuple(info(t, ps) for t, ps in sorted(group.initialized.items(), key=lambda i: str(i[0]))),
-        (),
+        tuple((t, names.get(t, "")) for t in sorted(group.deleting, key=str)),
     )
 
 
@@ -95,7 +95,9 @@ def changes(
         ):
             current = rec.CurrentAssignmentValue(m.member_epoch, m.previous_member_epoch, m.assigned)
             out.append((rec.ShareGroupKey(rec.CURRENT_ASSIGNMENT, gid, member_id), current))
-    if (before.initializing, before.initialized) != (after.initializing, after.initialized):
+    if (before.initializing, before.initialized, before.deleting) != (
+        after.initializing, after.initialized, after.deleting
+    ):
         out.append(
             (rec.ShareGroupKey(rec.STATE_PARTITION_METADATA, gid), _state_metadata(after, topic_names))
         )
@@ -134,6 +136,7 @@ def restore(
         ):
             group.initializing = {t.topic_id: (frozenset(t.partitions), now_ms) for t in value.initializing}
             group.initialized = {t.topic_id: frozenset(t.partitions) for t in value.initialized}
+            group.deleting = frozenset(t for t, _name in value.deleting)
         elif record_type == rec.TARGET_MEMBER and member_id is not None and isinstance(value, Mapping):
             group.target[member_id] = value
     for (record_type, member_id), value in latest.items():

@@ -6,9 +6,9 @@ shareGroupLeave, shareGroupDescribe and its replay serve them.
 
 The group coordinator builds one (`for_coordinator`), loads each partition's share groups into it
 and unloads them with the partition; ListGroups, DeleteGroups, JoinGroup and
-ConsumerGroupHeartbeat consult it, but no handler creates a share group yet (no ShareGroupHeartbeat
-row, no config: Kafka's defaults). The partitions' state is initialized through the share-group
-state persister (persister.py), wherever their `__share_group_state` partitions are led.
+ConsumerGroupHeartbeat consult it; ShareGroupHeartbeat drives it. Each
+group's settings are read on each use from its group configs (`settings`). The partitions' state
+is initialized through the share-group state persister (persister.py), wherever their `__share_group_state` partitions are led.
 
 A heartbeat:
 
@@ -72,6 +72,9 @@ ShareLookup = Callable[[str], tuple[ErrorCode, int | None]]
 loaded, else (the coordinator's error, None)."""
 OtherGroup = Callable[[str], bool]
 """Whether a classic or consumer group holds this group id."""
+StateDeleter = Callable[[str, Mapping[uuid.UUID, frozenset[int]]], Awaitable[ErrorCode]]
+"""Delete the share-group state of these partitions of a group with the share coordinator
+(DeleteShareGroupState through the persister): the first partition's error, else NONE."""
 Initializer = Callable[[str, int, Mapping[uuid.UUID, frozenset[int]]], Awaitable[Mapping[uuid.UUID, frozenset[int]]]]
 """Initialize the share-group state of these partitions of a group, with the group epoch as the
 state epoch, with the share coordinator: the partitions it initialized."""
@@ -94,19 +97,23 @@ class ShareGroups:
 
     def __init__(
         self,
-        settings: ShareGroupSettings,
+        settings: Callable[[str], ShareGroupSettings],
         topics: Callable[[], Mapping[str, TopicInfo]],
         lookup: ShareLookup,
         other_group: OtherGroup,
         append: GroupAppend,
         initialize: Initializer,
+        delete_state: StateDeleter | None = None,
     ) -> None:
+        """`delete_state` None: DeleteGroups has no share-group state to delete."""
         self._settings = settings
+        """Group id -> its settings now (the group configs, read on each use)."""
         self._topics = topics
         self._lookup = lookup
         self._other_group = other_group
         self._writes = OrderedWrites(append)
         self._initialize = initialize
+        self._delete_state = delete_state
         self._groups: dict[int, dict[str, ShareGroup]] = {}
         """Partition index -> group id -> group."""
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -132,8 +139,9 @@ class ShareGroups:
                 answer = sg.leave(group, req.member_id)
                 todo: Mapping[uuid.UUID, frozenset[int]] = {}
             else:
-                answer = sg.heartbeat(group, req, client_id, client_host, topics, self._settings, now)
-                todo = sg.partitions_to_initialize(group, topics, now, self._settings.initialize_retry_interval_ms)
+                settings = self._settings(req.group_id)
+                answer = sg.heartbeat(group, req, client_id, client_host, topics, settings, now)
+                todo = sg.partitions_to_initialize(group, topics, now, settings.initialize_retry_interval_ms)
         except KafkaError as e:  # raised before any change
             if is_new:
                 del groups[req.group_id]
@@ -211,7 +219,7 @@ class ShareGroups:
     def _start_session(self, group_id: str, member_id: str) -> None:
         self._cancel_session(group_id, member_id)
         self._sessions[(group_id, member_id)] = asyncio.get_running_loop().call_later(
-            self._settings.session_timeout_ms / 1000, self._expire, group_id, member_id
+            self._settings(group_id).session_timeout_ms / 1000, self._expire, group_id, member_id
         )
 
     def _cancel_session(self, group_id: str, member_id: str) -> None:
@@ -262,23 +270,58 @@ class ShareGroups:
             return ErrorCode.group_id_not_found, f"Group {group_id} not found.", None
         return ErrorCode.none, None, group
 
-    def delete(self, group_id: str) -> tuple[ErrorCode, asyncio.Task[ErrorCode] | None]:
-        """DeleteGroups on a share group (Kafka's ShareGroup.validateDeleteGroup and
-        createGroupTombstoneRecords): an Empty group is removed and its tombstones written after
-        the group's writes under way (the task writing them); GROUP_ID_NOT_FOUND or
-        NON_EMPTY_GROUP otherwise. The share
-        coordinator's state of its partitions is not deleted yet (Kafka's DeleteShareGroupState
-        through the persister is still to come)."""
+    def _empty_group(self, group_id: str) -> tuple[ErrorCode, dict[str, ShareGroup], ShareGroup | None]:
+        """The group DeleteGroups may delete (Kafka's ShareGroup.validateDeleteGroup), with the
+        groups of its partition; GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP otherwise."""
         _, index = self._lookup(group_id)
         groups = self._groups.get(index, {}) if index is not None else {}
         group = groups.get(group_id)
         if group is None:
-            return ErrorCode.group_id_not_found, None
+            return ErrorCode.group_id_not_found, groups, None
         if group.members:
-            return ErrorCode.non_empty_group, None
+            return ErrorCode.non_empty_group, groups, None
+        return ErrorCode.none, groups, group
+
+    async def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups on a share group, in Kafka 4.3.1's order (GroupCoordinatorService.
+        deleteGroups: deleteShareGroups, then the group deletion): an Empty group's initialized,
+        initializing and deleting topics become deleting (its state partition metadata record
+        written, Kafka's shareGroupBuildPartitionDeleteRequest), their partitions' state is
+        deleted through the persister, and only then is the group removed and its tombstones
+        written (after its writes under way). GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP before
+        anything (checked again after the state deletion); a state deletion's error answers the
+        group, which stays with those topics deleting, tried again by the next DeleteGroups."""
+        error, groups, group = self._empty_group(group_id)
+        if group is None:
+            return error
+        topics = self._topics()
+        partitions = {info.topic_id: info.partitions for info in topics.values()}
+        todo: dict[uuid.UUID, set[int]] = {}
+        for topic_id, ps in group.initialized.items():
+            todo.setdefault(topic_id, set()).update(ps)
+        for topic_id, (ps, _since) in group.initializing.items():
+            todo.setdefault(topic_id, set()).update(ps)
+        for topic_id in group.deleting:
+            todo.setdefault(topic_id, set()).update(range(partitions.get(topic_id, 0)))
+        todo = {t: ps for t, ps in todo.items() if t in partitions}  # a deleted topic has no state left to delete
+        if todo and self._delete_state is not None:
+            before = snapshot(group)
+            group.initialized, group.initializing = {}, {}
+            group.deleting = frozenset(todo)
+            error = await self._write(group_id, changes(before, group, _names(topics)))
+            if error != ErrorCode.none:
+                self._revert(groups, group, before, is_new=False)
+                return error
+            error = await self._delete_state(group_id, {t: frozenset(ps) for t, ps in todo.items()})
+            if error != ErrorCode.none:
+                log.info("share group state not deleted group=%s error=%s", group_id, error.name)
+                return error
+            error, groups, group = self._empty_group(group_id)  # a member may have joined meanwhile
+            if group is None:
+                return error
         del groups[group_id]
-        log.info("share group deleted group=%s", group_id)
-        return ErrorCode.none, self.write_in_order(group_id, [_to_record(r) for r in deletion(group)])
+        log.info("share group deleted group=%s topics=%d", group_id, len(todo))
+        return await asyncio.shield(self.write_in_order(group_id, [_to_record(r) for r in deletion(group)]))
 
     def holds(self, group_id: str) -> bool:
         """Whether a share group has this id (a classic or consumer group may not)."""
@@ -341,10 +384,12 @@ class GroupsCoordinator(Protocol):
 
 def for_coordinator(
     coordinator: GroupsCoordinator, image: Callable[[], ClusterImage], append: GroupAppend,
-    initialize: Initializer | None = None,
+    settings: Callable[[str], ShareGroupSettings], initialize: Initializer | None = None,
+    delete_state: StateDeleter | None = None,
 ) -> ShareGroups:
-    """The share groups of a group coordinator's `__consumer_offsets` partitions; `initialize` is
-    the share coordinator's (None: no share partition gets initialized)."""
+    """The share groups of a group coordinator's `__consumer_offsets` partitions; `settings` gives
+    a group's settings now (its group configs); `initialize` is the share coordinator's (None: no
+    share partition gets initialized)."""
 
     def lookup(group_id: str) -> tuple[ErrorCode, int | None]:
         error, part = coordinator.group_status(group_id)
@@ -359,5 +404,5 @@ def for_coordinator(
     ) -> Mapping[uuid.UUID, frozenset[int]]:
         return {}  # the partitions stay initializing
 
-    return ShareGroups(ShareGroupSettings(), lambda: cluster_topics(image()), lookup, other_group, append,
-                       initialize or no_share_coordinator)  # fmt: skip
+    return ShareGroups(settings, lambda: cluster_topics(image()), lookup, other_group, append,
+                       initialize or no_share_coordinator, delete_state)  # fmt: skip

@@ -121,14 +121,14 @@ class SharePartition:
     ) -> None:
         """`start_offset` is the persisted SPSO or, for a share partition never initialized, the
         offset `share.auto.offset.reset` resolves to (the caller asks the partition);
-        `state_batches` are the persisted in-flight records (Kafka's maybeInitialize)."""
+        `state_batches` are the persisted in-flight records (Kafka's maybeInitialize).
+        `settings` may be replaced at any time (the manager sets the group's current configs
+        before each use, as Kafka reads its group config provider on each acquisition)."""
         self.group_id = group_id
         self.topic = topic
         self.partition = partition
         self.settings = settings
         self.start_offset = start_offset
-        self._throttle_limit = max(2, -(-settings.delivery_count_limit // 2))
-        """Delivery count from which records are handed out in ever smaller groups."""
         self.cached_state: dict[int, InFlightBatch] = {}
         self._keys: list[int] = []
         for sb in state_batches:
@@ -225,6 +225,11 @@ class SharePartition:
                         return first
             self._find_next_fetch_offset = False
         return self.end_offset + 1
+
+    @property
+    def throttle_limit(self) -> int:
+        """Delivery count from which records are handed out in ever smaller groups."""
+        return max(2, -(-self.settings.delivery_count_limit // 2))
 
     def can_acquire_records(self) -> bool:
         """Whether a share fetch may acquire anything: some in-flight record is AVAILABLE, or fewer
@@ -394,14 +399,14 @@ class SharePartition:
             return (
                 b.state is RecordState.AVAILABLE
                 and b.rollback is None
-                and b.delivery_count >= self._throttle_limit
+                and b.delivery_count >= self.throttle_limit
             )
         counts = [
             s.delivery_count
             for offset, s in batch.offset_state.items()
             if first <= offset <= last and s.state is RecordState.AVAILABLE
         ]
-        return max(counts, default=0) >= self._throttle_limit
+        return max(counts, default=0) >= self.throttle_limit
 
     def _acquire_subset(
         self,
@@ -429,8 +434,8 @@ class SharePartition:
                 continue
             if limit > 2 and state.delivery_count == limit - 1 and acquired > 0:
                 break  # its last attempt: delivered alone, in the next fetch
-            if state.delivery_count >= self._throttle_limit and throttled_max < 0:
-                throttled_max = max(1, len(offsets) >> (state.delivery_count - self._throttle_limit + 1))
+            if state.delivery_count >= self.throttle_limit and throttled_max < 0:
+                throttled_max = max(1, len(offsets) >> (state.delivery_count - self.throttle_limit + 1))
             if not self._acquire_state(state, member_id, now_ms):
                 continue
             prev = ranges[-1] if ranges else None

@@ -147,6 +147,10 @@ var sweeps = map[int16]func(r *run){
 	68: sweepConsumerProtocol, // ConsumerGroupHeartbeat
 	69: sweepConsumerProtocol, // ConsumerGroupDescribe
 	75: sweepDescribeTopicPartitions,
+	76: sweepShare, // ShareGroupHeartbeat
+	77: sweepShare, // ShareGroupDescribe
+	78: sweepShare, // ShareFetch
+	79: sweepShare, // ShareAcknowledge
 }
 
 func scenarioVersions(ctx context.Context, bootstrap, prefix string, args []string) {
@@ -1364,4 +1368,60 @@ func (r *run) describeConsumerGroups(adm *kadm.Client, step string, groups ...st
 			"epoch": g.Epoch, "assignmentEpoch": g.AssignmentEpoch, "assignor": g.AssignorName, "members": members,
 			"authorizedOps": aclOps(g.AuthorizedOperations)})
 	}
+}
+
+// ShareGroupHeartbeat (76), ShareGroupDescribe (77), ShareFetch (78) or ShareAcknowledge (79)
+// pinned: a share group starting at the earliest offset (share.auto.offset.reset set with
+// IncrementalAlterConfigs on the GROUP resource) consumes four records with franz-go's share
+// consumer, accepts them (FlushAcks), and is described while its member is in it.
+func sweepShare(r *run) {
+	topic, group := r.topic("sh", 1, nil), r.name("grp")
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType = kmsg.ConfigResourceType(32) // GROUP
+	res.ResourceName = group
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	earliest := "earliest"
+	cfg.Name, cfg.Value = "share.auto.offset.reset", &earliest
+	res.Configs = append(res.Configs, cfg)
+	alter.Resources = append(alter.Resources, res)
+	altered, err := alter.RequestWith(r.ctx, r.plain())
+	r.must(err, "alter group config")
+	for _, a := range altered.Resources {
+		r.emit(obs{"step": "group-config", "err": errName(kerr.ErrorForCode(a.ErrorCode))})
+	}
+	prod := r.plain(manual)
+	var recs []*kgo.Record
+	for i := 0; i < 4; i++ {
+		recs = append(recs, rec(topic, 0, fmt.Sprintf("s%d", i), "share", base+int64(i)))
+	}
+	r.produce(prod, "produced", recs...)
+	member, describer := r.pinned, r.admin()
+	if r.key == 77 {
+		member, describer = r.plain, kadm.NewClient(r.pinned())
+	}
+	cl := member(kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+	got := r.consume("consumed", 4, cl)
+	cl.MarkAcks(kgo.AckAccept, got...)
+	r.must(cl.FlushAcks(r.ctx), "flush acks")
+	described, err := describer.DescribeShareGroups(r.ctx, group)
+	if _, shard := err.(*kadm.ShardErrors); err != nil && !shard {
+		r.must(err, "describe share groups")
+	}
+	for _, g := range described {
+		var members []string
+		for _, m := range g.Members {
+			var assigned []string
+			for t, ps := range m.Assignment {
+				for p := range ps {
+					assigned = append(assigned, fmt.Sprintf("%s/%d", strings.TrimPrefix(t, r.prefix+"-"), p))
+				}
+			}
+			sort.Strings(assigned)
+			members = append(members, fmt.Sprintf("assigned=%v", assigned))
+		}
+		r.emit(obs{"step": "described", "err": errName(g.Err), "state": g.GroupState, "assignor": g.Assignor,
+			"members": members})
+	}
+	cl.Close()
 }

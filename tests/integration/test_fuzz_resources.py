@@ -457,7 +457,7 @@ def test_client_supplied_strings_cannot_forge_or_break_log_lines(
     evil = f"evil\n{forged}\r\x1b[31mred\x00\u2028end"
     with RawClient(broker.port) as c:
         c.request(messages.request_class(18, 0)(), client_id=evil)  # the connection's client id
-        c.send_bytes(frame(request_header(77, 0, 2, evil, False)))  # unknown key: closed, logged
+        c.send_bytes(frame(request_header(52, 0, 2, evil, False)))  # a key not served: closed, logged
         assert c.closed_by_peer(5)
     with RawClient(broker.port) as c:  # the cap's line names the client id
         c.request(metadata_v1.MetadataRequest(topics=(

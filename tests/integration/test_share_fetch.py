@@ -50,7 +50,7 @@ def _manager(samsa: SamsaInProcess) -> SharePartitionManager:
         return None if topic is None else topic.name
 
     settings = SharePartitionSettings(record_lock_duration_ms=LOCK_MS, delivery_count_limit=3)
-    return SharePartitionManager(rm.leader_partition, topic_name, broker.share_coordinator, rm.delayed_fetch, settings)
+    return SharePartitionManager(rm.leader_partition, topic_name, broker.share_coordinator, rm.delayed_fetch, lambda _: settings)
 
 
 class Member:

@@ -23,6 +23,7 @@ from kio.static.primitive import i32, i32Timedelta, i64, i64Timedelta
 from broker.coordinator.coordinator import OffsetCommitEntry
 from broker.share.share_group import ShareGroup, ShareHeartbeat
 from broker.share.share_groups import ShareHeartbeatResult
+from broker.share.share_state import SharePartitionKey
 from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
@@ -173,9 +174,16 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
                 response = client.request(DeleteGroupsRequest(groups_names=(GroupId("queue"),)))
                 return [r.error_code for r in response.results]
 
+            # DeleteGroups deletes the share-group state of its partitions first (Kafka 4.3.1's
+            # order), through the persister
+            persister = samsa.broker.share_persister
+            assert persister is not None
+            keys = [SharePartitionKey("queue", jobs_id, p) for p in (0, 1)]
+            assert [samsa.run(persister.read(k, -1)).error for k in keys] == [ErrorCode.none] * 2
             assert delete() == [ErrorCode.non_empty_group]
             assert _heartbeat(samsa, "m1", -1).error == ErrorCode.none
             assert delete() == [ErrorCode.none]
+            assert all(samsa.run(persister.read(k, -1)).error != ErrorCode.none for k in keys)
             assert delete() == [ErrorCode.group_id_not_found]
         samsa.restart()
         _await_loaded(samsa)

@@ -18,8 +18,9 @@ as a feature. So for every broker config one of these must hold:
 And for every topic config: its `LogConfig` field is read from a config object in broker/ or
 controller/ code (the properties of LogConfig itself count), or its description starts the same
 way. And for every group config (broker/config/group.py): its name is passed to a config's method
-(`group_configs.int_value(group_id, "consumer.heartbeat.interval.ms")`), or its description starts
-the same way.
+(`group_configs.int_value(group_id, "consumer.heartbeat.interval.ms")`, or `self.int_value(...)`
+inside GroupConfigs, whose share-group settings gather the share.* ones), or its description
+starts the same way; not both.
 
 Code is read with `ast`: comments, docstrings and unrelated attributes of the same name do not
 count as a use.
@@ -41,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG_PACKAGE = ROOT / "broker" / "config"
 LOG_CONFIG_MODULE = CONFIG_PACKAGE / "topic.py"
 """LogConfig's home: its properties (`compact`, `log_append_time`) read the fields."""
+GROUP_CONFIGS_MODULE = ROOT / "broker" / "coordinator" / "group_configs.py"
+"""GroupConfigs' home: its methods ask `self.int_value("share.delivery.count.limit")`."""
 HARNESS = ROOT / "broker" / "testing"
 NO_EFFECT = "Accepted for compatibility; "
 
@@ -83,13 +86,15 @@ def _uses() -> _Uses:
                 continue
             tree = ast.parse(path.read_text(), filename=str(path))
             in_log_config = path == LOG_CONFIG_MODULE
+            in_group_configs = path == GROUP_CONFIGS_MODULE
             for node in ast.walk(tree):
                 if isinstance(node, ast.Attribute) and (
                         _is_config(node.value) or (in_log_config and isinstance(node.value, ast.Name)
                                                    and node.value.id == "self")):
                     attributes.add(node.attr)
                 elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                      and _is_config(node.func.value)):
+                      and (_is_config(node.func.value) or (in_group_configs and isinstance(node.func.value, ast.Name)
+                                                           and node.func.value.id == "self"))):
                     strings.update(a.value for a in node.args
                                    if isinstance(a, ast.Constant) and isinstance(a.value, str))
     return _Uses(frozenset(attributes), frozenset(strings))

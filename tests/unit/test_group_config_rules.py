@@ -10,6 +10,7 @@ import pytest
 
 from broker.config import BrokerConfig, ConfigSource, describe_group_configs
 from broker.config.group import GROUP_CONFIG_SPECS, GROUP_CONFIGS, clamp, validate_group_configs
+from broker.config.values import duration_ms
 from broker.coordinator.group_configs import GroupConfigs
 from controller.model import ClusterImage
 from protocol.errors import ErrorCode, KafkaError
@@ -126,3 +127,24 @@ def test_lookup_clamps_to_the_current_bounds_and_follows_the_image() -> None:
     current = image({"g": {"consumer.heartbeat.interval.ms": "7000"}})
     assert lookup.int_value("g", "consumer.heartbeat.interval.ms") == 7_000
     assert clamp("streams.num.standby.replicas", 5, DEFAULTS.values) == 2
+
+
+def test_share_settings_from_group_configs_and_broker_defaults() -> None:
+    stored = {"g": MappingProxyType({"share.record.lock.duration.ms": "50000", "share.delivery.count.limit": "3",
+                                     "share.isolation.level": "read_committed",
+                                     "share.auto.offset.reset": "by_duration:PT1M30S",
+                                     "share.heartbeat.interval.ms": "9000"})}  # fmt: skip
+    current = ClusterImage("c", BrokerId(0), ControllerEpoch(1), MappingProxyType({}), MappingProxyType({}),
+                           group_configs=MappingProxyType(stored))
+    broker, _ = BrokerConfig.from_properties({"group.share.max.record.lock.duration.ms": "40000",
+                                              "group.share.partition.max.record.locks": "500",
+                                              "group.share.session.timeout.ms": "50000"})  # fmt: skip
+    lookup = GroupConfigs(broker, lambda: current)
+    own, other = lookup.share_partition_settings("g"), lookup.share_partition_settings("other")
+    assert (own.record_lock_duration_ms, own.delivery_count_limit, own.max_in_flight_records) == (40_000, 3, 500)
+    assert (own.read_committed, own.auto_offset_reset) == (True, "by_duration:PT1M30S")
+    assert (other.record_lock_duration_ms, other.delivery_count_limit, other.read_committed) == (30_000, 5, False)
+    assert other.auto_offset_reset == "latest"
+    group = lookup.share_group_settings("g")
+    assert (group.heartbeat_interval_ms, group.session_timeout_ms, group.assignment_interval_ms) == (9_000, 50_000, 1_000)
+    assert duration_ms("PT1M30S") == 90_000 and duration_ms("P1DT0.5S") == 86_400_500

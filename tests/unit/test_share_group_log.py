@@ -126,3 +126,21 @@ def test_a_new_coordinator_rebuilds_the_group_from_the_record_bytes() -> None:
         restored, ShareHeartbeat("g", "m1", g.members["m1"].member_epoch), "c", "/h", TOPICS, SETTINGS, 10
     )
     assert answer.member_epoch == restored.group_epoch
+
+
+def test_deleting_topics_are_written_and_restored() -> None:
+    """DeleteGroups moves a share group's initialized topics to deleting (ShareGroupStatePartition
+    Metadata's deleting topics, with their names); a new coordinator reads them back."""
+    g, log = ShareGroup("g"), Log()
+    log.apply(g, lambda: beat(g, "m1", 0, ("foo",)))
+    log.apply(g, lambda: [initialized(g, t, ps) for t, ps in partitions_to_initialize(g, TOPICS, 5, 30_000).items()])
+    log.apply(g, lambda: leave(g, "m1"))
+
+    def start_deleting() -> None:
+        g.initialized, g.initializing, g.deleting = {}, {}, frozenset({FOO.topic_id})
+
+    written = log.apply(g, start_deleting)
+    assert [(k.type, v) for k, v in written] == [
+        (rec.STATE_PARTITION_METADATA, rec.StatePartitionMetadataValue((), (), ((FOO.topic_id, "foo"),)))]
+    restored = restore("g", log.latest(), TOPICS, now_ms=9)
+    assert (restored.deleting, restored.initialized, restored.initializing) == (frozenset({FOO.topic_id}), {}, {})

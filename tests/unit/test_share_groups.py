@@ -35,6 +35,9 @@ class Partition:
         self.other_groups: set[str] = set()
         self.initialize_ok = True
         self.initialize_calls: list[tuple[str, dict[uuid.UUID, frozenset[int]]]] = []
+        self.delete_error = ErrorCode.none
+        self.delete_calls: list[tuple[str, dict[uuid.UUID, frozenset[int]], int]] = []
+        """(group, partitions, how many records were written before the call)"""
 
     def lookup(self, group_id: str) -> tuple[ErrorCode, int | None]:
         return (ErrorCode.none, 0) if self.led else (ErrorCode.not_coordinator, None)
@@ -55,9 +58,14 @@ class Partition:
         self.initialize_calls.append((group_id, dict(todo)))
         return todo if self.initialize_ok else {}
 
+    async def delete_state(self, group_id: str, partitions: Mapping[uuid.UUID, frozenset[int]]) -> ErrorCode:
+        await asyncio.sleep(0)
+        self.delete_calls.append((group_id, dict(partitions), len(self.records)))
+        return self.delete_error
+
     def driver(self, settings: ShareGroupSettings = SETTINGS) -> ShareGroups:
-        return ShareGroups(settings, lambda: {"foo": FOO}, self.lookup, self.other_groups.__contains__,
-                           self.append, self.initialize)  # fmt: skip
+        return ShareGroups(lambda _: settings, lambda: {"foo": FOO}, self.lookup, self.other_groups.__contains__,
+                           self.append, self.initialize, self.delete_state)  # fmt: skip
 
     def latest(self) -> dict[str, RecordsByKey]:
         """What the group coordinator's loader folds from the partition's bytes (beside an offset
@@ -233,18 +241,33 @@ def test_failed_initialization_is_retried_after_the_interval() -> None:
     run(go)
 
 
-def test_delete_an_empty_group_writes_its_tombstones() -> None:
+def test_delete_an_empty_group_deletes_its_state_then_writes_its_tombstones() -> None:
+    """Kafka 4.3.1's order: the initialized partitions become deleting (a state partition metadata
+    record), their share-group state is deleted through the persister, then the tombstones; a
+    failed state deletion answers its error and keeps the group, whose next deletion tries the
+    deleting topics again."""
+
     async def go() -> None:
         part = Partition()
         groups = part.driver()
-        assert groups.delete("g") == (ErrorCode.group_id_not_found, None)
+        assert await groups.delete("g") == ErrorCode.group_id_not_found
         assert (await groups.heartbeat(_hb("m1", 0, ("foo",)), "c", "h")).error == ErrorCode.none
-        assert groups.delete("g") == (ErrorCode.non_empty_group, None)
+        await _settle()
+        assert await groups.delete("g") == ErrorCode.non_empty_group
+        assert part.delete_calls == []
         assert (await groups.heartbeat(_hb("m1", -1), "c", "h")).error == ErrorCode.none
+        part.delete_error = ErrorCode.coordinator_not_available
         before = len(part.records)
-        error, deletion = groups.delete("g")
-        assert error == ErrorCode.none and deletion is not None and await deletion == ErrorCode.none
-        tombstones = part.records[before:]
+        assert await groups.delete("g") == ErrorCode.coordinator_not_available
+        assert part.delete_calls == [("g", {FOO.topic_id: frozenset({0, 1})}, before + 1)]
+        deleting = part.records[before]
+        assert deleting.value is not None and len(part.records) == before + 1
+        assert groups.describe("g")[0] == ErrorCode.none  # still there
+        part.delete_error = ErrorCode.none
+        before = len(part.records)
+        assert await groups.delete("g") == ErrorCode.none
+        assert part.delete_calls[1][1] == {FOO.topic_id: frozenset({0, 1})}  # the deleting topic again
+        tombstones = part.records[part.delete_calls[1][2]:]
         assert tombstones and all(r.value is None for r in tombstones)
         assert groups.describe("g")[0] == ErrorCode.group_id_not_found
         assert part.latest()["g"] == {}  # a loading coordinator finds nothing of it
