@@ -565,7 +565,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         results: dict[str, ErrorCode] = {}
         by_partition: dict[int, list[NewRecord]] = {}
-        deleted: dict[int, list[tuple[ClassicGroup, GroupState, int]]] = {}  # classic ones, their state before
+        deleted: dict[int, list[tuple[OffsetsPartition, ClassicGroup, GroupState, int]]] = {}  # classic, state before
         ordered_writes: dict[str, asyncio.Task[ErrorCode]] = {}
         for group_id in group_ids:
             error, part = self.group_status(group_id)
@@ -583,7 +583,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                     ordered_writes[group_id] = self.consumer_groups.delete_group(part.groups, group, tombstones)
                 else:
                     del part.groups[group_id]
-                    deleted.setdefault(part.index, []).append((group, group.state, group.state_timestamp_ms))
+                    deleted.setdefault(part.index, []).append((part, group, group.state, group.state_timestamp_ms))
                     records = by_partition.setdefault(part.index, [])
                     records += self._offset_tombstones(group_id, group.offsets)
                     records.append(NewRecord(group_metadata_key(group_id), None))
@@ -596,8 +596,11 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             in_log = asyncio.Event()
             error = _append_error_for_group(await self._append(index, records, in_log.set))
             if error != ErrorCode.none:
-                if not in_log.is_set():  # as Kafka's runtime reverts a failed batch: the groups are back
-                    self._undelete(index, deleted.get(index, []))
+                for part, group, state, state_ms in deleted.get(index, []) if not in_log.is_set() else []:
+                    if group.group_id not in part.groups:  # as Kafka reverts a failed batch (not a transition)
+                        group.state, group.state_timestamp_ms = state, state_ms
+                        part.groups[group.group_id] = group
+                        log.warning("group deletion reverted group=%s reason=records_not_written", group.group_id)
                 for group_id in group_ids:  # Kafka: every group of the partition's batch gets the error
                     if self.partition_for(group_id) == index and group_id not in ordered_writes:
                         results[group_id] = error
@@ -606,15 +609,6 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             if error != ErrorCode.none and results.get(group_id) == ErrorCode.none:
                 results[group_id] = error
         return results
-
-    def _undelete(self, index: int, deleted: list[tuple[ClassicGroup, GroupState, int]]) -> None:
-        """Classic groups whose tombstones did not reach the log are back in their state before."""
-        part = self._partitions.get(index)
-        for group, state, state_timestamp_ms in deleted:  # a revert, not a transition of the state machine
-            if part is not None and group.group_id not in part.groups:
-                group.state, group.state_timestamp_ms = state, state_timestamp_ms
-                part.groups[group.group_id] = group
-                log.warning("group deletion reverted group=%s reason=records_not_written", group.group_id)
 
     # == offset retention =========================================================================
 
