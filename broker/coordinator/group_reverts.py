@@ -17,9 +17,9 @@ timer's fencing) takes a `GroupSnapshot` of its group before touching it; its wr
               error of the append that caused the revert.
 
 What a snapshot holds: the holder's consumer group (`ConsumerGroup.snapshot`: a copy-on-write copy,
-its members immutable values), its
-classic membership fields (an upgrade moved them away, a downgrade put new ones there) and the
-holder's presence in its partition. Offsets are not part of it (they have their own writes).
+its members immutable values), its classic membership fields (an upgrade moved them away, a
+downgrade put new ones there) and the holder's presence in its partition (a revert puts a deleted
+holder back). Offsets are not part of it (they have their own writes).
 Timers follow the restored state: the timers of the members the revert removes stop (the classic
 side's through GroupMembership.hand_over), the restored consumer members' sessions and pending
 revocations start again, so do the join and sync timeouts of its classic members (those running
