@@ -214,6 +214,22 @@ class ConsumerGroup:
     """The server assignor the target assignment was last computed with."""
     assignment_timestamp_ms: int = 0
     """When the target assignment was last computed (0: never)."""
+    shared: bool = field(default=False, repr=False)
+    """Its dicts are shared with a copy (`snapshot`): copied before they change (copy-on-write:
+    `members`, `static_members` and `target` change in place, the others are only replaced)."""
+
+    def snapshot(self) -> ConsumerGroup:
+        """A copy as the group is now (group_reverts.py), in constant time: both share the dicts
+        until one of them changes them."""
+        self.shared = True
+        return ConsumerGroup(self.group_id, self.group_epoch, self.assignment_epoch, self.members,
+                             self.static_members, self.target, self.subscription_metadata, self.resolved_regexes,
+                             self.partition_racks, self.assignor, self.assignment_timestamp_ms, shared=True)  # fmt: skip
+
+    def _own(self) -> None:
+        if self.shared:
+            self.members, self.static_members, self.target = dict(self.members), dict(self.static_members), dict(self.target)
+            self.shared = False
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -234,17 +250,27 @@ class ConsumerGroup:
         return None if member_id is None else self.members.get(member_id)
 
     def update_member(self, member: ConsumerGroupMember) -> None:
+        if self.members.get(member.member_id) == member and (
+            member.instance_id is None or self.static_members.get(member.instance_id) == member.member_id
+        ):
+            return  # unchanged (a steady heartbeat): nothing copied
+        self._own()
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
 
     def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
+        self._own()
         member = self.members.pop(member_id, None)
         self.target.pop(member_id, None)
         if member is not None and member.instance_id is not None:
             if self.static_members.get(member.instance_id) == member_id:
                 del self.static_members[member.instance_id]
         return member
+
+    def set_target(self, member_id: str, assignment: Assignment) -> None:
+        self._own()
+        self.target[member_id] = assignment
 
     def partition_owners(self) -> dict[tuple[uuid.UUID, int], int]:
         """(topic id, partition) -> epoch of the member that owns it (assigned or pending

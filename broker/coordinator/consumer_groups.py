@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -65,9 +66,10 @@ from broker.coordinator.consumer_group import (
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.group_configs import GroupConfigs
 from broker.coordinator.group_conversion import downgrade, upgrade
-from broker.coordinator.group_reverts import Change, GroupReverts
+from broker.coordinator.group_reverts import Change, ClassicTimeout, GroupReverts
 from broker.coordinator.migration import MigrationError, MigrationPolicy, can_downgrade
 from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
+from broker.coordinator.records import group_metadata_key
 from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord
@@ -173,6 +175,8 @@ class ConsumerGroups:
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._classic_timers: dict[str, dict[tuple[str, str], asyncio.TimerHandle]] = {"join": {}, "sync": {}}
         """A classic member's join and sync timeouts (classic_join.py), by kind."""
+        self._classic_timeouts: dict[tuple[str, str, str], ClassicTimeout] = {}
+        """The same timeouts by (kind, group id, member id), as a revert reschedules them."""
         self._racks = ReplicaRacks()
 
     @property
@@ -305,14 +309,34 @@ class ConsumerGroups:
         records, self._out = self._out, []
         return records
 
-    def convert_to_classic(self, holder: ClassicGroup) -> None:
+    async def convert_to_classic(self, holder: ClassicGroup) -> ErrorCode:
         """An empty consumer-protocol group becomes a classic group (a classic member joins): its
-        records are deleted, so that a reload does not bring the consumer group back."""
+        records are deleted, so that a reload does not bring the consumer group back. A change:
+        reverted (the consumer group back) if they cannot be written; the append's error."""
         if holder.consumer is None:
-            return
+            return ErrorCode.none
+        self.begin(holder.group_id)
         records = self.deletion_records(holder.consumer)
+        self._out = records
         holder.consumer = None
-        self.write_in_order(holder.group_id, records, background=True)
+        return await self.commit(holder.group_id)
+
+    def delete_group(
+        self, groups: dict[str, ClassicGroup], holder: ClassicGroup, offset_tombstones: list[NewRecord],
+        undo: Callable[[], None] | None = None, *, background: bool = False,
+    ) -> asyncio.Task[ErrorCode]:  # fmt: skip
+        """An empty group with a consumer group deleted (DeleteGroups, or expired): the tombstones
+        of its offsets, of the consumer group, then of the group, in one write after its changes
+        under way. A change, as Kafka's deletion is (its replay removes the group, reverted if the
+        write fails): if they cannot be written the group is back, and `undo` is called."""
+        assert holder.consumer is not None
+        change = self._reverts.take(groups, holder.group_id)
+        if undo is not None:
+            change.undo.append(undo)
+        records = [*offset_tombstones, *self.deletion_records(holder.consumer),
+                   NewRecord(group_metadata_key(holder.group_id), None)]  # fmt: skip
+        del groups[holder.group_id]
+        return self.write_in_order(holder.group_id, records, background=background, change=change)
 
     def restore(self, group_id: str, records: Mapping[tuple[int, str | None], rec.ConsumerGroupValue]) -> ConsumerGroup:
         """A group rebuilt from its records when its partition is loaded: members keep their
@@ -444,7 +468,7 @@ class ConsumerGroups:
         self._cancel_timers(group.group_id, existing.member_id)
         self._emit_member_tombstones(group.group_id, existing.member_id)
         if target is not None:
-            group.target[member_id] = target
+            group.set_target(member_id, target)
             self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(target))
         return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
 
@@ -745,8 +769,14 @@ class ConsumerGroups:
             handle.cancel()
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        for timers in (self._session_timers, self._rebalance_timers, *self._classic_timers.values()):
+        """The member's timers stop; the change being made keeps its classic timeouts, which a
+        revert restarts."""
+        for timers in (self._session_timers, self._rebalance_timers):
             self._cancel(timers, (group_id, member_id))
+        for kind in self._classic_timers:
+            timeout = self._cancel_classic(kind, group_id, member_id)
+            if timeout is not None and self._change is not None:
+                self._change.undo.append(functools.partial(self.restore_classic_timeout, timeout))
 
     def schedule_classic_timeout(
         self, kind: str, group_id: str, member_id: str, delay_ms: int, reason: str, if_absent: bool = False
@@ -757,12 +787,33 @@ class ConsumerGroups:
             return
         self._schedule(timers, (group_id, member_id), delay_ms,
                        lambda: self._classic_expired(kind, group_id, member_id, reason))  # fmt: skip
+        deadline = timers[(group_id, member_id)].when()
+        self._classic_timeouts[(kind, group_id, member_id)] = ClassicTimeout(kind, group_id, member_id, deadline, reason)
 
     def cancel_classic_timeout(self, kind: str, group_id: str, member_id: str) -> None:
+        self._cancel_classic(kind, group_id, member_id)
+
+    def _cancel_classic(self, kind: str, group_id: str, member_id: str) -> ClassicTimeout | None:
         self._cancel(self._classic_timers[kind], (group_id, member_id))
+        return self._classic_timeouts.pop((kind, group_id, member_id), None)
+
+    def classic_timeouts(self, group: ConsumerGroup) -> list[ClassicTimeout]:
+        """The group's classic timeouts running."""
+        return [t for m in group.members for kind in self._classic_timers
+                if (t := self._classic_timeouts.get((kind, group.group_id, m))) is not None]  # fmt: skip
+
+    def restore_classic_timeout(self, timeout: ClassicTimeout) -> None:
+        """A timeout a reverted change stopped runs again until its deadline (group_reverts.py), if
+        its member is in the group."""
+        group = self._current(timeout.group_id)
+        if group is None or timeout.member_id not in group.members:
+            return
+        delay_ms = round((timeout.deadline - asyncio.get_running_loop().time()) * 1000)
+        self.schedule_classic_timeout(timeout.kind, timeout.group_id, timeout.member_id, delay_ms, timeout.reason)
 
     def _classic_expired(self, kind: str, group_id: str, member_id: str, reason: str) -> None:
         self._classic_timers[kind].pop((group_id, member_id), None)
+        self._classic_timeouts.pop((kind, group_id, member_id), None)
         self._cancel(self._session_timers, (group_id, member_id))
         self._fence(group_id, member_id, reason)
 
@@ -777,6 +828,7 @@ class ConsumerGroups:
             for handle in timers.values():
                 handle.cancel()
             timers.clear()
+        self._classic_timeouts.clear()
 
 
 def _check_epoch(member: ConsumerGroupMember, req: HeartbeatRequest) -> None:

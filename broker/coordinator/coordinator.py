@@ -17,6 +17,7 @@ left with neither members nor offsets.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -564,6 +565,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         results: dict[str, ErrorCode] = {}
         by_partition: dict[int, list[NewRecord]] = {}
+        deleted: dict[int, list[tuple[OffsetsPartition, ClassicGroup, GroupState, int]]] = {}  # classic, state before
         ordered_writes: dict[str, asyncio.Task[ErrorCode]] = {}
         for group_id in group_ids:
             error, part = self.group_status(group_id)
@@ -576,24 +578,31 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             elif not group.is_in(GroupState.EMPTY) or (group.consumer is not None and not group.consumer.is_empty()):
                 results[group_id] = ErrorCode.non_empty_group
             else:
+                if group.consumer is not None:  # one write after the group's own under way, reverted if it fails
+                    tombstones = self._offset_tombstones(group_id, group.offsets)
+                    ordered_writes[group_id] = self.consumer_groups.delete_group(part.groups, group, tombstones)
+                else:
+                    del part.groups[group_id]
+                    deleted.setdefault(part.index, []).append((part, group, group.state, group.state_timestamp_ms))
+                    records = by_partition.setdefault(part.index, [])
+                    records += self._offset_tombstones(group_id, group.offsets)
+                    records.append(NewRecord(group_metadata_key(group_id), None))
                 self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
-                del part.groups[group_id]
-                records = by_partition.setdefault(part.index, [])
-                records += self._offset_tombstones(group_id, group.offsets)
-                if group.consumer is not None:  # after the group's own writes still under way
-                    ordered_writes[group_id] = self.consumer_groups.write_in_order(
-                        group_id, self.consumer_groups.deletion_records(group.consumer)
-                    )
-                records.append(NewRecord(group_metadata_key(group_id), None))
                 results[group_id] = ErrorCode.none
                 log.info("group deleted group=%s offsets=%d", group_id, len(group.offsets))
         for index, records in by_partition.items():
             if not records:
                 continue
-            error = _append_error_for_group(await self._append(index, records))
+            in_log = asyncio.Event()
+            error = _append_error_for_group(await self._append(index, records, in_log.set))
             if error != ErrorCode.none:
-                for group_id in group_ids:
-                    if results.get(group_id) == ErrorCode.none and self.partition_for(group_id) == index:
+                for part, group, state, state_ms in deleted.get(index, []) if not in_log.is_set() else []:
+                    if group.group_id not in part.groups:  # as Kafka reverts a failed batch (not a transition)
+                        group.state, group.state_timestamp_ms = state, state_ms
+                        part.groups[group.group_id] = group
+                        log.warning("group deletion reverted group=%s reason=records_not_written", group.group_id)
+                for group_id in group_ids:  # Kafka: every group of the partition's batch gets the error
+                    if self.partition_for(group_id) == index and group_id not in ordered_writes:
                         results[group_id] = error
         for group_id, task in ordered_writes.items():
             error = await asyncio.shield(task)  # already the coordinator's error (_append_for)
@@ -646,9 +655,8 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                     and tp not in group.pending_offset_commits
                     and self._expired(group, offset, now_ms)
                 ]
-                for tp in expired:
-                    del group.offsets[tp]
-                records += self._offset_tombstones(group.group_id, expired)
+                gone = {tp: group.offsets.pop(tp) for tp in expired}
+                tombstones = self._offset_tombstones(group.group_id, expired)
                 total += len(expired)
                 if expired:
                     log.info(
@@ -662,14 +670,16 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
                     and not group.pending_offset_commits
                     and not group.pending_members
                 ):
+                    if group.consumer is not None:  # one write after the group's own under way, reverted if it fails
+                        undo = functools.partial(group.offsets.update, gone)  # its offsets back then
+                        self.consumer_groups.delete_group(part.groups, group, tombstones, undo, background=True)
+                        tombstones = []
+                    else:
+                        del part.groups[group.group_id]
+                        tombstones.append(NewRecord(group_metadata_key(group.group_id), None))
                     self.membership.shut_down_group(group, ErrorCode.coordinator_not_available)
-                    del part.groups[group.group_id]
-                    if group.consumer is not None:  # after the group's own writes still under way
-                        self.consumer_groups.write_in_order(
-                            group.group_id, self.consumer_groups.deletion_records(group.consumer), background=True
-                        )
-                    records.append(NewRecord(group_metadata_key(group.group_id), None))
                     log.info("group removed group=%s reason=empty_without_offsets", group.group_id)
+                records += tombstones
             if records:
                 error = await self._append(part.index, records)
                 if error != ErrorCode.none:

@@ -16,18 +16,22 @@ timer's fencing) takes a `GroupSnapshot` of its group before touching it; its wr
               were computed from a state that no longer exists) and it is answered with the
               error of the append that caused the revert.
 
-What a snapshot holds: the holder's consumer group (a copy: members are immutable values), its
-classic membership fields (an upgrade moved them away, a downgrade put new ones there) and the
-holder's presence in its partition. Offsets are not part of it (they have their own writes).
+What a snapshot holds: the holder's consumer group (`ConsumerGroup.snapshot`: a copy-on-write copy,
+its members immutable values), its classic membership fields (an upgrade moved them away, a
+downgrade put new ones there) and the holder's presence in its partition (a revert puts a deleted
+holder back). Offsets are not part of it (they have their own writes).
 Timers follow the restored state: the timers of the members the revert removes stop (the classic
 side's through GroupMembership.hand_over), the restored consumer members' sessions and pending
-revocations start again, and a restored classic group resumes (GroupMembership.resume).
+revocations start again, so do the join and sync timeouts of its classic members (those running
+and those the change stopped, at their deadlines), and a restored classic group resumes
+(GroupMembership.resume).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -51,14 +55,22 @@ class ConsumerTimers(Protocol):
 
     def schedule_revocation_timeout(self, group_id: str, member_id: str, epoch: int, timeout_ms: int) -> None: ...
 
+    def classic_timeouts(self, group: ConsumerGroup) -> list[ClassicTimeout]: ...
 
-def copy_group(group: ConsumerGroup) -> ConsumerGroup:
-    """A copy whose dicts are its own (their values are immutable)."""
-    return dataclasses.replace(
-        group, members=dict(group.members), static_members=dict(group.static_members), target=dict(group.target),
-        subscription_metadata=dict(group.subscription_metadata), resolved_regexes=dict(group.resolved_regexes),
-        partition_racks=dict(group.partition_racks),
-    )  # fmt: skip
+    def restore_classic_timeout(self, timeout: ClassicTimeout) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicTimeout:
+    """A classic member's join or sync timeout in a consumer group (classic_join.py)."""
+
+    kind: str
+    """"join" or "sync"."""
+    group_id: str
+    member_id: str
+    deadline: float
+    """In the event loop's time."""
+    reason: str
 
 
 def _classic_state(group: ClassicGroup) -> ClassicState:
@@ -96,7 +108,7 @@ class GroupReverts:
         generation = self._reverted.get(group_id, (0, ErrorCode.none))[0]
         if holder is None or holder.is_in(GroupState.DEAD):  # the change may create the group
             return Change(self, GroupSnapshot(group_id, groups, None, None, None, generation))
-        consumer = None if holder.consumer is None else copy_group(holder.consumer)
+        consumer = None if holder.consumer is None else holder.consumer.snapshot()
         return Change(self, GroupSnapshot(group_id, groups, holder, consumer, _classic_state(holder), generation))
 
     def dropped(self, snapshot: GroupSnapshot) -> ErrorCode:
@@ -105,19 +117,24 @@ class GroupReverts:
         return error if generation != snapshot.generation else ErrorCode.none
 
     def revert(self, snapshot: GroupSnapshot, error: ErrorCode) -> None:
-        """The change's records did not reach the log: the group goes back to the snapshot."""
+        """The change's records did not reach the log: the group goes back to the snapshot (put
+        back in its partition if the change deleted it)."""
         if self.dropped(snapshot) != ErrorCode.none:
             return  # already reverted to an earlier snapshot
         self._reverted[snapshot.group_id] = (snapshot.generation + 1, error)
         holder = snapshot.groups.get(snapshot.group_id)
+        if holder is None and snapshot.holder is not None:  # deleted by this change or a later one
+            holder = snapshot.groups[snapshot.group_id] = snapshot.holder
         if holder is None or (snapshot.holder is not None and holder is not snapshot.holder):
-            return  # deleted since (its tombstones are written after this change's records)
+            return  # deleted then made anew since (its records are written after this change's)
+        running: list[ClassicTimeout] = []
         if holder.consumer is not None:
+            running = self._timers.classic_timeouts(holder.consumer)
             self._timers.unload(holder.consumer)
         if holder.members:  # a downgrade made it a classic group
             self._membership.hand_over(holder)
             take_classic_state(holder)
-        holder.consumer = None if snapshot.consumer is None else copy_group(snapshot.consumer)
+        holder.consumer = None if snapshot.consumer is None else snapshot.consumer.snapshot()
         if snapshot.holder is None:
             if not holder.offsets and not holder.pending_offset_commits:
                 del snapshot.groups[snapshot.group_id]
@@ -133,6 +150,8 @@ class GroupReverts:
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self._timers.schedule_revocation_timeout(snapshot.group_id, member.member_id,
                                                              member.member_epoch, member.rebalance_timeout_ms)  # fmt: skip
+            for timeout in running:
+                self._timers.restore_classic_timeout(timeout)
         log.warning("consumer group change reverted group=%s reason=records_not_written error=%s type=%s",
                     snapshot.group_id, error.name, "consumer" if holder.consumer is not None else "classic")  # fmt: skip
 
@@ -143,9 +162,14 @@ class Change:
 
     reverts: GroupReverts
     snapshot: GroupSnapshot
+    undo: list[Callable[[], None]] = dataclasses.field(default_factory=list)
+    """What the change did outside the snapshot (a classic timeout stopped, offsets deleted),
+    undone when its records are not written, reverted or dropped."""
 
     def dropped(self) -> ErrorCode:
         return self.reverts.dropped(self.snapshot)
 
     def not_written(self, error: ErrorCode) -> None:
         self.reverts.revert(self.snapshot, error)
+        for undo in self.undo:
+            undo()

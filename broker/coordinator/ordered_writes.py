@@ -41,7 +41,8 @@ class Revertible(Protocol):
         ...
 
     def not_written(self, error: ErrorCode) -> None:
-        """Its records did not reach the log: revert it."""
+        """Its records did not reach the log (its append failed, or a revert dropped it): revert
+        it."""
         ...
 
 
@@ -74,6 +75,8 @@ class OrderedWrites:
                     error = await self._append(group_id, records, appended)
                     if error != ErrorCode.none and change is not None and not in_log.done():
                         change.not_written(error)
+                elif change is not None:
+                    change.not_written(error)
             finally:
                 appended()
                 if self._last.get(group_id) is in_log:

@@ -12,7 +12,8 @@
 # A group id that is a consumer-protocol (KIP-848) group with members goes to
 # classic_join.join_consumer_group (Kafka's online migration: the member joins the consumer group;
 # INCONSISTENT_GROUP_PROTOCOL when group.consumer.migration.policy is disabled); an empty one
-# becomes a classic group. A share group's id answers INCONSISTENT_GROUP_PROTOCOL with an empty
+# becomes a classic group once its tombstones are written (else the append's error, the consumer
+# group kept: group_reverts.py). A share group's id answers INCONSISTENT_GROUP_PROTOCOL with an empty
 # member id.
 # Not supported: nothing of v0-9 is left out.
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as Kafka checks it first.
@@ -94,11 +95,13 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
         reason=request.reason,
         correlation_id=ctx.correlation_id,
     )
-    if group.consumer is not None:
+    while group.consumer is not None:  # again if a consumer member made one while the deletion was written
         if not group.consumer.is_empty():  # a classic member joins a consumer group (KIP-848 migration)
             groups = coord.consumer_groups
             joined = await join_consumer_group(groups, group, group.consumer, join, groups.migration_policy,
                                                config.group_consumer_max_size, config.group_max_size)
             return _response(ctx, joined)
-        coord.consumer_groups.convert_to_classic(group)  # an empty consumer-protocol group becomes classic
+        converted = await coord.consumer_groups.convert_to_classic(group)  # an empty one becomes classic
+        if converted != ErrorCode.none:  # its deletion could not be written: the consumer group stays
+            return _response(ctx, JoinResult(converted, request.member_id))
     return _response(ctx, await coord.membership.join(group, join))

@@ -63,3 +63,48 @@ def test_a_join_that_cannot_be_written_is_not_kept(tmp_path: Path) -> None:
             assert joined.error_code == 0 and joined.member_epoch == before["epoch"] + 1
     finally:
         broker.close()
+
+
+@pytest.mark.timeout(90)
+def test_a_deletion_that_cannot_be_written_keeps_the_group(tmp_path: Path) -> None:
+    """Kafka's DeleteGroups removes the group by replaying its tombstones, reverted when their batch
+    fails: every group of the partition's batch is answered the error and the group stays."""
+    from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+    from kio.schema.types import GroupId
+    from kio.static.primitive import i8
+
+    from broker.testing import SamsaProcess
+    from protocol.errors import ErrorCode
+    from tests.support import fidelity
+    from tests.support.consumer_protocol import describe, heartbeat, join
+    from tests.support.raw_client import RawClient
+
+    group, topic = "raw-kip848-group", "raw-kip848"
+
+    def delete(client: RawClient) -> int:
+        return int(client.request(DeleteGroupsRequest(groups_names=(GroupId(group),))).results[0].error_code)
+
+    broker = SamsaProcess(tmp_path / "data", {"group.consumer.assignment.interval.ms": "0"}).start()
+    try:
+        with RawClient(broker.port, timeout=30) as client:
+            fidelity.create_topic(client, topic, partitions=2)
+            deadline = time.monotonic() + 30
+            while client.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,))).coordinators[0].error_code:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            joined = join(client, "member-a-0123456789abcd", topics=(topic,))
+            assert joined.error_code == 0
+            assert heartbeat(client, "member-a-0123456789abcd", -1).error_code == 0  # the group is empty
+            before = describe(client, group)
+            assert before["state"] == "Empty" and before["members"] == []
+            assert fidelity.incremental_alter_configs(client, 2, "__consumer_offsets",
+                                                      [("min.insync.replicas", 0, "2")]) == (0, None)  # fmt: skip
+            assert delete(client) == ErrorCode.coordinator_not_available
+            assert describe(client, group) == before  # the group is still there
+            assert fidelity.incremental_alter_configs(client, 2, "__consumer_offsets",
+                                                      [("min.insync.replicas", 0, "1")]) == (0, None)  # fmt: skip
+            assert delete(client) == ErrorCode.none
+            assert describe(client, group)["error"] == "group_id_not_found"
+    finally:
+        broker.close()

@@ -7,20 +7,28 @@ append callable; the classic side is a real GroupMembership."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Callable
 
 from broker.config import BrokerConfig
+from broker.coordinator.classic_join import join_consumer_group
 from broker.coordinator.consumer_group import MemberState
 from broker.coordinator.consumer_groups import ConsumerGroups, HeartbeatRequest, HeartbeatResult
 from broker.coordinator.consumer_records import GROUP_METADATA
-from broker.coordinator.group import ClassicGroup
+from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.loader import LoadState, decode_chunk
 from broker.coordinator.membership import GroupMembership, MembershipConfig
+from broker.coordinator.migration import MigrationPolicy
+from broker.coordinator.records import OffsetAndMetadata, offset_commit_key
 from controller.model import ClusterImage, PartitionRegistration, TopicRegistration
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord, build_batch
+from protocol.topic_partition import TopicPartition
+from protocol.types import LeaderEpoch, Offset
+from tests.unit.test_classic_join import _join as _classic_join
 from tests.unit.test_group_conversion import _Coordinator as _ClassicCoordinator
+from tests.unit.test_group_conversion import _join as _conversion_join
 
 T, U = uuid.UUID(int=1), uuid.UUID(int=2)
 
@@ -255,5 +263,142 @@ def test_a_downgrade_is_reverted_to_the_consumer_group() -> None:
         assert holder.consumer is None and set(holder.members) == {coord.m1, coord.m2}
         coord.consumer.close()
         await coord.membership.close()
+
+    asyncio.run(run())
+
+
+def test_an_empty_consumer_group_converted_to_classic_is_reverted() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        c1 = await coord.heartbeat("c1", 0)
+        assert (await coord.heartbeat("c1", -1, None)).error == ErrorCode.none
+        holder = coord.groups["g"]
+        empty = holder.consumer
+        assert empty is not None and empty.is_empty()
+        coord.faults = ["before"]
+        assert (
+            await coord.consumer.convert_to_classic(holder) == ErrorCode.not_coordinator
+        )  # a classic member joins
+        assert holder.consumer is not None and holder.consumer.group_epoch == empty.group_epoch
+        assert holder.members == {} and c1.error == ErrorCode.none
+        coord.assert_as_reloaded()
+        assert await coord.consumer.convert_to_classic(holder) == ErrorCode.none  # written this time
+        assert (await coord.membership.join(holder, _conversion_join(""))).error == ErrorCode.none
+        assert holder.consumer is None and len(holder.members) == 1
+        assert (GROUP_METADATA, None) not in _reloaded(coord).consumer_groups.get("g", {})
+        await coord.close()
+
+    asyncio.run(run())
+
+
+async def _classic_member(coord: _Coordinator, rebalance_timeout_ms: int) -> str:
+    """c1 (consumer protocol) then a static classic member joined, its sync timeout running."""
+    assert (await coord.heartbeat("c1", 0)).error == ErrorCode.none
+    holder = coord.groups["g"]
+    assert holder.consumer is not None
+    req = dataclasses.replace(_classic_join(instance_id="i1"), rebalance_timeout_ms=rebalance_timeout_ms)
+    joined = await join_consumer_group(coord.consumer, holder, holder.consumer, req, MigrationPolicy.BIDIRECTIONAL,
+                                       10, 10)  # fmt: skip
+    assert (
+        joined.error == ErrorCode.none and ("g", joined.member_id) in coord.consumer._classic_timers["sync"]
+    )
+    return joined.member_id
+
+
+def test_a_revert_keeps_the_classic_members_sync_timeout() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        m = await _classic_member(coord, 60_000)
+        deadline = coord.consumer._classic_timers["sync"][("g", m)].when()
+        coord.faults = ["before"]
+        assert (await coord.heartbeat("c2", 0)).error == ErrorCode.not_coordinator  # reverted
+        assert abs(coord.consumer._classic_timers["sync"][("g", m)].when() - deadline) < 0.002  # ms rounded
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_a_reverted_fencing_restarts_the_classic_members_sync_timeout() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        m = await _classic_member(coord, 100)
+        coord.faults = ["before"]
+        assert await coord.consumer.fence_members("g", [m], "left") == ErrorCode.not_coordinator
+        group = coord.groups["g"].consumer
+        assert group is not None and m in group.members and ("g", m) in coord.consumer._classic_timers["sync"]
+        await asyncio.sleep(0.3)  # it never syncs: fenced at its sync timeout, as before the fencing
+        assert m not in group.members and set(group.members) == {"c1"}
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def _reloaded(coord: _Coordinator) -> LoadState:
+    state = LoadState()
+    state.apply(decode_chunk(build_batch(coord.written), 0))
+    return state
+
+
+def test_a_deletion_that_cannot_be_written_keeps_the_group_and_its_offsets() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        assert (await coord.heartbeat("c1", 0)).error == ErrorCode.none
+        assert (await coord.heartbeat("c1", -1, None)).error == ErrorCode.none
+        holder = coord.groups["g"]
+        tp = TopicPartition("t", 0)
+        expired = {tp: OffsetAndMetadata(Offset(5), LeaderEpoch(0), "", 0)}
+        tombstones = [NewRecord(offset_commit_key("g", "t", 0), None)]
+        written = len(coord.written)
+        coord.faults = ["before"]  # expiry deleted the offsets, then the group
+        deletion = coord.consumer.delete_group(coord.groups, holder, tombstones, lambda: holder.offsets.update(expired))
+        coord.membership.shut_down_group(holder, ErrorCode.coordinator_not_available)
+        assert "g" not in coord.groups
+        assert await deletion == ErrorCode.not_coordinator
+        assert coord.groups["g"] is holder and holder.offsets == expired and holder.is_in(GroupState.EMPTY)
+        assert holder.consumer is not None and holder.consumer.group_epoch == 3 and len(coord.written) == written
+        coord.assert_as_reloaded()
+        assert await coord.consumer.delete_group(coord.groups, holder, tombstones) == ErrorCode.none
+        assert "g" not in coord.groups and (GROUP_METADATA, None) not in _reloaded(coord).consumer_groups.get("g", {})
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_a_change_dropped_by_a_revert_undoes_what_it_did_outside_the_snapshot() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        assert (await coord.heartbeat("c1", 0)).error == ErrorCode.none
+        assert (await coord.heartbeat("c1", -1, None)).error == ErrorCode.none
+        holder = coord.groups["g"]
+        expired = {TopicPartition("t", 0): OffsetAndMetadata(Offset(5), LeaderEpoch(0), "", 0)}
+        coord.faults = ["before"]
+        joining = coord.heartbeat("c2", 0)  # fails: the deletion queued after it is dropped
+        await asyncio.sleep(0)
+        deletion = coord.consumer.delete_group(coord.groups, holder, [], lambda: holder.offsets.update(expired))
+        assert [(await joining).error, await deletion] == [ErrorCode.not_coordinator] * 2
+        assert coord.groups["g"] is holder and holder.offsets == expired and holder.consumer is not None
+        coord.assert_as_reloaded()
+        await coord.close()
+
+    asyncio.run(run())
+
+
+def test_the_snapshot_is_copy_on_write() -> None:
+    async def run() -> None:
+        coord = _Coordinator()
+        c1 = await coord.heartbeat("c1", 0)
+        c1 = await coord.heartbeat("c1", c1.member_epoch, ("t",), {T: (0, 1, 2)})
+        group = coord.groups["g"].consumer
+        assert group is not None
+        members = group.members
+        assert (await coord.heartbeat("c1", c1.member_epoch, ("t",), {T: (0, 1, 2)})).error == ErrorCode.none
+        assert group.members is members and group.shared  # a steady heartbeat copies nothing
+        snapshot = group.snapshot()
+        assert (await coord.heartbeat("c2", 0)).error == ErrorCode.none
+        assert group.members is not members and set(group.members) == {"c1", "c2"}
+        assert snapshot.members is members and set(members) == {"c1"}  # the snapshot's dicts never change
+        await coord.close()
 
     asyncio.run(run())
