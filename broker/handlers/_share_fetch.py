@@ -9,17 +9,37 @@ topic id the cluster does not know, TOPIC_AUTHORIZATION_FAILED without READ on t
 
 from __future__ import annotations
 
+import datetime
+import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
 from broker.share.in_flight import AcknowledgementBatch, acknowledgement_batches_valid
 from broker.share.share_session import TopicIdPartition
 from controller.security_model import AclOperation, ResourceType
 from protocol.errors import ErrorCode
+from protocol.types import NO_THROTTLE
 
 MAX_MEMBER_ID_LENGTH = 36
+
+
+log = logging.getLogger("samsa.share")
+R = TypeVar("R")
+
+
+def error_response(response: Callable[..., R], code: ErrorCode, message: str | None = None) -> R:
+    """A ShareFetch or ShareAcknowledge whole-request error: Kafka's getErrorResponse carries no
+    message (`message` is logged)."""
+    if message:
+        log.debug("share request refused error=%s message=%s", code.name, message)
+    return response(
+        throttle_time=NO_THROTTLE, error_code=code, error_message=None,
+        acquisition_lock_timeout=i32Timedelta.parse(datetime.timedelta(0)), responses=(), node_endpoints=(),
+    )  # fmt: skip
 
 
 def check_request(

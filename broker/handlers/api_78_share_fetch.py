@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import datetime
-import logging
 import uuid
 from collections.abc import Mapping
 
@@ -40,7 +39,7 @@ from kio.static.primitive import i16, i32, i32Timedelta, i64
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._leaders import LeaderDiscovery
-from broker.handlers._share_fetch import acknowledgements, check_request, topic_refusals
+from broker.handlers._share_fetch import acknowledgements, check_request, error_response, topic_refusals
 from broker.share.share_fetch import PartitionFetch, ShareFetchParams
 from broker.share.share_session import ContextKind, TopicIdPartition
 from protocol.errors import ErrorCode
@@ -48,20 +47,12 @@ from protocol.kio_compat import as_records
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, BrokerId
 
-log = logging.getLogger("samsa.share")
-
 API_KEY = 78
 RECORD_LIMIT_MODE = 1
 
 
 def _error(code: ErrorCode, message: str | None = None) -> ShareFetchResponse:
-    """A whole-request error: Kafka's getErrorResponse carries no message (`message` is logged)."""
-    if message:
-        log.debug("share request refused error=%s message=%s", code.name, message)
-    return ShareFetchResponse(
-        throttle_time=NO_THROTTLE, error_code=code, error_message=None,
-        acquisition_lock_timeout=i32Timedelta.parse(datetime.timedelta(0)), responses=(), node_endpoints=(),
-    )  # fmt: skip
+    return error_response(ShareFetchResponse, code, message)
 
 
 @registry.api(API_KEY)

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import datetime
-import logging
 import uuid
 
 from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest
@@ -31,25 +30,17 @@ from kio.static.primitive import i32, i32Timedelta
 from broker.context import RequestContext
 from broker.handlers import registry
 from broker.handlers._leaders import LeaderDiscovery
-from broker.handlers._share_fetch import acknowledgements, check_request, topic_refusals
+from broker.handlers._share_fetch import acknowledgements, check_request, error_response, topic_refusals
 from broker.share.share_session import FINAL_EPOCH, TopicIdPartition
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from protocol.types import NO_THROTTLE, BrokerId
 
-log = logging.getLogger("samsa.share")
-
 API_KEY = 79
 
 
 def _error(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
-    """A whole-request error: Kafka's getErrorResponse carries no message (`message` is logged)."""
-    if message:
-        log.debug("share request refused error=%s message=%s", code.name, message)
-    return ShareAcknowledgeResponse(
-        throttle_time=NO_THROTTLE, error_code=code, error_message=None,
-        acquisition_lock_timeout=i32Timedelta.parse(datetime.timedelta(0)), responses=(), node_endpoints=(),
-    )  # fmt: skip
+    return error_response(ShareAcknowledgeResponse, code, message)
 
 
 @registry.api(API_KEY)
