@@ -1,3 +1,4 @@
+# Over 700 lines: one connection's loop (framing, pipelined produces, throttling, writes and sendfile) is one state machine over one read state.
 """Connections: frames in, responses out, in request order.
 
 Like Kafka's SocketServer, a connection handles one request at a time, so responses go out in
