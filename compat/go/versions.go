@@ -1055,22 +1055,32 @@ func sweepListConfigResources(r *run) {
 	r.must(err, "alter group config")
 	r.emit(obs{"step": "group-config", "err": errName(kerr.ErrorForCode(altered.Resources[0].ErrorCode))})
 	for _, types := range [][]int8{{2, 32}, {}} {
-		req := kmsg.NewPtrListConfigResourcesRequest()
-		req.ResourceTypes = types
-		resp, err := req.RequestWith(r.ctx, r.pinned())
-		r.must(err, "list config resources")
-		var own []string
-		brokers := 0
-		for _, c := range resp.ConfigResources {
-			if c.Name == topic || c.Name == group {
-				own = append(own, fmt.Sprintf("%d %s", c.Type, strings.TrimPrefix(c.Name, r.prefix+"-")))
-			} else if c.Type == 4 {
-				brokers++
+		// Kafka's broker learns the group's config from the controller a moment after the alter is
+		// answered: list again until both resources are there (or 10 s have passed)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			req := kmsg.NewPtrListConfigResourcesRequest()
+			req.ResourceTypes = types
+			resp, err := req.RequestWith(r.ctx, r.pinned())
+			r.must(err, "list config resources")
+			var own []string
+			brokers := 0
+			for _, c := range resp.ConfigResources {
+				if c.Name == topic || c.Name == group {
+					own = append(own, fmt.Sprintf("%d %s", c.Type, strings.TrimPrefix(c.Name, r.prefix+"-")))
+				} else if c.Type == 4 {
+					brokers++
+				}
 			}
+			if len(own) < 2 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			sort.Strings(own)
+			r.emit(obs{"step": "listed", "types": fmt.Sprint(types), "err": errName(kerr.ErrorForCode(resp.ErrorCode)),
+				"own": own, "brokers": brokers})
+			break
 		}
-		sort.Strings(own)
-		r.emit(obs{"step": "listed", "types": fmt.Sprint(types), "err": errName(kerr.ErrorForCode(resp.ErrorCode)),
-			"own": own, "brokers": brokers})
 	}
 }
 
