@@ -1421,6 +1421,29 @@ func (r *run) describeConsumerGroups(adm *kadm.Client, step string, groups ...st
 // pinned: a share group starting at the earliest offset (share.auto.offset.reset set with
 // IncrementalAlterConfigs on the GROUP resource) consumes four records with franz-go's share
 // consumer, accepts them (FlushAcks), and is described while its member is in it.
+// awaitGroupConfig: DescribeConfigs on the group until `name` reads `value` (up to 10 s). Kafka's
+// broker learns a group's config from its controller a moment after the alter is answered; a
+// share consumer joining before that would start at the latest offset.
+func (r *run) awaitGroupConfig(group, name, value string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeGroupConfig, group, []string{name}
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(r.ctx, r.plain())
+		if err == nil && len(resp.Resources) == 1 {
+			for _, c := range resp.Resources[0].Configs {
+				if c.Name == name && c.Value != nil && *c.Value == value {
+					return
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.fail("group %s: %s never read %s", group, name, value)
+}
+
 func sweepShare(r *run) {
 	topic, group := r.topic("sh", 1, nil), r.name("grp")
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -1437,6 +1460,7 @@ func sweepShare(r *run) {
 	for _, a := range altered.Resources {
 		r.emit(obs{"step": "group-config", "err": errName(kerr.ErrorForCode(a.ErrorCode))})
 	}
+	r.awaitGroupConfig(group, "share.auto.offset.reset", earliest)
 	prod := r.plain(manual)
 	var recs []*kgo.Record
 	for i := 0; i < 4; i++ {
