@@ -10,10 +10,16 @@ cut off from ZooKeeper alone learns this way that its session has expired, which
 can only tell it once it reconnects (self-fencing, controller/zk_health.py). A sender of the first
 format, whose random incarnation filled only the low seven of its eight bytes, reads as no flags.
 
+Heartbeats to a registered peer go out through a UDP socket connected to the peer's address, so
+that an ICMP "port unreachable" in answer comes back to that socket as a refusal: nothing listens
+on the port the peer registered, its process is gone (killed, crashed), and waiting out the timeout
+would tell nothing more. Where ICMP is dropped or the peer's host is gone too, the timeout does it.
+
 Per peer the detector keeps the monotonic time it last heard from it. States of a peer, as seen
 from this broker:
 
     ALIVE     --no heartbeat for samsa.heartbeat.timeout.ms-->  SUSPECTED  (on_change(peer, True))
+    ALIVE     --a heartbeat to it is refused (port unreachable)-->  SUSPECTED (on_change(peer, True))
     SUSPECTED --a heartbeat arrives-->                           ALIVE      (on_change(peer, False))
     any       --peer leaves the registry-->                      DEPARTED   (still sent heartbeats
                                                                             flagged "not registered")
@@ -80,6 +86,8 @@ class FailureDetector:
         self._flags = 0
         self.suspected: set[BrokerId] = set()
         self._stream: asyncio_dgram.aio.DatagramServer | None = None
+        self._links: dict[BrokerId, tuple[tuple[str, int], asyncio_dgram.aio.DatagramClient]] = {}
+        """per registered peer: the socket connected to its heartbeat address"""
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -96,6 +104,9 @@ class FailureDetector:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        for _addr, link in self._links.values():
+            link.close()
+        self._links.clear()
         if self._stream is not None:
             self._stream.close()
             self._stream = None
@@ -171,23 +182,54 @@ class FailureDetector:
             stream = self._stream
             if stream is None:
                 return
-            sends = [(payload, a) for a in self._peers.values()] + [(departed, a) for a, _ in self._departed.values()]
-            for data, addr in sends:
+            for b, addr in list(self._peers.items()):
+                await self._send_to_peer(b, addr, payload)
+            for b in [b for b in self._links if b not in self._peers]:
+                self._links.pop(b)[1].close()
+            for addr, _ in self._departed.values():
                 try:
-                    await stream.send(data, addr)
+                    await stream.send(departed, addr)
                 except OSError:
-                    pass  # unreachable peer: it will be suspected, nothing to do here
+                    pass  # a departed broker that is gone: nothing to tell it
             self._check(now)
+
+    async def _send_to_peer(self, peer: BrokerId, addr: tuple[str, int], payload: bytes) -> None:
+        """One heartbeat through the peer's connected socket; a refusal queued on it since the last
+        one (ICMP port unreachable) makes the peer SUSPECTED now."""
+        held = self._links.get(peer)
+        if held is not None and held[0] != addr:
+            held[1].close()  # the peer registered again with another heartbeat address
+            held = None
+        if held is None:
+            try:
+                held = (addr, await asyncio_dgram.connect(addr))
+            except OSError:
+                return  # no route or name now: the timeout decides
+            self._links[peer] = held
+        try:
+            await held[1].send(payload)
+        except ConnectionRefusedError:
+            self._suspect(peer, "port unreachable")
+        except OSError:
+            pass  # unreachable peer: the timeout decides
+        except asyncio_dgram.TransportClosed:
+            self._links.pop(peer, None)  # a new socket at the next heartbeat
+
+    def _suspect(self, peer: BrokerId, reason: str) -> None:
+        if peer in self.suspected or peer not in self._peers:
+            return
+        self.suspected.add(peer)
+        silent = time.monotonic() - self._last_heard.get(peer, time.monotonic())
+        log.warning(
+            "peer suspected broker_id=%d peer=%d silent_ms=%.0f reason=%s",
+            self.broker_id, peer, silent * 1000, reason,
+        )  # fmt: skip
+        self._on_change(peer, True)
 
     def _check(self, now: float) -> None:
         for b, heard in list(self._last_heard.items()):
-            if b not in self.suspected and now - heard > self.timeout_s:
-                self.suspected.add(b)
-                log.warning(
-                    "peer suspected broker_id=%d peer=%d silent_ms=%.0f",
-                    self.broker_id, b, (now - heard) * 1000,
-                )  # fmt: skip
-                self._on_change(b, True)
+            if now - heard > self.timeout_s:
+                self._suspect(b, "silent")
 
     async def _recv_loop(self) -> None:
         assert self._stream is not None
