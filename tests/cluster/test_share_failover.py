@@ -24,6 +24,7 @@ import json
 import subprocess
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -243,6 +244,7 @@ def test_share_consumption_survives_leader_and_coordinator_kill(tmp_path: Path) 
         redelivered = sum(1 for *_, dc, _, _ in log.delivered if dc > 1)
         print(
             f"\nSHARE FAILOVER {'; '.join(report)}; {len(produced)} records, {len(log.delivered)} deliveries "
-            f"({redelivered} with delivery count > 1), {len(log.failed)} acknowledgements answered with an error, "
+            f"({redelivered} with delivery count > 1), acknowledgements answered with an error: "
+            f"{dict(Counter(e['error'].split(':')[0].rsplit('.', 1)[-1] for e in log.failed))}, "
             f"{len(unanswered)} records accepted only by such an acknowledgement"
         )
