@@ -8,8 +8,12 @@ flight per broker).
 
 An answer of NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS, no
 leader for the state partition, or a broker that cannot be reached is retried with a growing
-backoff (Kafka's persister retries these), the coordinator looked up anew each time; after the
-last attempt the error is answered.
+backoff (Kafka's persister retries these), the coordinator looked up anew each time, for as long
+as Kafka's persister does (its 5 attempts 1, 2, 4 and 8 s apart: 15 s), so that a share
+coordinator's failover does not fail the acknowledgements written meanwhile; the retries start
+sooner (50 ms, doubling up to 1 s) because a failover here takes about a second; then the error is
+answered. Without a `__share_group_state` partition for the key (no state was ever initialized:
+the topic is created first) COORDINATOR_NOT_AVAILABLE is answered at once.
 
 The topic is created by the group coordinator's first initialization (`initialize_partitions`,
 ShareCoordinator.ensure_topic), where Kafka's persister sends FindCoordinator with key type SHARE;
@@ -44,8 +48,9 @@ log = logging.getLogger("samsa.share")
 _RETRIABLE = frozenset({
     ErrorCode.not_coordinator, ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
 })  # fmt: skip
-ATTEMPTS = 5
 BACKOFF_MS = 50
+BACKOFF_MAX_MS = 1_000
+RETRY_BUDGET_MS = 15_000
 
 A = TypeVar("A", ReadAnswer, StateAnswer, SummaryAnswer)
 
@@ -66,30 +71,32 @@ class SharePersister:
         self._clients.close()
 
     def _coordinator(self, key: SharePartitionKey) -> int | None:
-        """The broker leading the state partition of `key`, if there is one."""
+        """The broker leading the state partition of `key`, -1 while it has no leader, None if
+        there is no such partition (`__share_group_state` not created: no state to wait for)."""
         registration = self._image().partition(SHARE_GROUP_STATE_TOPIC, self._local.partition_for(coordinator_key(key)))
-        if registration is None or registration.leader < 0:
-            return None
-        return int(registration.leader)
+        return None if registration is None else int(registration.leader)
 
     async def _call(
         self, key: SharePartitionKey, local: Callable[[], Awaitable[A]], remote: Callable[[int], Awaitable[A]],
         failed: Callable[[ErrorCode], A],
     ) -> A:  # fmt: skip
-        answer = failed(ErrorCode.coordinator_not_available)
-        for attempt in range(ATTEMPTS):
-            if attempt:
-                await asyncio.sleep(BACKOFF_MS * 2 ** (attempt - 1) / 1000)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RETRY_BUDGET_MS / 1000
+        backoff_ms = BACKOFF_MS
+        while True:
             leader = self._coordinator(key)
             if leader is None:
+                return failed(ErrorCode.coordinator_not_available)
+            if leader < 0:
                 answer = failed(ErrorCode.coordinator_not_available)
             elif leader == self._broker_id:
                 answer = await local()
             else:
                 answer = await remote(leader)
-            if answer.error not in _RETRIABLE:
+            if answer.error not in _RETRIABLE or loop.time() + backoff_ms / 1000 > deadline:
                 return answer
-        return answer
+            await asyncio.sleep(backoff_ms / 1000)
+            backoff_ms = min(backoff_ms * 2, BACKOFF_MAX_MS)
 
     async def _send(self, broker_id: int, request: Any) -> Any | None:
         """The response of another broker, or None if it could not be reached."""

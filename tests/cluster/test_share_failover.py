@@ -5,14 +5,20 @@ While they consume, the leader of a topic partition is killed with SIGKILL and r
 share coordinator of the group (the leader of `__share_group_state`, one partition here).
 
 What Kafka's share groups promise, and is checked:
-- nothing is lost: every record in the final log is delivered and accepted;
+- nothing is lost: every record in the final log is delivered, and the share coordinator's
+  persisted state has every record delivered to completion (an acknowledgement the client saw fail
+  because its leader died may still have been written before: its records count as accepted);
 - an acceptance once answered is durable: Kafka's SharePartition answers an acknowledgement only
   after the persister wrote it to the share coordinator (and rolls it back if the write fails), and
   the share coordinator answers the write only once its record is replicated, so a new partition
   leader or share coordinator knows it. No record is delivered again after the commitSync that
   accepted it returned without error. (Records acquired but not yet accepted may come again: the
   acquisition is not persisted; that is at-least-once, as on Kafka.)
-- consumption resumes on every partition within a bounded time after each kill (printed).
+- consumption resumes on every partition within a bounded time after each kill (printed): sooner
+  than the records acquired at the kill return by their lock's expiry (5 s here). A share
+  coordinator's failover takes about a second; the leaders' persisters retry their writes across
+  it, as Kafka's do, so acknowledgements are not failed (and their records held until the lock
+  expires) meanwhile.
 
     .venv/bin/python -m pytest -s tests/cluster/test_share_failover.py
 """
@@ -47,7 +53,8 @@ TOPIC = "share-failover"
 GROUP = "share-failover-group"
 PARTITIONS = 3
 CONSUMERS = 2
-WINDOW_S = 8.0  # every partition must deliver again within this long after a kill
+WINDOW_S = 6.0  # how long consumption runs after a kill before its gaps are read
+RESUME_LIMIT_S = 4.0  # under the 5 s record lock: resuming only when acquired records expire fails
 DELIVERY_COUNT_LIMIT = 5  # group.share.delivery.count.limit's default
 
 OVERRIDES = {
@@ -148,7 +155,7 @@ def full_isr(cluster: SamsaCluster) -> bool:
 
 def test_share_consumption_survives_leader_and_coordinator_kill(tmp_path: Path) -> None:
     classes = compile_harness("clients-4")
-    with SamsaCluster(tmp_path, brokers=3, overrides=OVERRIDES, proxied=False) as cluster:
+    with SamsaCluster(tmp_path, brokers=3, overrides=OVERRIDES) as cluster:
         create_topic(cluster, TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"},
                      assignments=[[1, 2, 3], [2, 3, 1], [3, 1, 2]])  # fmt: skip
         log = ShareLoadLog()
@@ -180,7 +187,9 @@ def test_share_consumption_survives_leader_and_coordinator_kill(tmp_path: Path) 
                     + f"; acknowledgements answered with an error so far: {len(log.failed)}")  # fmt: skip
             print("\nSHARE FAILOVER " + line, flush=True)
             report.append(line)
-            assert all(p in gaps for p in range(PARTITIONS)), f"{line}\n{broker_logs(cluster, 6000)}"
+            assert all(gaps.get(p, WINDOW_S) < RESUME_LIMIT_S for p in range(PARTITIONS)), (
+                f"{line}\n{broker_logs(cluster, 6000)}"
+            )
             cluster.restart(victim)
             cluster.wait_for(lambda: full_isr(cluster), 60, f"broker {victim} back in every ISR")
 
