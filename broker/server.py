@@ -32,6 +32,7 @@ from broker.log.manager import LogManager
 from broker.memory_pool import MemoryPool
 from broker.metrics.stats import BrokerMetrics
 from broker.network import Connection, receive_buffer
+from broker.partition_metadata_client import PartitionMetadataClient
 from broker.producer_ids import ProducerIdManager
 from broker.quotas import ClientQuotas
 from broker.replication.leader_client import BrokerClients
@@ -119,6 +120,7 @@ class Broker:
             self.default_log_config,
             producer_id_expiration_ms=self.config.producer_id_expiration_ms,
             retention_check_interval_ms=self.config.log_retention_check_interval_ms,
+            initial_task_delay_ms=self.config.log_initial_task_delay_ms,
             flush_check_interval_ms=self.config.log_flush_scheduler_interval_ms,
             checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
             log_start_offset_checkpoint_interval_ms=(
@@ -195,7 +197,13 @@ class Broker:
             share_coordinator=self.share_coordinator,
             share_partitions=self.share_partitions,
             share_persister=self.share_persister,
-        )
+            partition_metadata=PartitionMetadataClient(
+                self.broker_id, lambda: self.controller.image, self.replica_manager,
+                BrokerClients(lambda: self.controller.image,
+                              self.config.inter_broker_listener_name or self.config.listeners[0].name,
+                              client_id=f"samsa-partition-metadata-{self.broker_id}", timeout_s=5,
+                              security=ClientSecurity.from_config(self.config))),
+        )  # fmt: skip
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership_change)
         self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership_change)
         self.replica_manager.add_leadership_listener(self.share_coordinator.on_leadership_change)
@@ -229,11 +237,8 @@ class Broker:
         from broker.metrics.endpoint import PrometheusEndpoint
         from broker.metrics.loop import loop_idle_fraction
 
-        assert self.log_manager is not None
-        controller = self.controller
-        self._remote_end_offsets = RemoteEndOffsets(
-            self.broker_id, lambda: controller.image, self.config.inter_broker_listener_name,
-            security=ClientSecurity.from_config(self.config))
+        assert self.log_manager is not None and self.services.partition_metadata is not None
+        self._remote_end_offsets = RemoteEndOffsets(self.services.partition_metadata)
         collector = BrokerCollector(
             self.metrics,
             broker_id=self.broker_id,
@@ -302,6 +307,8 @@ class Broker:
         services = getattr(self, "services", None)
         if services is not None and services.controller_channel is not None:
             services.controller_channel.close()
+        if services is not None and services.partition_metadata is not None:
+            services.partition_metadata.close()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.share_partitions is not None:

@@ -14,6 +14,7 @@ from broker.acl import Authorizer
 from broker.config import BrokerConfig
 from broker.config.dynamic import DynamicBrokerConfig
 from broker.coordinator.coordinator import GroupCoordinator
+from broker.partition_metadata_client import PartitionMetadataClient
 from broker.producer_ids import ProducerIdManager
 from broker.quotas import ClientQuotas
 from broker.replication.leader_client import BrokerClients
@@ -53,15 +54,17 @@ class BrokerServices:
     security_store: SecurityStore
     """ACLs and SCRAM credentials (the ACL and SCRAM credential APIs)."""
     controller_channel: BrokerClients | None = None
+    """Clients of the other brokers on the inter-broker listener, to forward controller-bound
+    admin requests to the active controller (broker/handlers/_forward.py)."""
     share_coordinator: ShareCoordinator | None = None
     """The share-group state of the `__share_group_state` partitions led here (the state RPCs)."""
     share_partitions: SharePartitionManager | None = None
     """Share sessions and the share partitions led here (ShareFetch, ShareAcknowledge)."""
-    """Clients of the other brokers on the inter-broker listener, to forward controller-bound
-    admin requests to the active controller (broker/handlers/_forward.py)."""
     share_persister: SharePersister | None = None
     """The share-group state of any share partition, wherever its share coordinator is (the
     share group offsets admin APIs, keys 90-92)."""
+    partition_metadata: PartitionMetadataClient | None = None
+    """The latest offset of any partition from its leader (a share group's lag, key 90)."""
 
     @property
     def config(self) -> BrokerConfig:

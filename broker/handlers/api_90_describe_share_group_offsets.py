@@ -9,9 +9,10 @@
 # state read fails: start offset -1, leader epoch 0, no error.
 # Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED) and topic (named topics:
 # TOPIC_AUTHORIZATION_FAILED on each partition; all topics: unauthorized ones left out).
-# Not supported: the lag of a partition not led by this broker (Kafka sends ListOffsets to its
-# leader; NOT_LEADER_OR_FOLLOWER on that partition here). Served but not advertised (versions.py
-# UNADVERTISED) until share groups are served whole.
+# The end offset comes from each partition's leader (ListOffsets latest, through
+# broker/partition_metadata_client.py, as Kafka's NetworkPartitionMetadataClient); when it cannot be
+# had, that partition carries the error (LEADER_NOT_AVAILABLE, NETWORK_EXCEPTION, the leader's own).
+# Served but not advertised (versions.py UNADVERTISED) until share groups are served whole.
 from __future__ import annotations
 
 import asyncio
@@ -72,16 +73,21 @@ def _failed(group_id: str, error: ErrorCode, message: str | None = None) -> Grou
     return Group(group_id=GroupId(group_id), topics=(), error_code=error, error_message=message)
 
 
-def _answered(ctx: RequestContext, tp: TopicPartition, a: SummaryAnswer) -> Partition:
-    """Kafka's computeShareGroupLagAndBuildResponse for one partition."""
+def _needs_lag(a: SummaryAnswer) -> bool:
+    """Kafka's shouldComputeSharePartitionLag: a state read without error, initialized."""
+    return (a.error == ErrorCode.none and a.start_offset != UNINITIALIZED_START_OFFSET
+            and a.delivery_complete_count != UNINITIALIZED_DELIVERY_COMPLETE_COUNT)  # fmt: skip
+
+
+def _answered(tp: TopicPartition, a: SummaryAnswer, end_offset: int | KafkaError | None) -> Partition:
+    """Kafka's computeShareGroupLagAndBuildResponse for one partition (`end_offset`: None when
+    no lag is computed for it)."""
     if a.error != ErrorCode.none:
         return _partition(tp.partition)
-    if a.start_offset == UNINITIALIZED_START_OFFSET or a.delivery_complete_count == UNINITIALIZED_DELIVERY_COMPLETE_COUNT:
+    if end_offset is None:
         return _partition(tp.partition, a.start_offset, a.leader_epoch)
-    try:
-        end_offset = int(ctx.services.replica_manager.leader_partition(tp).high_watermark)
-    except KafkaError as e:
-        return _partition(tp.partition, error=e.code, message=e.message)
+    if isinstance(end_offset, KafkaError):
+        return _partition(tp.partition, error=end_offset.code, message=end_offset.message)
     lag = end_offset - a.start_offset - a.delivery_complete_count
     return _partition(tp.partition, a.start_offset, a.leader_epoch, lag)
 
@@ -102,10 +108,16 @@ async def _described(
             known.append((name, registration.topic_id, partitions))
     keys = [(name, SharePartitionKey(group_id, topic_id, p)) for name, topic_id, ps in known for p in ps]
     answers = await asyncio.gather(*(persister.read_summary(key) for _, key in keys))
+    lagging = [TopicPartition(name, key.partition) for (name, key), a in zip(keys, answers, strict=True) if _needs_lag(a)]
+    end_offsets: dict[TopicPartition, int | KafkaError] = {}
+    if lagging:
+        client = ctx.services.partition_metadata
+        assert client is not None, "the broker builds a partition metadata client"
+        end_offsets = await client.list_latest_offsets(lagging)
     by_topic: dict[tuple[str, uuid.UUID], list[Partition]] = {}
     for (name, key), answer in zip(keys, answers, strict=True):
-        by_topic.setdefault((name, key.topic_id), []).append(
-            _answered(ctx, TopicPartition(name, key.partition), answer))
+        tp = TopicPartition(name, key.partition)
+        by_topic.setdefault((name, key.topic_id), []).append(_answered(tp, answer, end_offsets.get(tp)))
     found = [Topic(topic_name=TopicName(name), topic_id=topic_id, partitions=tuple(ps))
              for (name, topic_id), ps in by_topic.items()]  # fmt: skip
     return found + unknown

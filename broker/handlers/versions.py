@@ -17,7 +17,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
     3: ('api_03_metadata', 0, 13),
     8: ('api_08_offset_commit', 2, 9),
     9: ('api_09_offset_fetch', 1, 9),
-    10: ('api_10_find_coordinator', 0, 4),
+    10: ('api_10_find_coordinator', 0, 6),
     11: ('api_11_join_group', 0, 9),
     12: ('api_12_heartbeat', 0, 4),
     13: ('api_13_leave_group', 0, 5),
@@ -67,21 +67,21 @@ SERVED: dict[int, tuple[str, int, int]] = {
     77: ('api_77_share_group_describe', 1, 1),
     78: ('api_78_share_fetch', 1, 2),
     79: ('api_79_share_acknowledge', 1, 2),
+    90: ('api_90_describe_share_group_offsets', 0, 1),
+    91: ('api_91_alter_share_group_offsets', 0, 0),
+    92: ('api_92_delete_share_group_offsets', 0, 0),
 }
 
 # Served but not advertised in ApiVersions: the share coordinator's state RPCs (KIP-932), which
 # the share partition leaders of other Samsa brokers send it. Kafka lists them on its broker
 # listener; they move to SERVED once a case of the differential suite sends each version
-# (compat/test_zz_api_coverage.py), with the share group admin APIs (90-92) and share.version.
+# (compat/test_zz_api_coverage.py), with share.version.
 UNADVERTISED: dict[int, tuple[str, int, int]] = {
     83: ('api_83_initialize_share_group_state', 0, 0),
     84: ('api_84_read_share_group_state', 0, 0),
     85: ('api_85_write_share_group_state', 0, 1),
     86: ('api_86_delete_share_group_state', 0, 0),
     87: ('api_87_read_share_group_state_summary', 0, 1),
-    90: ('api_90_describe_share_group_offsets', 0, 1),
-    91: ('api_91_alter_share_group_offsets', 0, 0),
-    92: ('api_92_delete_share_group_offsets', 0, 0),
 }
 
 # Feature flags (KIP-584) in ApiVersions v3+: `name: (min supported, max supported)`; each is also
