@@ -69,17 +69,19 @@ public class ShareLoad {
                 ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName()))) {
             c.subscribe(List.of(topic));
             while (!stopping.get()) {
-                Map<Integer, List<Long>> polled = new TreeMap<>();
+                ConsumerRecords<byte[], byte[]> records;
                 try {
-                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(100))) {
-                        Harness.out("delivered", "c", name, "p", r.partition(), "o", r.offset(),
-                                "dc", r.deliveryCount().map(Short::intValue).orElse(-1), "t", System.currentTimeMillis());
-                        c.acknowledge(r, AcknowledgeType.ACCEPT);
-                        polled.computeIfAbsent(r.partition(), k -> new ArrayList<>()).add(r.offset());
-                    }
+                    records = c.poll(Duration.ofMillis(100));
                 } catch (KafkaException e) {
                     Harness.out("pollfailed", "c", name, "error", String.valueOf(e));
                     continue;
+                }
+                Map<Integer, List<Long>> polled = new TreeMap<>();
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    Harness.out("delivered", "c", name, "p", r.partition(), "o", r.offset(),
+                            "dc", r.deliveryCount().map(Short::intValue).orElse(-1), "t", System.currentTimeMillis());
+                    c.acknowledge(r, AcknowledgeType.ACCEPT);
+                    polled.computeIfAbsent(r.partition(), k -> new ArrayList<>()).add(r.offset());
                 }
                 if (polled.isEmpty()) continue;
                 Map<Integer, String> errors = new HashMap<>();
