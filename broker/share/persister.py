@@ -9,10 +9,10 @@ flight per broker).
 An answer of NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS, no
 leader for the state partition, or a broker that cannot be reached is retried with a growing
 backoff (Kafka's persister retries these), the coordinator looked up anew each time, for as long
-as Kafka's persister does (its 5 attempts 1, 2, 4 and 8 s apart: 15 s), so that a share
-coordinator's failover does not fail the acknowledgements written meanwhile; the retries start
-sooner (50 ms, doubling up to 1 s) because a failover here takes about a second; then the error is
-answered. Without a `__share_group_state` partition for the key (no state was ever initialized:
+as Kafka's PersisterStateManager does (5 attempts, backoff 1 s doubling: about 15 s), so that a
+share coordinator's failover does not fail the acknowledgements written meanwhile; the retries
+start sooner (50 ms, doubling up to 1 s) because a failover here takes about a second; then the
+error is answered. Without a `__share_group_state` partition for the key (no state was ever initialized:
 the topic is created first) COORDINATOR_NOT_AVAILABLE is answered at once.
 
 The topic is created by the group coordinator's first initialization (`initialize_partitions`,
