@@ -120,6 +120,7 @@ class Broker:
             self.default_log_config,
             producer_id_expiration_ms=self.config.producer_id_expiration_ms,
             retention_check_interval_ms=self.config.log_retention_check_interval_ms,
+            initial_task_delay_ms=self.config.log_initial_task_delay_ms,
             flush_check_interval_ms=self.config.log_flush_scheduler_interval_ms,
             checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
             log_start_offset_checkpoint_interval_ms=(

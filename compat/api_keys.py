@@ -40,9 +40,6 @@ NOT_SERVED: dict[str, str] = {
     "write_share_group_state": SHARE_UNADVERTISED,
     "delete_share_group_state": SHARE_UNADVERTISED,
     "read_share_group_state_summary": SHARE_UNADVERTISED,
-    "describe_share_group_offsets": NEW_GROUPS,
-    "alter_share_group_offsets": NEW_GROUPS,
-    "delete_share_group_offsets": NEW_GROUPS,
     "streams_group_heartbeat": NEW_GROUPS + "; streams groups are KIP-1071",
     "streams_group_describe": NEW_GROUPS + "; streams groups are KIP-1071",
     "update_features": (

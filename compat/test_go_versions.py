@@ -507,6 +507,28 @@ def check_share(v: int, obs: list[Obs]) -> None:
         ("", "Stable", "simple", ["assigned=[sh/0]"])]
 
 
+def check_share_offsets(key: int) -> Callable[[int, list[Obs]], None]:
+    """A share group accepted the four records of a partition that then got two more: its state
+    reads start offset 0 with four records delivered, so lag 2 (6 - 0 - 4); altered to offset 1
+    (lag 5: 6 - 1 - 0), the topic that does not exist refused; its offsets deleted, the missing
+    group's refused, nothing left to describe. DescribeShareGroupOffsets v0 carries no lag
+    (franz-go reads -1) when it is the key pinned."""
+
+    def check(v: int, obs: list[Obs]) -> None:
+        lag = (lambda n: -1) if key == 90 and v == 0 else (lambda n: n)
+        assert rows(obs, "group-config", "err") == [("",)]
+        assert [(o["partition"], o["offset"]) for o in steps(obs, "consumed")] == [(0, i) for i in range(4)]
+        assert rows(obs, "described", "group", "err", "partitions") == [
+            ("grp", "", [f"so/0 start=0 epoch=0 lag={lag(2)} err="]), ("missing", "", [])]
+        assert rows(obs, "altered", "err", "results") == [("", ["nope/0 err=UNKNOWN_TOPIC_OR_PARTITION", "so/0 err="])]
+        assert rows(obs, "described-altered", "partitions") == [([f"so/0 start=1 epoch=0 lag={lag(5)} err="],)]
+        assert rows(obs, "deleted", "group", "err", "results") == [
+            ("grp", "", ["nope err=UNKNOWN_TOPIC_OR_PARTITION", "so err="]), ("missing", "GROUP_ID_NOT_FOUND", [])]
+        assert rows(obs, "described-deleted", "partitions") == [([],)]
+
+    return check
+
+
 def check_sasl(v: int, obs: list[Obs]) -> None:
     # on a PLAINTEXT listener (Kafka's KafkaApis answers both so); the flows: compat/test_security.py
     assert rows(obs, "handshake", "err", "mechanisms") + rows(obs, "authenticate", "err") in (
@@ -565,6 +587,7 @@ CHECKS: dict[int, Callable[[int, list[Obs]], None]] = {
     44: check_incremental_alter_configs, 45: check_reassignments, 46: check_reassignments, 47: check_offset_delete, 48: check_client_quotas, 49: check_client_quotas, 60: check_describe_cluster, 74: check_list_config_resources, 68: check_consumer_protocol, 69: check_consumer_protocol,
     75: check_describe_topic_partitions,
     **{k: check_share for k in (76, 77, 78, 79)},
+    **{k: check_share_offsets(k) for k in (90, 91, 92)},
     17: check_sasl, 36: check_sasl, 29: check_acls, 30: check_acls, 31: check_acls, 50: check_scram, 51: check_scram,
     24: check_txn, 26: check_txn, 25: check_group_txn, 28: check_group_txn,
     **{k: check_txn_admin for k in (27, 61, 65, 66)},

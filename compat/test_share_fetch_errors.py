@@ -6,8 +6,7 @@ share group's flow: a member joins (ShareGroupHeartbeat) and is assigned the par
 share-group state is initialized and described (ShareGroupDescribe), its first fetch starts the share partition at the end of the
 log, produced records are acquired by it and not by another session (whose acknowledgement is
 INVALID_RECORD_STATE), an accept and a release, the released records redelivered with their
-delivery count raised, the final fetch's acknowledgement, the member leaving. Samsa serves these
-APIs without advertising them yet (broker/handlers/versions.py UNADVERTISED)."""
+delivery count raised, the final fetch's acknowledgement, the member leaving."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ acquired and two accepted: the start offset and lag (v1) and v0's answer without
 DeleteShareGroupOffsets: NON_EMPTY_GROUP while the member is in, GROUP_ID_NOT_FOUND, the topic's
 state deleted (and an unknown topic), nothing left to describe, nothing left to delete. Then
 AlterShareGroupOffsets: NON_EMPTY_GROUP while the member is in, a start offset set (an unknown
-topic and partition refused) and described, a new group created by it. Samsa
-serves these APIs without advertising them yet (broker/handlers/versions.py UNADVERTISED)."""
+topic and partition refused) and described, a new group created by it. franz-go's sweep of the
+three keys (compat/test_go_versions.py) goes through kadm."""
 
 from __future__ import annotations
 

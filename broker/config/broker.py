@@ -228,6 +228,10 @@ class BrokerConfig(GroupCoordinatorSettings):
         "Delete old segments once a partition is larger than this; -1 means no size limit.")
     log_retention_check_interval_ms: int = setting(LONG, 300_000,
         "How often retention is checked.", at_least(1))
+    log_initial_task_delay_ms: int = setting(LONG, 30_000,
+        "Delay after start-up before the first retention check (Kafka's internal "
+        "log.initial.task.delay.ms; Kafka delays its flush and checkpoint tasks too, Samsa runs "
+        "those from their first interval).", at_least(0))
     log_segment_delete_delay_ms: int = setting(LONG, 60_000,
         "Delay before a deleted segment's files are removed from disk.", at_least(0))
     log_flush_interval_messages: int = setting(LONG, LONG_MAX,

@@ -75,7 +75,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
 # Served but not advertised in ApiVersions: the share coordinator's state RPCs (KIP-932), which
 # the share partition leaders of other Samsa brokers send it. Kafka lists them on its broker
 # listener; they move to SERVED once a case of the differential suite sends each version
-# (compat/test_zz_api_coverage.py), with the share group admin APIs (90-92) and share.version.
+# (compat/test_zz_api_coverage.py), with share.version.
 UNADVERTISED: dict[int, tuple[str, int, int]] = {
     83: ('api_83_initialize_share_group_state', 0, 0),
     84: ('api_84_read_share_group_state', 0, 0),

@@ -55,6 +55,7 @@ log = logging.getLogger("samsa.log")
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 INITIAL_TASK_DELAY_MS = 30_000
+"""Kafka's LogManager.InitialTaskDelayMs, the default of log.initial.task.delay.ms."""
 """Kafka's LogManager.InitialTaskDelayMs: the first retention pass after start-up."""
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
@@ -88,6 +89,7 @@ class LogManager:
         *,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         retention_check_interval_ms: int = 300_000,
+        initial_task_delay_ms: int = INITIAL_TASK_DELAY_MS,
         flush_check_interval_ms: int = 1_000,
         checkpoint_interval_ms: int = 60_000,
         log_start_offset_checkpoint_interval_ms: int = 60_000,
@@ -104,6 +106,7 @@ class LogManager:
         self.default_config = default_config
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.retention_check_interval_ms = retention_check_interval_ms
+        self.initial_task_delay_ms = initial_task_delay_ms
         self.flush_check_interval_ms = flush_check_interval_ms
         self.checkpoint_interval_ms = checkpoint_interval_ms
         """log.flush.offset.checkpoint.interval.ms: how often recovery points are written."""
@@ -590,10 +593,10 @@ class LogManager:
 
     # ------------------------------------------------------- background tasks
     async def run_retention(self, interval_ms: int | None = None) -> None:
-        """Retention and producer expiry: first 30 s after start-up (Kafka's InitialTaskDelayMs,
-        or sooner if the interval is shorter), then every log.retention.check.interval.ms."""
+        """Retention and producer expiry: first log.initial.task.delay.ms after start-up (or
+        sooner if the interval is shorter), then every log.retention.check.interval.ms."""
         interval = (interval_ms or self.retention_check_interval_ms) / 1000
-        delay = min(INITIAL_TASK_DELAY_MS / 1000, interval)
+        delay = min(self.initial_task_delay_ms / 1000, interval)
         while True:
             await asyncio.sleep(delay)
             self.cleanup_logs()

@@ -148,10 +148,13 @@ var sweeps = map[int16]func(r *run){
 	69: sweepConsumerProtocol, // ConsumerGroupDescribe
 	74: sweepListConfigResources,
 	75: sweepDescribeTopicPartitions,
-	76: sweepShare, // ShareGroupHeartbeat
-	77: sweepShare, // ShareGroupDescribe
-	78: sweepShare, // ShareFetch
-	79: sweepShare, // ShareAcknowledge
+	76: sweepShare,        // ShareGroupHeartbeat
+	77: sweepShare,        // ShareGroupDescribe
+	78: sweepShare,        // ShareFetch
+	79: sweepShare,        // ShareAcknowledge
+	90: sweepShareOffsets, // DescribeShareGroupOffsets
+	91: sweepShareOffsets, // AlterShareGroupOffsets
+	92: sweepShareOffsets, // DeleteShareGroupOffsets
 }
 
 func scenarioVersions(ctx context.Context, bootstrap, prefix string, args []string) {
@@ -1444,8 +1447,9 @@ func (r *run) awaitGroupConfig(group, name, value string) {
 	r.fail("group %s: %s never read %s", group, name, value)
 }
 
-func sweepShare(r *run) {
-	topic, group := r.topic("sh", 1, nil), r.name("grp")
+// shareFromEarliest sets the share group's share.auto.offset.reset to earliest (as the share
+// consumer tools do) and waits until the broker reads it back.
+func (r *run) shareFromEarliest(group string) {
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType = kmsg.ConfigResourceType(32) // GROUP
@@ -1461,6 +1465,11 @@ func sweepShare(r *run) {
 		r.emit(obs{"step": "group-config", "err": errName(kerr.ErrorForCode(a.ErrorCode))})
 	}
 	r.awaitGroupConfig(group, "share.auto.offset.reset", earliest)
+}
+
+func sweepShare(r *run) {
+	topic, group := r.topic("sh", 1, nil), r.name("grp")
+	r.shareFromEarliest(group)
 	prod := r.plain(manual)
 	var recs []*kgo.Record
 	for i := 0; i < 4; i++ {
@@ -1495,4 +1504,99 @@ func sweepShare(r *run) {
 			"members": members})
 	}
 	cl.Close()
+}
+
+// DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91) or DeleteShareGroupOffsets (92)
+// pinned: a share group accepts a partition's four records and its member leaves; two more
+// records arrive. The group's offsets are described (beside a missing group), altered back to
+// offset 1 (a topic that does not exist refused), described, deleted (the missing group refused)
+// and described again.
+func sweepShareOffsets(r *run) {
+	topic, group, missing, nope := r.topic("so", 1, nil), r.name("grp"), r.name("missing"), r.name("nope")
+	r.shareFromEarliest(group)
+	prod := r.plain(manual)
+	var recs []*kgo.Record
+	for i := 0; i < 4; i++ {
+		recs = append(recs, rec(topic, 0, fmt.Sprintf("o%d", i), "share", base+int64(i)))
+	}
+	r.produce(prod, "produced", recs...)
+	cl := r.plain(kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+	got := r.consume("consumed", 4, cl)
+	cl.MarkAcks(kgo.AckAccept, got...)
+	r.must(cl.FlushAcks(r.ctx), "flush acks")
+	cl.Close()
+	r.produce(prod, "produced", rec(topic, 0, "o4", "later", base+4), rec(topic, 0, "o5", "later", base+5))
+	r.awaitShareGroupState(group, "Empty")
+	describer, alterer, deleter := r.admin(), r.admin(), r.admin()
+	switch pinned := kadm.NewClient(r.pinned()); r.key {
+	case 90:
+		describer = pinned
+	case 91:
+		alterer = pinned
+	case 92:
+		deleter = pinned
+	}
+	r.describeShareOffsets(describer, "described", group, missing)
+	var offsets kadm.Offsets
+	offsets.AddOffset(topic, 0, 1, -1)
+	offsets.AddOffset(nope, 0, 0, -1)
+	altered, err := alterer.AlterShareGroupOffsets(r.ctx, group, offsets)
+	results := []string{}
+	for t, ps := range altered {
+		for p, perr := range ps {
+			results = append(results, fmt.Sprintf("%s/%d err=%s", r.strip(t), p, errName(perr)))
+		}
+	}
+	sort.Strings(results)
+	r.emit(obs{"step": "altered", "err": errName(err), "results": results})
+	r.describeShareOffsets(describer, "described-altered", group)
+	for _, g := range []string{group, missing} {
+		deleted, err := deleter.DeleteShareGroupOffsets(r.ctx, g, topic, nope)
+		results := []string{}
+		for t, terr := range deleted {
+			results = append(results, fmt.Sprintf("%s err=%s", r.strip(t), errName(terr)))
+		}
+		sort.Strings(results)
+		r.emit(obs{"step": "deleted", "group": r.strip(g), "err": errName(err), "results": results})
+	}
+	r.describeShareOffsets(describer, "described-deleted", group)
+}
+
+func (r *run) strip(name string) string { return strings.TrimPrefix(name, r.prefix+"-") }
+
+// awaitShareGroupState waits (up to 10 s) until the share group is described in `state`: a member
+// that closed has left once the coordinator has applied its leave heartbeat.
+func (r *run) awaitShareGroupState(group, state string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		described, err := r.admin().DescribeShareGroups(r.ctx, group)
+		if g, ok := described[group]; err == nil && ok && g.GroupState == state {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.fail("share group %s never %s", group, state)
+}
+
+func (r *run) describeShareOffsets(adm *kadm.Client, step string, groups ...string) {
+	described, err := adm.DescribeShareGroupOffsets(r.ctx, groups...)
+	if _, shard := err.(*kadm.ShardErrors); err != nil && !shard {
+		r.must(err, "describe share group offsets")
+	}
+	for _, group := range groups {
+		g, ok := described[group]
+		if !ok {
+			r.emit(obs{"step": step, "group": r.strip(group), "present": false})
+			continue
+		}
+		parts := []string{}
+		for t, ps := range g.Offsets {
+			for p, o := range ps {
+				parts = append(parts, fmt.Sprintf("%s/%d start=%d epoch=%d lag=%d err=%s",
+					r.strip(t), p, o.StartOffset, o.LeaderEpoch, o.Lag, errName(o.Err)))
+			}
+		}
+		sort.Strings(parts)
+		r.emit(obs{"step": step, "group": r.strip(group), "present": true, "err": errName(g.Err), "partitions": parts})
+	}
 }

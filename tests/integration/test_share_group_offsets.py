@@ -1,5 +1,4 @@
-"""DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92) over the wire, served but not
-advertised (broker/handlers/versions.py UNADVERTISED): the start offset, leader epoch and lag of a
+"""DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92) over the wire: the start offset, leader epoch and lag of a
 share group's partitions from the share coordinator's state, for named topics and for all the
 group's initialized partitions, as Kafka 4.3.1 answers them (unknown groups and topics are absence
 of data, not errors); an Empty group's state of a topic deleted, and a start offset set by an alter that creates the
@@ -107,8 +106,11 @@ def _offsets(response: Any) -> dict[tuple[str, int], tuple[Any, ...]]:
     }  # fmt: skip
 
 
-def test_share_group_offsets_apis_are_served_but_not_advertised() -> None:
-    assert {90, 91, 92} <= set(registry.unadvertised()) and not {90, 91, 92} & set(registry.declared())
+def test_share_group_offsets_apis_are_advertised_with_kafkas_versions() -> None:
+    declared = registry.declared()
+    assert {k: (declared[k].min_version, declared[k].max_version) for k in (90, 91, 92)} == {
+        90: (0, 1), 91: (0, 0), 92: (0, 0)}
+    assert not {90, 91, 92} & set(registry.unadvertised())
 
 
 def test_describe_share_group_offsets(broker: SamsaInProcess) -> None:

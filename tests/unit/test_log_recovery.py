@@ -273,17 +273,15 @@ def test_manager_removes_directories_left_for_deletion(tmp_path):
     assert manager.all_logs() == {}
 
 
-def test_first_retention_pass_comes_soon_after_startup(tmp_path, monkeypatch):
-    """Like Kafka, expired data goes shortly after a start (InitialTaskDelayMs), not only after a
-    whole log.retention.check.interval.ms."""
-    import broker.log.manager as manager_module
-
-    monkeypatch.setattr(manager_module, "INITIAL_TASK_DELAY_MS", 100)
+def test_first_retention_pass_comes_soon_after_startup(tmp_path):
+    """Like Kafka, expired data goes shortly after a start (log.initial.task.delay.ms), not only
+    after a whole log.retention.check.interval.ms."""
     tp = TopicPartition("t", 0)
     manager = LogManager(
         [tmp_path / "d"],
         LogConfig(retention_ms=1000, segment_bytes=len(batch(1)) * 2, file_delete_delay_ms=0),
         retention_check_interval_ms=300_000,
+        initial_task_delay_ms=100,
     )
     manager.load_logs()
     log = manager.get_or_create_log(tp)
