@@ -166,7 +166,7 @@ def test_share_state_is_initialized_written_and_replayed_after_a_restart(tmp_pat
         assert again.error == ErrorCode.none  # no new initialization: the state stays as written
         time.sleep(0.1)
         assert _read(samsa, key, 3) == after
-        fenced = samsa.run(_share_coordinator(samsa).write(key, 1, 2, 8, 0, ()))
+        fenced = samsa.run(_share_coordinator(samsa).write(key, 2, 2, 8, 0, ()))
         assert fenced.error == ErrorCode.fenced_leader_epoch  # the leader epoch was replayed too
     finally:
         samsa.close()
