@@ -24,6 +24,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 
 public class ShareCli {
     static final long DEADLINE_MS = 60_000;
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1], group = args[2];
         long base = Long.parseLong(args[3]);
