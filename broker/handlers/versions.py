@@ -17,7 +17,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
     3: ('api_03_metadata', 0, 13),
     8: ('api_08_offset_commit', 2, 9),
     9: ('api_09_offset_fetch', 1, 9),
-    10: ('api_10_find_coordinator', 0, 4),
+    10: ('api_10_find_coordinator', 0, 6),
     11: ('api_11_join_group', 0, 9),
     12: ('api_12_heartbeat', 0, 4),
     13: ('api_13_leave_group', 0, 5),

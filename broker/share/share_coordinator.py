@@ -18,8 +18,9 @@ previous one left.
 
 This broker's persister (persister.py) calls it for the state partitions led here; other brokers'
 persisters reach it through the state RPC handlers (broker/handlers/api_83..87, served but not
-advertised). Not done yet: FindCoordinator key type 2 for clients and tools (v6), pruning the topic below the records still needed (`share.coordinator.state.topic.prune.interval.ms`)
-and cold-partition snapshots.
+advertised); FindCoordinator v6 key type 2 names the leader of a key's state partition
+(`find_coordinator_partition`). Not done yet: pruning the topic below the records still needed
+(`share.coordinator.state.topic.prune.interval.ms`) and cold-partition snapshots.
 
 States of a state partition: those of broker/coordinator/partitions.py (LOADING -> ACTIVE -> gone).
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -65,6 +67,29 @@ def coordinator_key(key: SharePartitionKey) -> str:
     Kafka's Uuid.toString prints it (URL-safe base64, no padding)."""
     topic_id = base64.urlsafe_b64encode(key.topic_id.bytes).decode().rstrip("=")
     return f"{key.group_id}:{topic_id}:{key.partition}"
+
+
+_PARTITION = re.compile(r"[+-]?[0-9]+")
+_INT32 = range(-(2**31), 2**31)
+
+
+def parse_coordinator_key(text: str) -> SharePartitionKey | None:
+    """A coordinator key `group:topicId:partition` read as Kafka reads it, from the right (a group
+    id may hold colons): None unless the group is not empty, the topic id is a Kafka Uuid string
+    (22 characters of URL-safe base64) and the partition a 32-bit integer."""
+    rest, _, partition = text.rpartition(":")
+    group, _, topic_id = rest.rpartition(":")
+    if not group or _PARTITION.fullmatch(partition) is None or int(partition) not in _INT32:
+        return None
+    if len(topic_id) != 22 or "+" in topic_id or "/" in topic_id:
+        return None
+    try:
+        raw = base64.b64decode(topic_id + "==", altchars=b"-_", validate=True)
+    except ValueError:
+        return None
+    if len(raw) != 16:
+        return None
+    return SharePartitionKey(group, uuid.UUID(bytes=raw), int(partition))
 
 
 @dataclass(eq=False)
@@ -177,6 +202,15 @@ class ShareCoordinator(PartitionedCoordinator[StatePartition]):
         """Whether this broker leads the state partition of `key` and has loaded it."""
         _, part = self._checked_partition(coordinator_key(key))
         return part is not None
+
+    async def find_coordinator_partition(self, key: SharePartitionKey) -> tuple[ErrorCode, int]:
+        """(error, partition of `__share_group_state`) for FindCoordinator key type SHARE;
+        creates the topic if missing."""
+        if SHARE_GROUP_STATE_TOPIC not in self._controller.image.topics:
+            await self._create_topic()
+        if SHARE_GROUP_STATE_TOPIC not in self._controller.image.topics:
+            return ErrorCode.coordinator_not_available, -1
+        return ErrorCode.none, self.partition_for(coordinator_key(key))
 
     async def ensure_topic(self, key: SharePartitionKey) -> ErrorCode:
         """Create `__share_group_state` if missing (Kafka: the persister's FindCoordinator with
