@@ -8,8 +8,8 @@ share.auto.offset.reset=earliest. While that member is in the group: --describe 
 --state (and --verbose), and the refusals of --reset-offsets, --delete-offsets and --delete. Once
 it has left (the group is Empty): --list (with --state), --describe (offsets), --reset-offsets
 --to-earliest / --to-latest / --to-datetime with --dry-run and --execute, --delete-offsets --topic,
---delete --group; and each action on a group that does not exist. (4.3.1's tool has no
---to-offset, --shift-by or --from-file for share groups.)
+--delete --group; each action on a group that does not exist, and --describe and --delete of a
+classic group. (4.3.1's tool has no --to-offset, --shift-by or --from-file for share groups.)
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from compat.kafka import classpath, java
 TOPIC = "cli-share"
 GROUP = "cli-share-group"
 UNKNOWN = "cli-share-nope"
+CLASSIC = f"{GROUP}-classic"  # a classic group with a committed offset (ShareCli)
 
 
 def _lines(text: str) -> list[str]:
@@ -123,6 +124,8 @@ def _scenario(target: Any) -> list[dict[str, Any]]:
             "unknown reset": ["--reset-offsets", *unknown, "--topic", TOPIC, "--to-earliest", "--dry-run"],
             "unknown delete offsets": ["--delete-offsets", *unknown, "--topic", TOPIC],
             "unknown delete": ["--delete", *unknown],
+            "classic describe": ["--describe", "--group", CLASSIC],
+            "classic delete": ["--delete", "--group", CLASSIC],
         })
         member.leave()
     finally:
@@ -175,4 +178,9 @@ def test_share_groups_cli(differential: Any) -> None:
     assert out["unknown describe"] == [
         "Error: Executing share group command failed due to org.apache.kafka.common.errors."
         f"GroupIdNotFoundException: Group {UNKNOWN} not found."
+    ]
+    assert out["classic delete"] == [
+        "Error: Deletion of some share groups failed:",
+        f"* Group '{CLASSIC}' could not be deleted due to: java.lang.IllegalArgumentException: "
+        f"Group '{CLASSIC}' is not a share group.",
     ]

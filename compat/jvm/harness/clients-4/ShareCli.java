@@ -7,7 +7,8 @@
 // the timestamp base + i seconds (for --to-datetime); sets the group's
 // share.auto.offset.reset=earliest with the AdminClient and reads it back (Kafka's broker applies
 // a group config a moment after the alter); one KafkaShareConsumer (explicit acknowledgement)
-// consumes and accepts the six records. Then it prints {"step": "holding"} and keeps the member in
+// consumes and accepts the six records. A classic group, <group>-classic, gets an offset committed
+// (Admin alterConsumerGroupOffsets: an Empty classic group). Then it prints {"step": "holding"} and keeps the member in
 // the group until its standard input closes; then it closes the consumer (the group is Empty).
 
 import java.io.InputStream;
@@ -18,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -45,6 +47,8 @@ public class ShareCli {
             admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
                     new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
                     .all().get(30, TimeUnit.SECONDS);
+            admin.alterConsumerGroupOffsets(group + "-classic", Map.of(new TopicPartition(topic, 0),
+                    new OffsetAndMetadata(1))).all().get(30, TimeUnit.SECONDS);
             long configured = System.currentTimeMillis() + 10_000;
             while (!admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource)
                     .get("share.auto.offset.reset").value().equals("earliest")) {
