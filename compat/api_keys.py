@@ -20,10 +20,6 @@ from protocol.kio_compat import api_name
 
 DELEGATION_TOKENS = "not yet: delegation tokens (KIP-48) are in no issue yet"
 NEW_GROUPS = "not yet: issue 16 (KIP-848 consumer groups, share groups)"
-SHARE_UNADVERTISED = (
-    "served but not advertised: issue 16 (share groups), the share coordinator's state RPCs other Samsa "
-    "brokers send, until a case of the suite sends each version (broker/handlers/versions.py UNADVERTISED)"
-)
 OPERATOR = "not yet: issue 13 (operator admin APIs)"
 KRAFT = (
     "out: KRaft only. Samsa keeps cluster metadata in ZooKeeper (a cluster) or its data directory "
@@ -35,11 +31,6 @@ NOT_SERVED: dict[str, str] = {
     "renew_delegation_token": DELEGATION_TOKENS,
     "expire_delegation_token": DELEGATION_TOKENS,
     "describe_delegation_token": DELEGATION_TOKENS,
-    "initialize_share_group_state": SHARE_UNADVERTISED,
-    "read_share_group_state": SHARE_UNADVERTISED,
-    "write_share_group_state": SHARE_UNADVERTISED,
-    "delete_share_group_state": SHARE_UNADVERTISED,
-    "read_share_group_state_summary": SHARE_UNADVERTISED,
     "streams_group_heartbeat": NEW_GROUPS + "; streams groups are KIP-1071",
     "streams_group_describe": NEW_GROUPS + "; streams groups are KIP-1071",
     "update_features": (

@@ -42,16 +42,20 @@ from compat.test_go_node_clients import CLIENT_NAMES, run_program
 Obs = dict[str, Any]
 
 HANDLERS = registry.load_handlers()
-BROKER_ONLY: dict[int, set[int]] = {24: {4, 5}}
-"""Versions only brokers send (AddPartitionsToTxn v4-5, KIP-890: a partition leader to the
-transaction coordinator), which franz-go cannot: compat/test_txn_errors.py sends them raw."""
+BROKER_ONLY: dict[int, set[int]] = {24: {4, 5}, 83: {0}, 84: {0}, 85: {0, 1}, 86: {0}, 87: {0, 1}}
+"""Versions only brokers send, which franz-go's client API cannot: AddPartitionsToTxn v4-5 (KIP-890,
+a partition leader to the transaction coordinator; compat/test_txn_errors.py sends them raw) and
+the share coordinator's state RPCs 83-87 (KIP-932, a share partition leader to the share
+coordinator; compat/test_share_state_rpcs.py sends them raw)."""
 CLIENT_CANNOT: dict[int, set[int]] = {68: {0}}
 """Versions franz-go does not send: it runs KIP-848 groups at ConsumerGroupHeartbeat v1 only (kgo's
 supportsKIP848v1); compat/test_consumer_protocol.py has Java 3.9 send v0 and compares it with Kafka."""
 ADVERTISED: dict[int, list[int]] = {
-    k: [v for v in range(h.min_version, h.max_version + 1) if v not in BROKER_ONLY.get(k, set()) | CLIENT_CANNOT.get(k, set())]
-    for k, h in HANDLERS.items()
-}
+    k: vs for k, h in HANDLERS.items()
+    if (vs := [v for v in range(h.min_version, h.max_version + 1)
+               if v not in BROKER_ONLY.get(k, set()) | CLIENT_CANNOT.get(k, set())])
+}  # fmt: skip
+"""The versions of each key franz-go sweeps (a key only brokers send has none and no sweep)."""
 CLIENT = CLIENT_NAMES["go"]
 KAFKA_VERSION = _versions(COMPAT / "pom.xml").get("kafka", "4.x")
 SWEEP_SAMSA = "samsa-sweep"  # the dedicated Samsa the sweeps run against (its own API stats)

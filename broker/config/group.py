@@ -114,6 +114,9 @@ class GroupCoordinatorSettings(SecurityConfig):
         _BOUND_OF.format("share.partition.max.record.locks"), "the smallest such limit"), Range(100, 2_000))
     group_share_max_partition_max_record_locks: int = setting(INT, 4_000, _share(
         _BOUND_OF.format("share.partition.max.record.locks"), "the largest such limit"), Range(2_000, 10_000))
+    group_share_max_size: int = setting(INT, 200,
+        "Most members a share group may have; a member joining a full group gets "
+        "GROUP_MAX_SIZE_REACHED.", Range(1, 1_000))
     # ---- streams groups (KIP-1071): defaults and bounds of the streams.* group configs ------------
     group_streams_session_timeout_ms: int = setting(INT, 45_000, _streams(
         _DEFAULT_OF.format("streams.session.timeout.ms"), "a streams member's session timeout"), at_least(1))

@@ -77,6 +77,7 @@ class GroupConfigs:
     def share_group_settings(self, group_id: str) -> ShareGroupSettings:
         """What the share group coordinator obeys for this share group now."""
         return ShareGroupSettings(
+            max_size=self._config.group_share_max_size,
             heartbeat_interval_ms=self.int_value(group_id, "share.heartbeat.interval.ms"),
             session_timeout_ms=self.int_value(group_id, "share.session.timeout.ms"),
             assignment_interval_ms=self.int_value(group_id, "share.assignment.interval.ms"),

@@ -11,8 +11,7 @@
 # INVALID_REQUEST with Kafka's messages, GROUP_ID_NOT_FOUND (another type of group, an unknown
 # group), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED and the coordinator's.
 # The group's share.heartbeat.interval.ms, share.session.timeout.ms and share.assignment.interval.ms
-# apply (broker/coordinator/group_configs.py). Not supported: group.share.max.size (200, Kafka's
-# default).
+# apply (broker/coordinator/group_configs.py), and the broker's group.share.max.size.
 from __future__ import annotations
 
 import datetime

@@ -5,7 +5,7 @@
 # FENCED_STATE_EPOCH for an older state epoch, NOT_COORDINATOR where the state partition is not
 # led here, INVALID_REQUEST for a malformed key).
 # Authorization: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED for every partition).
-# Not supported: advertising it (versions.py UNADVERTISED) before share groups are served.
+# Held to Kafka 4.3.1 by compat/test_share_state_rpcs.py (raw requests: only brokers send it).
 from __future__ import annotations
 
 from typing import Any

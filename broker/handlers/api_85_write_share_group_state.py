@@ -6,7 +6,7 @@
 # FENCED_LEADER_EPOCH / FENCED_STATE_EPOCH for an older leader or state epoch, NOT_COORDINATOR
 # where the state partition is not led here). v0 has no delivery complete count (-1, unknown).
 # Authorization: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED for every partition).
-# Not supported: advertising it (versions.py UNADVERTISED) before share groups are served.
+# Held to Kafka 4.3.1 by compat/test_share_state_rpcs.py (raw requests: only brokers send it).
 from __future__ import annotations
 
 from typing import Any

@@ -4,7 +4,7 @@
 # offset and (v1, KIP-1226) delivery complete count (share_coordinator_shard.read_summary;
 # NOT_COORDINATOR where the state partition is not led here).
 # Authorization: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED for every partition).
-# Not supported: advertising it (versions.py UNADVERTISED) before share groups are served.
+# Held to Kafka 4.3.1 by compat/test_share_state_rpcs.py (raw requests: only brokers send it).
 from __future__ import annotations
 
 from typing import Any

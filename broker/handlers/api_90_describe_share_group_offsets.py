@@ -12,7 +12,6 @@
 # The end offset comes from each partition's leader (ListOffsets latest, through
 # broker/partition_metadata_client.py, as Kafka's NetworkPartitionMetadataClient); when it cannot be
 # had, that partition carries the error (LEADER_NOT_AVAILABLE, NETWORK_EXCEPTION, the leader's own).
-# Served but not advertised (versions.py UNADVERTISED) until share groups are served whole.
 from __future__ import annotations
 
 import asyncio

@@ -9,7 +9,6 @@
 # or the persister's error.
 # Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED) and on each topic
 # (TOPIC_AUTHORIZATION_FAILED on its partitions).
-# Not supported: advertising it (versions.py UNADVERTISED) before share groups are served whole.
 from __future__ import annotations
 
 import asyncio

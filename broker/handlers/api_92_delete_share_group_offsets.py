@@ -8,7 +8,6 @@
 # UNKNOWN_TOPIC_OR_PARTITION (unknown topic, or no state to delete) or the persister's error.
 # Authorization: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
 # (TOPIC_AUTHORIZATION_FAILED for that topic).
-# Not supported: advertising it (versions.py UNADVERTISED) before share groups are served whole.
 from __future__ import annotations
 
 import asyncio

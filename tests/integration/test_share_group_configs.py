@@ -22,6 +22,7 @@ from kio.schema.share_group_heartbeat.v1 import request as heartbeat_v1
 from kio.static.primitive import i8, i32
 
 from broker.testing.inprocess import SamsaInProcess
+from protocol.errors import ErrorCode
 from tests.integration.test_share_fetch_wire import RELEASE, _acknowledge, _acquired, _fetch, _partitions
 from tests.support import fidelity
 from tests.support.raw_client import RawClient
@@ -162,3 +163,23 @@ def test_heartbeat_interval(broker: tuple[SamsaInProcess, uuid.UUID]) -> None:
                 subscribed_topic_names=("jobs",)))  # fmt: skip
             assert answer.error_code == 0, answer
             assert answer.heartbeat_interval == datetime.timedelta(milliseconds=interval)
+
+
+def test_group_share_max_size(tmp_path: Path) -> None:
+    """The broker's group.share.max.size: a member joining a full share group is refused with
+    GROUP_MAX_SIZE_REACHED and Kafka's message; one already in keeps heartbeating."""
+    with SamsaInProcess(tmp_path / "data", {"group.share.max.size": "2", "offsets.topic.num.partitions": "1"}) as samsa:
+        with RawClient(samsa.port) as client:
+            _find_coordinator(client, "full")
+
+            def beat(member: str, epoch: int = 0) -> Any:
+                return client.request(heartbeat_v1.ShareGroupHeartbeatRequest(
+                    group_id="full", member_id=f"{member}-0123456789abcdef", member_epoch=i32(epoch), rack_id=None,
+                    subscribed_topic_names=("jobs",) if epoch == 0 else None))  # fmt: skip
+
+            first, second = beat("one"), beat("two")
+            assert (first.error_code, second.error_code) == (0, 0)
+            third = beat("three")
+            assert (third.error_code, third.error_message) == (
+                ErrorCode.group_max_size_reached, "The share group has reached its maximum capacity of 2 members.")
+            assert beat("one", int(first.member_epoch)).error_code == 0
