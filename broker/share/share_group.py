@@ -122,7 +122,8 @@ class HeartbeatAnswer:
 @dataclass(slots=True, eq=False)
 class ShareGroup:
     group_id: str
-    group_epoch: int = 0
+    group_epoch: int = 1
+    """A new group's epoch is 1 (Kafka 4.3.1's ModernGroup): its first member's join bumps it to 2."""
     assignment_epoch: int = 0
     assignment_timestamp_ms: int = 0
     """When the target assignment was last computed (0: never)."""

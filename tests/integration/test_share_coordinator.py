@@ -96,7 +96,7 @@ def test_share_state_is_initialized_written_and_replayed_after_a_restart(tmp_pat
         _until(lambda: _loaded(samsa))
         joined = _heartbeat(samsa, "m1", 0, ("jobs",))
         assert (
-            joined.error == ErrorCode.none and joined.answer is not None and joined.answer.member_epoch == 1
+            joined.error == ErrorCode.none and joined.answer is not None and joined.answer.member_epoch == 2
         )
 
         # the share coordinator initializes both partitions, with the group epoch as state epoch
@@ -107,10 +107,10 @@ def test_share_state_is_initialized_written_and_replayed_after_a_restart(tmp_pat
         assert {k: topic.configs.get(k) for k in ("cleanup.policy", "retention.ms", "min.insync.replicas")} == {
             "cleanup.policy": "delete", "retention.ms": "-1", "min.insync.replicas": "1"}  # fmt: skip
         keys = [SharePartitionKey(GROUP, jobs_id, p) for p in (0, 1)]
-        for key in keys:
+        for key in keys:  # state epoch 2: the group's (a new group is at 1, the join bumped it)
             answer = _until(partial(_read, samsa, key, -1))
             assert (answer.error, answer.state_epoch, answer.start_offset, answer.state_batches) == (
-                ErrorCode.none, 1, -1, ())  # fmt: skip
+                ErrorCode.none, 2, -1, ())  # fmt: skip
 
         # and a heartbeat assigns them (once group.share.assignment.interval.ms has passed)
         def assignment() -> dict[uuid.UUID, frozenset[int]] | None:
@@ -130,9 +130,9 @@ def test_share_state_is_initialized_written_and_replayed_after_a_restart(tmp_pat
             (7, (PersisterStateBatch(10, 12, RecordState.ARCHIVED, 5),)),
         ]  # fmt: skip
         for start, batches in writes:
-            result = samsa.run(coordinator.write(key, 1, 3, start, 2, batches))
+            result = samsa.run(coordinator.write(key, 2, 3, start, 2, batches))
             assert result.error == ErrorCode.none, result
-        fenced = samsa.run(coordinator.write(key, 1, 2, 8, 0, ()))
+        fenced = samsa.run(coordinator.write(key, 2, 2, 8, 0, ()))
         assert fenced.error == ErrorCode.fenced_leader_epoch
         state = _read(samsa, key, 3)
         assert state is not None and state.error == ErrorCode.none
@@ -158,7 +158,7 @@ def test_share_state_is_initialized_written_and_replayed_after_a_restart(tmp_pat
         samsa.restart()
         after = _until(lambda: _read(samsa, key, 3))
         assert (after.error, after.state_epoch, after.start_offset, after.state_batches) == (
-            ErrorCode.none, 1, state.start_offset, state.state_batches)  # fmt: skip
+            ErrorCode.none, 2, state.start_offset, state.state_batches)  # fmt: skip
         assert _until(lambda: _read(samsa, keys[1], -1)).start_offset == -1
         restored = _until(lambda: _group(samsa))
         assert restored.initialized == {jobs_id: frozenset({0, 1})} and restored.initializing == {}
@@ -166,7 +166,7 @@ def test_share_state_is_initialized_written_and_replayed_after_a_restart(tmp_pat
         assert again.error == ErrorCode.none  # no new initialization: the state stays as written
         time.sleep(0.1)
         assert _read(samsa, key, 3) == after
-        fenced = samsa.run(_share_coordinator(samsa).write(key, 1, 2, 8, 0, ()))
+        fenced = samsa.run(_share_coordinator(samsa).write(key, 2, 2, 8, 0, ()))
         assert fenced.error == ErrorCode.fenced_leader_epoch  # the leader epoch was replayed too
     finally:
         samsa.close()

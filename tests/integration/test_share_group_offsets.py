@@ -140,7 +140,7 @@ def test_describe_share_group_offsets(broker: SamsaInProcess) -> None:
         producer.close()
         persister = samsa.broker.share_persister
         assert persister is not None
-        written = samsa.run(persister.write(SharePartitionKey(GROUP, topic_id, 0), 1, 0, 3, 1, ()))
+        written = samsa.run(persister.write(SharePartitionKey(GROUP, topic_id, 0), 2, 0, 3, 1, ()))
         assert written.error == ErrorCode.none, written
         # lag = end offset 10 - start offset 3 - 1 record delivered past the start offset
         assert _offsets(client.request(_describe(None))) == {

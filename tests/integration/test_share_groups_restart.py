@@ -66,14 +66,14 @@ def test_share_group_members_survive_a_broker_restart(tmp_path: Path) -> None:
         admin.close()
         _await_loaded(samsa)
         first = _heartbeat(samsa, "m1", 0, ("jobs",))
-        assert first.error == ErrorCode.none and first.answer is not None and first.answer.member_epoch == 1
+        assert first.error == ErrorCode.none and first.answer is not None and first.answer.member_epoch == 2
         assert _heartbeat(samsa, "m2", 0, ("jobs",)).error == ErrorCode.none
         jobs_id = samsa.broker.controller.image.topics["jobs"].topic_id
         deadline = time.monotonic() + 15
         while not (before := _loaded_group(samsa)).initialized:  # by the share coordinator
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        assert before.group_epoch == 2 and set(before.members) == {"m1", "m2"}
+        assert before.group_epoch == 3 and set(before.members) == {"m1", "m2"}
         assert before.initialized == {jobs_id: frozenset({0, 1})} and before.initializing == {}
 
         samsa.restart()

@@ -52,46 +52,47 @@ def init_all(group: ShareGroup, now: int = 1) -> None:
 
 def test_a_member_joins_then_gets_the_initialized_partitions() -> None:
     g = ShareGroup("g")
+    assert g.group_epoch == 1  # a new group's epoch (Kafka 4.3.1's ModernGroup)
     first = beat(g, "m1", 0, ("foo",))
     # Nothing is initialized yet: the member is in, with an empty assignment.
-    assert first == HeartbeatAnswer("m1", 1, 5_000, {})
-    assert g.state is ShareGroupState.STABLE and g.group_epoch == 1
+    assert first == HeartbeatAnswer("m1", 2, 5_000, {})
+    assert g.state is ShareGroupState.STABLE and g.group_epoch == 2
     assert partitions_to_initialize(g, TOPICS, 1, 30_000) == {FOO.topic_id: frozenset({0, 1})}
     assert partitions_to_initialize(g, TOPICS, 2, 30_000) == {}  # already initializing
     initialized(g, FOO.topic_id, frozenset({0, 1}))
-    second = beat(g, "m1", 1)
-    assert second.member_epoch == 2 and second.assignment == {FOO.topic_id: frozenset({0, 1})}
+    second = beat(g, "m1", 2)
+    assert second.member_epoch == 3 and second.assignment == {FOO.topic_id: frozenset({0, 1})}
     # Nothing changed: no assignment in the answer.
-    assert beat(g, "m1", 2).assignment is None
+    assert beat(g, "m1", 3).assignment is None
 
 
 def test_members_share_a_partition_and_the_group_epoch_follows_membership() -> None:
     g = ShareGroup("g")
     beat(g, "m1", 0, ("bar",))
     init_all(g)
-    assert beat(g, "m1", 1).assignment == {BAR.topic_id: frozenset({0})}
+    assert beat(g, "m1", 2).assignment == {BAR.topic_id: frozenset({0})}
     answer = beat(g, "m2", 0, ("bar",))
     assert answer.assignment == {BAR.topic_id: frozenset({0})}  # a share partition has many readers
-    assert g.group_epoch == 3 and answer.member_epoch == 3
+    assert g.group_epoch == 4 and answer.member_epoch == 4
     assert leave(g, "m2") == HeartbeatAnswer("m2", -1, 0, None)
-    assert g.group_epoch == 4 and list(g.members) == ["m1"]
+    assert g.group_epoch == 5 and list(g.members) == ["m1"]
     fence(g, "m1")
-    assert g.state is ShareGroupState.EMPTY and g.group_epoch == 5
+    assert g.state is ShareGroupState.EMPTY and g.group_epoch == 6
 
 
 def test_a_stale_epoch_is_fenced_but_the_previous_one_is_accepted() -> None:
     g = ShareGroup("g")
     beat(g, "m1", 0, ("foo",))
     init_all(g)
-    assert beat(g, "m1", 1).member_epoch == 2
-    # The answer with epoch 2 was lost: the member heartbeats with 1 again.
-    assert beat(g, "m1", 1).member_epoch == 2
-    assert error_of(lambda: beat(g, "m1", 3)) is ErrorCode.fenced_member_epoch
-    beat(g, "m2", 0, ("foo",))  # bumps to 3; m1 is now at 2, previous 1... until it heartbeats
     assert beat(g, "m1", 2).member_epoch == 3
-    assert error_of(lambda: beat(g, "m1", 1)) is ErrorCode.fenced_member_epoch
+    # The answer with epoch 3 was lost: the member heartbeats with 2 again.
+    assert beat(g, "m1", 2).member_epoch == 3
+    assert error_of(lambda: beat(g, "m1", 4)) is ErrorCode.fenced_member_epoch
+    beat(g, "m2", 0, ("foo",))  # bumps to 4; m1 is now at 3, previous 2... until it heartbeats
+    assert beat(g, "m1", 3).member_epoch == 4
+    assert error_of(lambda: beat(g, "m1", 2)) is ErrorCode.fenced_member_epoch
     # Epoch 0 rejoins whatever the member's epoch.
-    assert beat(g, "m1", 0, ("foo",)).member_epoch == 3
+    assert beat(g, "m1", 0, ("foo",)).member_epoch == 4
 
 
 def test_unknown_members_and_full_groups() -> None:
@@ -126,11 +127,11 @@ def test_a_subscription_change_reassigns_at_once() -> None:
     g = ShareGroup("g")
     beat(g, "m1", 0, ("foo",))
     init_all(g)
-    beat(g, "m1", 1)
-    answer = beat(g, "m1", 2, ("bar",))
-    assert answer.member_epoch == 3 and answer.assignment == {}  # bar is not initialized yet
+    beat(g, "m1", 2)
+    answer = beat(g, "m1", 3, ("bar",))
+    assert answer.member_epoch == 4 and answer.assignment == {}  # bar is not initialized yet
     init_all(g)
-    assert beat(g, "m1", 3).assignment == {BAR.topic_id: frozenset({0})}
+    assert beat(g, "m1", 4).assignment == {BAR.topic_id: frozenset({0})}
 
 
 def test_the_assignment_interval_delays_a_new_target() -> None:
@@ -138,11 +139,11 @@ def test_the_assignment_interval_delays_a_new_target() -> None:
     slow = ShareGroupSettings(assignment_interval_ms=1_000)
     heartbeat(g, ShareHeartbeat("g", "m1", 0, subscribed_topic_names=("foo",)), "c", "h", TOPICS, slow, 10)
     init_all(g)
-    # Epoch 2 is due, but the last target was computed at 10: m1 stays at epoch 1 until 1010.
-    a = heartbeat(g, ShareHeartbeat("g", "m1", 1), "c", "h", TOPICS, slow, 500)
-    assert (a.member_epoch, g.group_epoch, g.assignment_epoch) == (1, 2, 1)
-    b = heartbeat(g, ShareHeartbeat("g", "m1", 1), "c", "h", TOPICS, slow, 1_010)
-    assert b.member_epoch == 2 and b.assignment == {FOO.topic_id: frozenset({0, 1})}
+    # Epoch 3 is due, but the last target was computed at 10: m1 stays at epoch 2 until 1010.
+    a = heartbeat(g, ShareHeartbeat("g", "m1", 2), "c", "h", TOPICS, slow, 500)
+    assert (a.member_epoch, g.group_epoch, g.assignment_epoch) == (2, 3, 2)
+    b = heartbeat(g, ShareHeartbeat("g", "m1", 2), "c", "h", TOPICS, slow, 1_010)
+    assert b.member_epoch == 3 and b.assignment == {FOO.topic_id: frozenset({0, 1})}
 
 
 def test_initialization_is_asked_again_after_the_retry_interval() -> None:
@@ -160,11 +161,11 @@ def test_a_topic_gaining_partitions_bumps_the_epoch_and_initializes_them() -> No
     g = ShareGroup("g")
     beat(g, "m1", 0, ("foo",))
     init_all(g)
-    beat(g, "m1", 1)
+    beat(g, "m1", 2)
     grown = {"foo": TopicInfo(FOO.topic_id, 3), "bar": BAR}
-    a = heartbeat(g, ShareHeartbeat("g", "m1", 2), "c", "h", grown, SETTINGS, 5)
-    assert a.member_epoch == 3 and a.assignment is None  # still partitions 0-1 only
+    a = heartbeat(g, ShareHeartbeat("g", "m1", 3), "c", "h", grown, SETTINGS, 5)
+    assert a.member_epoch == 4 and a.assignment is None  # still partitions 0-1 only
     assert partitions_to_initialize(g, grown, 5, 30_000) == {FOO.topic_id: frozenset({2})}
     initialized(g, FOO.topic_id, frozenset({2}))
-    b = heartbeat(g, ShareHeartbeat("g", "m1", 3), "c", "h", grown, SETTINGS, 6)
-    assert b.member_epoch == 4 and b.assignment == {FOO.topic_id: frozenset({0, 1, 2})}
+    b = heartbeat(g, ShareHeartbeat("g", "m1", 4), "c", "h", grown, SETTINGS, 6)
+    assert b.member_epoch == 5 and b.assignment == {FOO.topic_id: frozenset({0, 1, 2})}

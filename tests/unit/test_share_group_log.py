@@ -76,7 +76,7 @@ def test_a_join_writes_kafkas_records_in_kafkas_order() -> None:
         (rec.CURRENT_ASSIGNMENT, "m1"),
     ]
     assert written[0][1] == rec.MemberMetadataValue(None, "c", "/h", ("foo",))
-    assert written[4][1] == rec.CurrentAssignmentValue(1, 0, {})
+    assert written[4][1] == rec.CurrentAssignmentValue(2, 0, {})
     # Initializing the share partitions writes the state partition metadata.
     written = log.apply(g, lambda: partitions_to_initialize(g, TOPICS, 5, 30_000))
     assert written == [
@@ -86,7 +86,7 @@ def test_a_join_writes_kafkas_records_in_kafkas_order() -> None:
         )
     ]
     # A heartbeat that changes nothing writes nothing.
-    assert log.apply(g, lambda: beat(g, "m1", 1)) == []
+    assert log.apply(g, lambda: beat(g, "m1", 2)) == []
 
 
 def test_a_leave_writes_tombstones_then_the_epoch() -> None:
@@ -97,7 +97,7 @@ def test_a_leave_writes_tombstones_then_the_epoch() -> None:
         (rec.ShareGroupKey(rec.CURRENT_ASSIGNMENT, "g", "m1"), None),
         (rec.ShareGroupKey(rec.TARGET_MEMBER, "g", "m1"), None),
         (rec.ShareGroupKey(rec.MEMBER_METADATA, "g", "m1"), None),
-        (rec.ShareGroupKey(rec.GROUP_METADATA, "g"), rec.GroupMetadataValue(2)),
+        (rec.ShareGroupKey(rec.GROUP_METADATA, "g"), rec.GroupMetadataValue(3)),
     ]
     assert [k.type for k, v in deletion(g)][-1] == rec.GROUP_METADATA
 
@@ -112,8 +112,8 @@ def test_a_new_coordinator_rebuilds_the_group_from_the_record_bytes() -> None:
             initialized(g, topic_id, partitions)
 
     log.apply(g, initialize_all)
-    log.apply(g, lambda: beat(g, "m1", 1))
-    log.apply(g, lambda: beat(g, "m2", 2))
+    log.apply(g, lambda: beat(g, "m1", 2))
+    log.apply(g, lambda: beat(g, "m2", 3))
     log.apply(g, lambda: beat(g, "m3", 0, ("foo",)))
     log.apply(g, lambda: fence(g, "m3"))
     restored = restore("g", log.latest(), TOPICS, now_ms=9)

@@ -101,12 +101,12 @@ def test_join_initializes_share_state_then_assigns_and_survives_a_coordinator_mo
         groups = part.driver()
         first = await groups.heartbeat(_hb("m1", 0, ("foo",)), "client", "/127.0.0.1")
         assert first.error == ErrorCode.none and first.answer is not None
-        assert first.answer.member_epoch == 1 and first.answer.assignment == {}
+        assert first.answer.member_epoch == 2 and first.answer.assignment == {}
         await _settle()
         assert part.initialize_calls == [("g", {FOO.topic_id: frozenset({0, 1})})]
         # initialized: the next heartbeat bumps the group epoch and assigns both partitions
-        second = await groups.heartbeat(_hb("m1", 1), "client", "/127.0.0.1")
-        assert second.answer is not None and second.answer.member_epoch == 2
+        second = await groups.heartbeat(_hb("m1", 2), "client", "/127.0.0.1")
+        assert second.answer is not None and second.answer.member_epoch == 3
         assert second.answer.assignment == {FOO.topic_id: frozenset({0, 1})}
         assert part.initialize_calls == [("g", {FOO.topic_id: frozenset({0, 1})})]  # not asked again
         groups.close()
@@ -115,11 +115,11 @@ def test_join_initializes_share_state_then_assigns_and_survives_a_coordinator_mo
         moved.load(0, part.latest())
         error, _, group = moved.describe("g")
         assert error == ErrorCode.none and group is not None
-        assert (group.group_epoch, group.assignment_epoch) == (2, 2)
+        assert (group.group_epoch, group.assignment_epoch) == (3, 3)
         assert group.members["m1"].assigned == {FOO.topic_id: frozenset({0, 1})}
-        again = await moved.heartbeat(_hb("m1", 2), "client", "/127.0.0.1")
+        again = await moved.heartbeat(_hb("m1", 3), "client", "/127.0.0.1")
         assert again.error == ErrorCode.none and again.answer is not None
-        assert again.answer.member_epoch == 2 and again.answer.assignment is None  # unchanged
+        assert again.answer.member_epoch == 3 and again.answer.assignment is None  # unchanged
         assert len(part.initialize_calls) == 1
         moved.unload(0)
         assert moved.describe("g")[0] == ErrorCode.group_id_not_found
@@ -185,7 +185,7 @@ def test_unwritten_change_is_reverted() -> None:
             await groups.heartbeat(_hb("m2", 0, ("foo",)), "c", "h")
         ).error == ErrorCode.not_enough_replicas
         _, _, group = groups.describe("g")
-        assert group is not None and set(group.members) == {"m1"} and group.group_epoch == 1
+        assert group is not None and set(group.members) == {"m1"} and group.group_epoch == 2
         assert len(part.records) == written
         groups.close()
 
@@ -203,14 +203,14 @@ def test_leave_and_session_expiry_fence_members_and_write_tombstones() -> None:
         await asyncio.sleep(0.3)  # m2 sends nothing: its session expires
         _, _, group = groups.describe("g")
         assert group is not None and group.members == {} and group.state is ShareGroupState.EMPTY
-        assert group.group_epoch == 4  # two joins, a leave, a fence
+        assert group.group_epoch == 5  # a new group (1), two joins, a leave, a fence
         latest = part.latest()["g"]
         assert not any(member is not None for (_type, member) in latest)  # every member record tombstoned
-        assert latest[(rec.GROUP_METADATA, None)] == rec.GroupMetadataValue(4)
+        assert latest[(rec.GROUP_METADATA, None)] == rec.GroupMetadataValue(5)
         reloaded = part.driver()
         reloaded.load(0, part.latest())
         _, _, group = reloaded.describe("g")
-        assert group is not None and group.state is ShareGroupState.EMPTY and group.group_epoch == 4
+        assert group is not None and group.state is ShareGroupState.EMPTY and group.group_epoch == 5
         reloaded.close()
         groups.close()
 
@@ -224,17 +224,17 @@ def test_failed_initialization_is_retried_after_the_interval() -> None:
         groups = part.driver(dataclasses.replace(SETTINGS, initialize_retry_interval_ms=200))
         assert (await groups.heartbeat(_hb("m1", 0, ("foo",)), "c", "h")).error == ErrorCode.none
         await _settle()
-        assert (await groups.heartbeat(_hb("m1", 1), "c", "h")).error == ErrorCode.none
+        assert (await groups.heartbeat(_hb("m1", 2), "c", "h")).error == ErrorCode.none
         await _settle()
         assert len(part.initialize_calls) == 1  # still initializing: not asked again yet
         part.initialize_ok = True
         await asyncio.sleep(0.25)
-        third = await groups.heartbeat(_hb("m1", 1), "c", "h")
+        third = await groups.heartbeat(_hb("m1", 2), "c", "h")
         await _settle()
         assert (
             len(part.initialize_calls) == 2 and third.answer is not None and third.answer.assignment is None
         )
-        fourth = await groups.heartbeat(_hb("m1", 1), "c", "h")
+        fourth = await groups.heartbeat(_hb("m1", 2), "c", "h")
         assert fourth.answer is not None and fourth.answer.assignment == {FOO.topic_id: frozenset({0, 1})}
         groups.close()
 
