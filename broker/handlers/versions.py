@@ -90,4 +90,7 @@ FEATURES: dict[str, tuple[int, int]] = {
     # KIP-890 transactions v2: Produce v12, EndTxn v5, TxnOffsetCommit v5, AddPartitionsToTxn v4-5
     "transaction.version": (0, 2),
     "group.version": (0, 1),  # level 1: the KIP-848 consumer group protocol (ConsumerGroupHeartbeat)
+    # level 1: KIP-932 share groups (heartbeat, fetch, acknowledge, the offsets admin APIs, the
+    # share coordinator); Kafka 4.3's level 2 adds KIP-1191's dead-letter queues, not served here
+    "share.version": (0, 1),
 }

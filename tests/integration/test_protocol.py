@@ -30,6 +30,9 @@ from kio.schema.api_versions.v0.request import (
 from kio.schema.api_versions.v3.request import (
     ApiVersionsRequest as ApiVersionsRequestV3,
 )
+from kio.schema.api_versions.v4.request import (
+    ApiVersionsRequest as ApiVersionsRequestV4,
+)
 from kio.schema.fetch.v12 import request as fetch_req
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.metadata.v12 import request as md_req
@@ -305,6 +308,17 @@ def test_api_versions_answers_every_version_with_header_v0(
         assert body[2] == len(keys) + 1
     else:
         assert struct.unpack_from(">i", body, 2)[0] == len(keys)
+
+
+def test_api_versions_features(client: RawClient) -> None:
+    """The feature levels a single-version cluster finalizes (KIP-584): transactions v2 (KIP-890),
+    the consumer group protocol (KIP-848) and share groups (KIP-932) at level 1, not KIP-1191's 2."""
+    # v4: v0-3 leave out the features whose lowest supported level is 0, as Kafka does
+    resp = client.request(ApiVersionsRequestV4(client_software_name="samsa-tests", client_software_version="1.0"))
+    supported = {str(f.name): (int(f.min_version), int(f.max_version)) for f in resp.supported_features}
+    finalized = {str(f.name): (int(f.min_version_level), int(f.max_version_level)) for f in resp.finalized_features}
+    assert supported == {"transaction.version": (0, 2), "group.version": (0, 1), "share.version": (0, 1)}
+    assert finalized == {"transaction.version": (2, 2), "group.version": (1, 1), "share.version": (1, 1)}
 
 
 def test_api_versions_unknown_version_gets_kip511_answer(client: RawClient) -> None:
