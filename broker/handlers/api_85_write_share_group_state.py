@@ -7,6 +7,9 @@
 # where the state partition is not led here). v0 has no delivery complete count (-1, unknown).
 # Authorization: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED for every partition).
 # Held to Kafka 4.3.1 by compat/test_share_state_rpcs.py (raw requests: only brokers send it).
+# Not supported: a state batch whose delivery state is none of Kafka's five record states, which
+# Kafka stores as it comes; here that partition is refused with INVALID_REQUEST (no share partition
+# leader writes one, and a share partition could not load it).
 from __future__ import annotations
 
 from typing import Any
@@ -26,13 +29,18 @@ from broker.share.in_flight import PersisterStateBatch, RecordState
 from broker.share.share_coordinator import ShareCoordinator
 from broker.share.share_coordinator_shard import StateAnswer
 from broker.share.share_state import SharePartitionKey
+from protocol.errors import ErrorCode
 
 API_KEY = 85
+KNOWN_STATES = frozenset(int(s) for s in RecordState)
 
 
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: WriteShareGroupStateRequest) -> WriteShareGroupStateResponse:
     async def write(coordinator: ShareCoordinator, key: SharePartitionKey, p: Any) -> StateAnswer:
+        unknown = sorted({int(b.delivery_state) for b in p.state_batches} - KNOWN_STATES)
+        if unknown:
+            return StateAnswer(ErrorCode.invalid_request, f"Unknown delivery state {unknown[0]} in a state batch.")
         batches = [
             PersisterStateBatch(int(b.first_offset), int(b.last_offset), RecordState(int(b.delivery_state)),
                                 int(b.delivery_count))
