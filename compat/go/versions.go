@@ -1467,15 +1467,22 @@ func (r *run) shareFromEarliest(group string) {
 	r.awaitGroupConfig(group, "share.auto.offset.reset", earliest)
 }
 
-func sweepShare(r *run) {
-	topic, group := r.topic("sh", 1, nil), r.name("grp")
-	r.shareFromEarliest(group)
+// produceShareRecords writes four records (keys <prefix>0..3, value "share") to partition 0 and
+// returns the producer.
+func (r *run) produceShareRecords(topic, prefix string) *kgo.Client {
 	prod := r.plain(manual)
 	var recs []*kgo.Record
 	for i := 0; i < 4; i++ {
-		recs = append(recs, rec(topic, 0, fmt.Sprintf("s%d", i), "share", base+int64(i)))
+		recs = append(recs, rec(topic, 0, fmt.Sprintf("%s%d", prefix, i), "share", base+int64(i)))
 	}
 	r.produce(prod, "produced", recs...)
+	return prod
+}
+
+func sweepShare(r *run) {
+	topic, group := r.topic("sh", 1, nil), r.name("grp")
+	r.shareFromEarliest(group)
+	r.produceShareRecords(topic, "s")
 	member, describer := r.pinned, r.admin()
 	if r.key == 77 {
 		member, describer = r.plain, kadm.NewClient(r.pinned())
@@ -1514,12 +1521,7 @@ func sweepShare(r *run) {
 func sweepShareOffsets(r *run) {
 	topic, group, missing, nope := r.topic("so", 1, nil), r.name("grp"), r.name("missing"), r.name("nope")
 	r.shareFromEarliest(group)
-	prod := r.plain(manual)
-	var recs []*kgo.Record
-	for i := 0; i < 4; i++ {
-		recs = append(recs, rec(topic, 0, fmt.Sprintf("o%d", i), "share", base+int64(i)))
-	}
-	r.produce(prod, "produced", recs...)
+	prod := r.produceShareRecords(topic, "o")
 	cl := r.plain(kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
 	got := r.consume("consumed", 4, cl)
 	cl.MarkAcks(kgo.AckAccept, got...)

@@ -16,8 +16,6 @@ from typing import TypeVar
 
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
-from kio.schema.write_share_group_state.v1 import request as write_req
-from kio.static.primitive import i8, i16, i32, i64
 
 from broker.share import share_partition_state
 from broker.share.in_flight import (
@@ -39,7 +37,6 @@ from broker.share.share_state import SharePartitionKey
 from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
-from tests.support.raw_client import RawClient
 
 T = TypeVar("T")
 GROUP = "queue"
@@ -241,32 +238,3 @@ def _persister(samsa: SamsaInProcess) -> SharePersister:
     persister = samsa.broker.share_persister
     assert persister is not None
     return persister
-
-
-def test_a_write_with_an_unknown_delivery_state_is_refused(tmp_path: Path) -> None:
-    """WriteShareGroupState with a state batch in no record state Samsa knows: that partition is
-    INVALID_REQUEST (Kafka stores the byte as it comes), the state stays as it was and the
-    broker keeps answering on the same connection (the fuzzer once found a traceback here)."""
-    with SamsaInProcess(tmp_path / "data", {"share.coordinator.state.topic.num.partitions": "1"}) as samsa:
-        admin = KafkaAdminClient(bootstrap_servers=samsa.bootstrap_servers)
-        admin.create_topics([NewTopic("jobs", 1, 1)])
-        admin.close()
-        topic_id: uuid.UUID = samsa.broker.controller.image.topics["jobs"].topic_id
-        persister = samsa.broker.share_persister
-        assert persister is not None
-        assert samsa.run(persister.initialize_partitions(GROUP, 1, {topic_id: frozenset({0})})) == {
-            topic_id: frozenset({0})}  # fmt: skip
-        key = SharePartitionKey(GROUP, topic_id, 0)
-        before = _read(samsa, key, 0)
-        with RawClient(samsa.port) as client:
-            for state in (-1, 9):
-                answer = client.request(write_req.WriteShareGroupStateRequest(group_id=GROUP, topics=(
-                    write_req.WriteStateData(topic_id=topic_id, partitions=(write_req.PartitionData(
-                        partition=i32(0), state_epoch=i32(1), leader_epoch=i32(0), start_offset=i64(0),
-                        delivery_complete_count=i32(0), state_batches=(write_req.StateBatch(
-                            first_offset=i64(0), last_offset=i64(2), delivery_state=i8(state),
-                            delivery_count=i16(1)),)),)),)))  # fmt: skip
-                (p,) = answer.results[0].partitions
-                assert (p.error_code, p.error_message) == (
-                    ErrorCode.invalid_request, f"Unknown delivery state {state} in a state batch.")
-        assert _read(samsa, key, 0) == before

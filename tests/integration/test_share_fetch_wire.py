@@ -21,9 +21,11 @@ from kio.schema.read_share_group_state.v0 import request as read_v0
 from kio.schema.share_acknowledge.v1 import request as ack_v1
 from kio.schema.share_fetch.v1 import request as fetch_v1
 from kio.schema.share_fetch.v2 import request as fetch_v2
-from kio.static.primitive import i8, i32, i64
+from kio.schema.write_share_group_state.v1 import request as write_v1
+from kio.static.primitive import i8, i16, i32, i64
 
 from broker.handlers import registry
+from broker.share.share_state import SharePartitionKey
 from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
 from protocol.records import decode_records, iter_batch_headers
@@ -200,3 +202,25 @@ def test_authorization(tmp_path: Path) -> None:
                                                 for p in (0, 1))),)))  # fmt: skip
         assert [(int(p.partition), p.error_code, p.error_message) for p in read.results[0].partitions] == [
             (p, ErrorCode.cluster_authorization_failed, "Cluster authorization failed.") for p in (0, 1)]  # fmt: skip
+
+
+def test_a_write_with_an_unknown_delivery_state_is_refused(broker: tuple[SamsaInProcess, uuid.UUID]) -> None:
+    """WriteShareGroupState with a state batch in no record state Samsa knows: that partition is
+    INVALID_REQUEST (Kafka stores the byte as it comes), the state stays as it was and the
+    broker keeps answering on the same connection (the fuzzer once found a traceback here)."""
+    samsa, topic_id = broker
+    coordinator = samsa.broker.share_coordinator
+    assert coordinator is not None
+    key = SharePartitionKey(GROUP, topic_id, 0)
+    before = samsa.run(coordinator.read(key, 0))
+    with RawClient(samsa.port) as client:
+        for state in (-1, 9):
+            answer = client.request(write_v1.WriteShareGroupStateRequest(group_id=GROUP, topics=(
+                write_v1.WriteStateData(topic_id=topic_id, partitions=(write_v1.PartitionData(
+                    partition=i32(0), state_epoch=i32(1), leader_epoch=i32(0), start_offset=i64(0),
+                    delivery_complete_count=i32(0), state_batches=(write_v1.StateBatch(
+                        first_offset=i64(0), last_offset=i64(2), delivery_state=i8(state), delivery_count=i16(1)),)),)),)))  # fmt: skip
+            (p,) = answer.results[0].partitions
+            assert (p.error_code, p.error_message) == (
+                ErrorCode.invalid_request, f"Unknown delivery state {state} in a state batch.")
+    assert samsa.run(coordinator.read(key, 0)) == before
