@@ -101,6 +101,8 @@ class PartitionMetadataClient:
 
     async def _send(self, leader: int, request: lo_req.ListOffsetsRequest) -> lo_resp.ListOffsetsResponse | None:
         for attempt in range(ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(RETRY_BACKOFF_S)
             client = self._clients.get(leader)
             if client is None:
                 return None
@@ -110,7 +112,6 @@ class PartitionMetadataClient:
                 return response if isinstance(response, lo_resp.ListOffsetsResponse) else None
             except LeaderConnectionError as e:
                 log.debug("list offsets to leader failed broker=%d attempt=%d error=%s", leader, attempt + 1, e)
-                await asyncio.sleep(RETRY_BACKOFF_S)
         return None
 
     def close(self) -> None:

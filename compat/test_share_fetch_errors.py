@@ -16,7 +16,6 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.share_acknowledge.v1 import request as ack_v1
 from kio.schema.share_fetch.v1 import request as fetch_v1
 from kio.schema.share_fetch.v2 import request as fetch_v2
@@ -154,10 +153,7 @@ def _flow(target: Any) -> list[dict[str, Any]]:
         fidelity.create_topic(client, FLOW_TOPIC)
         topic_id = fidelity.topic_id(client, FLOW_TOPIC)
         deadline = time.monotonic() + 60
-        while client.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(FLOW_GROUP,))).coordinators[
-                0].error_code != 0:  # fmt: skip
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        fidelity.await_coordinator(client, FLOW_GROUP)
         while (joined := _heartbeat(client, a, 0, (FLOW_TOPIC,))).error_code in _COORDINATOR_MOVING:
             assert time.monotonic() < deadline, joined  # the group's coordinator is still loading
             time.sleep(0.2)

@@ -28,7 +28,6 @@ from kio.schema.delete_share_group_offsets.v0.request import (
 )
 from kio.schema.describe_share_group_offsets.v0 import request as describe_v0
 from kio.schema.describe_share_group_offsets.v1 import request as describe_v1
-from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.share_acknowledge.v1 import request as ack_v1
 from kio.schema.share_fetch.v1 import request as fetch_v1
 from kio.schema.share_group_heartbeat.v1 import request as hb_v1
@@ -107,10 +106,7 @@ def _scenario(target: Any) -> list[dict[str, Any]]:
         fidelity.create_topic(client, TOPIC)
         topic_id = fidelity.topic_id(client, TOPIC)
         deadline = time.monotonic() + 60
-        while client.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(GROUP,))).coordinators[
-                0].error_code != 0:  # fmt: skip
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        fidelity.await_coordinator(client, GROUP)
         while (all_unknown := _describe(client, GROUP, None))["error"] in {e.name for e in _COORDINATOR_MOVING}:
             assert time.monotonic() < deadline, all_unknown
             time.sleep(0.2)

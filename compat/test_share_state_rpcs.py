@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from kio.schema.delete_share_group_state.v0 import request as delete_req
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.initialize_share_group_state.v0 import request as init_req
 from kio.schema.read_share_group_state.v0 import request as read_req
 from kio.schema.read_share_group_state_summary.v0 import request as summary_v0
@@ -53,11 +52,8 @@ def _scenario(target: Any) -> list[dict[str, Any]]:
         fidelity.create_topic(client, TOPIC)
         topic_id = fidelity.topic_id(client, TOPIC)
         key = f"{GROUP}:{base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip('=')}:0"
+        fidelity.await_coordinator(client, key, key_type=2)
         deadline = time.monotonic() + 60
-        while client.request(FindCoordinatorRequest(key_type=i8(2), coordinator_keys=(key,))).coordinators[
-                0].error_code != 0:  # fmt: skip
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
 
         def read(leader_epoch: int, tid: uuid.UUID = topic_id) -> dict[str, Any]:
             return _partition(client.request(read_req.ReadShareGroupStateRequest(group_id=GROUP, topics=(

@@ -1,3 +1,4 @@
+# Over 700 lines: one seeded chaos run (its fault catalogue, traffic and end-state checks share one cluster and one record log).
 """Chaos on a real cluster (ZooKeeper + 3 brokers, broker.testing.cluster): RF=3,
 min.insync.replicas=2, acks=all, while three producers (confluent-kafka, kafka-python, and the Java
 producer: Kafka's own VerifiableProducer from the kafka-clients jars in compat/target/kafka) and a

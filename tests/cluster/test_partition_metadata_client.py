@@ -7,40 +7,20 @@ gone answers an error, not a hang."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
 from broker.testing.cluster import ZooKeeperServer
-from broker.testing.inprocess import SamsaInProcess
-from broker.testing.ports import free_port
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
-
-T = TypeVar("T")
-
-
-def _until(what: Callable[[], T | None], timeout_s: float = 20) -> T:
-    deadline = time.monotonic() + timeout_s
-    while (value := what()) is None:
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-    return value
+from tests.cluster.test_share_state_rpcs import _brokers, _until
 
 
 def test_latest_offsets_from_each_partitions_leader(tmp_path: Path) -> None:
     zk = ZooKeeperServer(tmp_path / "zk").start()
-    brokers = {
-        i: SamsaInProcess(tmp_path / f"broker-{i}", {
-            "broker.id": str(i), "zookeeper.connect": f"127.0.0.1:{zk.port}",
-            "samsa.heartbeat.port": str(free_port()), "offsets.topic.replication.factor": "1",
-            "default.replication.factor": "1",
-        }, port=free_port())  # fmt: skip
-        for i in (1, 2)
-    }
+    brokers = _brokers(tmp_path, zk.port)
     producer: KafkaProducer | None = None
     try:
         for b in brokers.values():

@@ -13,7 +13,6 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
-from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest
 from kio.static.primitive import i8
 
@@ -101,15 +100,6 @@ def test_describe_alter_errors_and_restart(tmp_path: Path) -> None:
         broker.close()
 
 
-def _find_coordinator(client: RawClient, group: str) -> None:
-    """Wait for the group's coordinator (the first FindCoordinator creates __consumer_offsets)."""
-    request = FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,))
-    deadline = time.monotonic() + 30
-    while client.request(request).coordinators[0].error_code:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-
-
 @pytest.mark.timeout(60)
 def test_consumer_protocol_member_gets_the_groups_heartbeat_interval(tmp_path: Path) -> None:
     broker = SamsaProcess(tmp_path / "data", {"offsets.topic.num.partitions": "1"}).start()
@@ -117,7 +107,7 @@ def test_consumer_protocol_member_gets_the_groups_heartbeat_interval(tmp_path: P
         with RawClient(broker.port, timeout=30) as client:
             fidelity.create_topic(client, "gcfg", partitions=1)
             for group in ("gcfg-group", "gcfg-other"):
-                _find_coordinator(client, group)
+                fidelity.await_coordinator(client, group)
             assert _alter(client, "gcfg-group", ("consumer.heartbeat.interval.ms", 0, "7000")) == (0, None)
             member = join(client, "member-a-0123456789abcd", topics=("gcfg",), group="gcfg-group")
             assert (member.error_code, int(member.heartbeat_interval.total_seconds() * 1000)) == (0, 7000)

@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import ConfigResourceType, NewTopic
-from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.share_group_heartbeat.v1 import request as heartbeat_v1
-from kio.static.primitive import i8, i32
+from kio.static.primitive import i32
 
 from broker.testing.inprocess import SamsaInProcess
 from protocol.errors import ErrorCode
@@ -144,19 +143,11 @@ def test_read_committed_never_hands_out_aborted_records(broker: tuple[SamsaInPro
         client.close()
 
 
-def _find_coordinator(client: RawClient, group: str) -> None:
-    request = FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,))
-    deadline = time.monotonic() + 30
-    while client.request(request).coordinators[0].error_code:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-
-
 def test_heartbeat_interval(broker: tuple[SamsaInProcess, uuid.UUID]) -> None:
     samsa, _topic_id = broker
     with RawClient(samsa.port) as client:
         _set(samsa, client, "queue", share_heartbeat_interval_ms="7000")
-        _find_coordinator(client, "queue")  # the first creates __consumer_offsets
+        fidelity.await_coordinator(client, "queue")  # the first creates __consumer_offsets
         for group, interval in (("queue", 7_000), ("defaults", 5_000)):
             answer = client.request(heartbeat_v1.ShareGroupHeartbeatRequest(
                 group_id=group, member_id=f"{group}-member-0123456789abcdef", member_epoch=i32(0), rack_id=None,
@@ -170,7 +161,7 @@ def test_group_share_max_size(tmp_path: Path) -> None:
     GROUP_MAX_SIZE_REACHED and Kafka's message; one already in keeps heartbeating."""
     with SamsaInProcess(tmp_path / "data", {"group.share.max.size": "2", "offsets.topic.num.partitions": "1"}) as samsa:
         with RawClient(samsa.port) as client:
-            _find_coordinator(client, "full")
+            fidelity.await_coordinator(client, "full")
 
             def beat(member: str, epoch: int = 0) -> Any:
                 return client.request(heartbeat_v1.ShareGroupHeartbeatRequest(

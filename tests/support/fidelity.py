@@ -29,7 +29,8 @@ from tests.support.raw_client import RawClient
 from tests.support.wire import produce
 
 __all__ = [
-    "FetchAnswer", "batch_of", "create_topic", "create_topics", "fetch", "fetch_by_id", "list_offsets", "metadata",
+    "FetchAnswer", "await_coordinator", "batch_of", "create_topic", "create_topics", "fetch", "fetch_by_id",
+    "list_offsets", "metadata",
     "produce",
     "topic_id", "wait_for_leader",
 ]
@@ -205,6 +206,19 @@ def list_offsets(client: RawClient, topic: str, timestamp: int, version: int) ->
         name=TopicName(topic), partitions=(schema.ListOffsetsPartition(**partition),)),), **fields))  # fmt: skip
     (p,) = response.topics[0].partitions
     return int(p.error_code), int(p.timestamp), int(p.offset), int(getattr(p, "leader_epoch", -1))
+
+
+def await_coordinator(client: RawClient, key: str, key_type: int = 0, timeout_s: float = 60) -> None:
+    """Until FindCoordinator v6 finds the coordinator of `key` (key type 0 group, 1 transactional
+    id, 2 share partition): the first lookup creates the coordinator's topic, whose leaders come a
+    moment later."""
+    from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
+
+    request = FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=(key,))
+    deadline = time.monotonic() + timeout_s
+    while (answer := client.request(request).coordinators[0]).error_code != 0:
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.1)
 
 
 def topic_id(client: RawClient, topic: str) -> uuid.UUID:

@@ -20,7 +20,6 @@ import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -43,18 +42,9 @@ public class ShareCli {
                             .get(30, TimeUnit.SECONDS);
                 }
             }
-            ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
-            admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
-                    new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
-                    .all().get(30, TimeUnit.SECONDS);
+            GroupConfigs.set(admin, group, Map.of("share.auto.offset.reset", "earliest"));
             admin.alterConsumerGroupOffsets(group + "-classic", Map.of(new TopicPartition(topic, 0),
                     new OffsetAndMetadata(1))).all().get(30, TimeUnit.SECONDS);
-            long configured = System.currentTimeMillis() + 10_000;
-            while (!admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource)
-                    .get("share.auto.offset.reset").value().equals("earliest")) {
-                if (System.currentTimeMillis() > configured) throw new IllegalStateException("group config not seen");
-                Thread.sleep(100);
-            }
         }
         try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(Map.of(
                 ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,

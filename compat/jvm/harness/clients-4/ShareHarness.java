@@ -20,7 +20,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
-import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
@@ -42,19 +41,7 @@ public class ShareHarness {
                      ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName(),
                      ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName()))) {
             admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
-            ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
-            admin.incrementalAlterConfigs(Map.of(resource, List.of(
-                    new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET),
-                    new AlterConfigOp(new ConfigEntry("share.delivery.count.limit", "2"), AlterConfigOp.OpType.SET))))
-                    .all().get(30, TimeUnit.SECONDS);
-            // Kafka's broker learns a group's configs from its controller a moment after the alter is
-            // answered: read them back before the consumers join (they would start at the latest offset)
-            long configured = System.currentTimeMillis() + 10_000;
-            while (!admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource)
-                    .get("share.auto.offset.reset").value().equals("earliest")) {
-                if (System.currentTimeMillis() > configured) throw new IllegalStateException("group config not seen");
-                Thread.sleep(100);
-            }
+            GroupConfigs.set(admin, group, Map.of("share.auto.offset.reset", "earliest", "share.delivery.count.limit", "2"));
             for (int i = 0; i < 6; i++) produce(producer, "r" + i);
 
             // two consumers share r0-r5: accept r0-r3, release r4 until archived, reject r5

@@ -14,14 +14,12 @@
 
 import java.time.Duration;
 import java.util.*;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicIdPartition;
-import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public class ShareLoad {
@@ -31,16 +29,7 @@ public class ShareLoad {
         String bootstrap = args[0], topic = args[1], group = args[2];
         int consumers = Integer.parseInt(args[3]);
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
-            admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
-                    new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
-                    .all().get(30, TimeUnit.SECONDS);
-            long configured = System.currentTimeMillis() + 10_000;  // read back before joining
-            while (!admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource)
-                    .get("share.auto.offset.reset").value().equals("earliest")) {
-                if (System.currentTimeMillis() > configured) throw new IllegalStateException("group config not seen");
-                Thread.sleep(100);
-            }
+            GroupConfigs.set(admin, group, Map.of("share.auto.offset.reset", "earliest"));
         }
         Harness.out("configured");
         List<Thread> threads = new ArrayList<>();
