@@ -325,6 +325,11 @@ class BrokerConfig(GroupCoordinatorSettings):
         "often (KIP-1263); heartbeats in between get the last one.", at_least(0))
     group_consumer_max_size: int = setting(INT, INT_MAX,
         "Most members a consumer-protocol (KIP-848) group may have.", at_least(1))
+    group_consumer_regex_refresh_interval_ms: int = setting(INT, 600_000,
+        "A consumer-protocol (KIP-848) group's regular expressions are resolved again (against the "
+        "topics the member whose heartbeat finds them due may describe) at least this often, and no "
+        "sooner than 10 s after their last resolution; topics created since it make them due too "
+        "(Kafka's internal config).", at_least(10_000))
     group_consumer_migration_policy: str = setting(STRING, "bidirectional",
         "Online conversion of a classic group with members that uses the consumer embedded protocol "
         "to a consumer-protocol (KIP-848) group (upgrade: a ConsumerGroupHeartbeat joins it) and back "

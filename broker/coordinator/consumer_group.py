@@ -81,6 +81,18 @@ class ClassicMemberMetadata:
 
 
 @dataclass(frozen=True, slots=True)
+class ResolvedRegularExpression:
+    """The topics a group's regular expression matched when it was last resolved (Kafka's
+    ResolvedRegularExpression, kept in a ConsumerGroupRegularExpression record): `version`, the
+    coordinator's topic-creation mark it was resolved against (regex_resolution.py), and
+    `timestamp_ms`, when."""
+
+    topics: frozenset[str]
+    version: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     """One member (a value: every change makes a new one with `dataclasses.replace`)."""
 
@@ -205,8 +217,9 @@ class ConsumerGroup:
     """Member id -> its target assignment at `assignment_epoch`."""
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     """Subscribed topic name -> (topic id, partition count) when the group epoch was last bumped."""
-    resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
-    """Each member's regular expression -> the topics it matched at the last group epoch bump."""
+    resolved_regexes: dict[str, ResolvedRegularExpression] = field(default_factory=dict)
+    """The members' regular expressions -> their last resolution (regex_resolution.py: resolved
+    off the heartbeat; a regular expression not resolved yet is missing)."""
     partition_racks: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
     """Subscribed topic name -> each partition's replica racks (sorted) at the last group epoch
     bump: part of what Kafka's topic metadata hash covers, so a rack change bumps the epoch."""
@@ -248,6 +261,10 @@ class ConsumerGroup:
     def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         member_id = None if instance_id is None else self.static_members.get(instance_id)
         return None if member_id is None else self.members.get(member_id)
+
+    def subscribed_regexes(self) -> set[str]:
+        """The regular expressions some member subscribes to (Kafka's subscribedRegularExpressions)."""
+        return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
 
     def update_member(self, member: ConsumerGroupMember) -> None:
         if self.members.get(member.member_id) == member and (

@@ -43,11 +43,9 @@ import dataclasses
 import functools
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
-
-import re2
 
 from broker import clock
 from broker.config.broker import ASSIGNOR_CLASSES
@@ -60,6 +58,7 @@ from broker.coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    ResolvedRegularExpression,
     is_subset,
     reconcile,
 )
@@ -70,6 +69,7 @@ from broker.coordinator.group_reverts import Change, ClassicTimeout, GroupRevert
 from broker.coordinator.migration import MigrationError, MigrationPolicy, can_downgrade
 from broker.coordinator.ordered_writes import GroupAppend, OrderedWrites
 from broker.coordinator.records import group_metadata_key
+from broker.coordinator.regex_resolution import RegexRefresh, RegexUpdate, TopicFilter, compile_regex, resolve
 from broker.coordinator.replica_racks import ReplicaRacks
 from protocol.errors import ErrorCode
 from protocol.records import NewRecord
@@ -84,17 +84,10 @@ log = logging.getLogger("samsa.coordinator")
 CONSUMER_GENERATED_MEMBER_ID_VERSION = 1
 """From ConsumerGroupHeartbeat v1 the consumer generates its member id (KIP-1082)."""
 
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
 
-
-def compile_regex(pattern: str) -> re2._Regexp | None:
-    """A subscription's regular expression, compiled as Kafka does (RE2J syntax: RE2's), or None
-    when it is invalid."""
-    try:
-        return re2.compile(pattern, options=_RE2_OPTIONS)
-    except re2.error:
-        return None
+def _every_topic(names: Iterable[str]) -> frozenset[str]:
+    """The topic filter of a heartbeat without a principal to check (no authorizer)."""
+    return frozenset(names)
 
 
 def new_member_id() -> str:
@@ -178,6 +171,7 @@ class ConsumerGroups:
         self._classic_timeouts: dict[tuple[str, str, str], ClassicTimeout] = {}
         """The same timeouts by (kind, group id, member id), as a revert reschedules them."""
         self._racks = ReplicaRacks()
+        self._regex_refresh = RegexRefresh(config.group_consumer_regex_refresh_interval_ms)
 
     @property
     def assignors(self) -> list[str]:
@@ -222,15 +216,18 @@ class ConsumerGroups:
 
     # == heartbeat =================================================================================
 
-    async def heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
+    async def heartbeat(
+        self, req: HeartbeatRequest, client_id: str, client_host: str, may_describe: TopicFilter = _every_topic
+    ) -> HeartbeatResult:
         """Apply the heartbeat in memory, write its records, then answer (the coordinator's error
-        if they could not be written)."""
+        if they could not be written). `may_describe`: the topics the member's principal may
+        describe, what a resolution of the group's regular expressions it starts keeps."""
         self.begin(req.group_id)
         try:
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 result = self._leave(req)
             else:
-                result = self._heartbeat(req, client_id, client_host)
+                result = self._heartbeat(req, client_id, client_host, may_describe)
         except HeartbeatError as e:
             result = HeartbeatResult(e.error, e.message)
         error = await self.commit(req.group_id)
@@ -288,6 +285,8 @@ class ConsumerGroups:
         for member_id in group.members:
             self._emit_member_tombstones(group.group_id, member_id)
         self._emit(rec.TARGET_METADATA, group.group_id, None, None)
+        for regex in sorted(group.resolved_regexes):
+            self._emit(rec.REGULAR_EXPRESSION, group.group_id, regex, None)
         self._emit(rec.GROUP_METADATA, group.group_id, None, None)
         records, self._out = self._out, []
         return records
@@ -352,6 +351,8 @@ class ConsumerGroups:
                 continue
             if record_type == rec.TARGET_MEMBER and isinstance(value, Mapping):
                 group.target[member_id] = value
+            elif record_type == rec.REGULAR_EXPRESSION and isinstance(value, ResolvedRegularExpression):
+                group.resolved_regexes[member_id] = value  # keyed by the regular expression
             elif record_type == rec.MEMBER_METADATA and isinstance(value, rec.MemberMetadataValue):
                 current = records.get((rec.CURRENT_ASSIGNMENT, member_id))
                 member = ConsumerGroupMember(
@@ -472,7 +473,9 @@ class ConsumerGroups:
             self._emit(rec.TARGET_MEMBER, group.group_id, member_id, rec.target_member_value(target))
         return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
 
-    def _heartbeat(self, req: HeartbeatRequest, client_id: str, client_host: str) -> HeartbeatResult:
+    def _heartbeat(
+        self, req: HeartbeatRequest, client_id: str, client_host: str, may_describe: TopicFilter
+    ) -> HeartbeatResult:
         joining = req.member_epoch == 0
         if req.subscribed_topic_regex and compile_regex(req.subscribed_topic_regex) is None:
             raise HeartbeatError(  # before the group is looked up: a refused join creates no group
@@ -510,7 +513,7 @@ class ConsumerGroups:
             client_id=client_id,
             client_host=client_host,
         )
-        after = self.apply_member(holder, group, member, updated, req.owned)
+        after = self.apply_member(holder, group, member, updated, req.owned, may_describe=may_describe)
         if after != updated:
             if after.state is MemberState.UNREVOKED_PARTITIONS:
                 self.schedule_revocation_timeout(group.group_id, member_id, after.member_epoch,
@@ -533,27 +536,33 @@ class ConsumerGroups:
     def apply_member(
         self, holder: ClassicGroup, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
         owned: Mapping[uuid.UUID, tuple[int, ...]] | None, downgrading: bool = False,
+        may_describe: TopicFilter = _every_topic,
     ) -> ConsumerGroupMember:  # fmt: skip
         """Steps 1-3 of a heartbeat (or of a classic member's JoinGroup): `member` becomes
         `updated`, the group epoch is bumped if the subscriptions changed, the target assignment
         computed if due, and the member reconciled towards it (`owned`: the partitions it reports,
         None when it does not say); returns the member as it now is. `downgrading`: the group
         becomes a classic group right after (classic_join.py); if its target assignment is stale,
-        none is computed and the member is not reconciled (the classic group rebalances)."""
+        none is computed and the member is not reconciled (the classic group rebalances).
+        `may_describe`: the topics the member's principal may describe (regex_resolution.py)."""
         member_id = updated.member_id
         is_new = member_id not in group.members
-        # A new group first moves away from epoch 0; then a changed subscription (topic names;
-        # a regular expression counts once what it matches changes) bumps it, as Kafka 4.3 does.
-        bump = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
-        group.update_member(updated)
+        # A new group first moves away from epoch 0; then a changed subscription (topic names, or
+        # a regular expression already resolved, or dropped) bumps it, as Kafka 4.3 does; a new
+        # regular expression bumps it once resolved (`_regexes_resolved`).
+        names_changed = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
         if is_new or _metadata(updated) != _metadata(member):
             self._emit_member(group.group_id, updated)
+        regex = self._update_regex(group, member, updated, may_describe)
+        group.update_member(updated)
         epoch_before = group.group_epoch
         if is_new:
             holder.state_timestamp_ms = clock.now_ms()
         if group.group_epoch == 0:
             group.group_epoch = 1
-        bump = self._refresh_subscriptions(group, self._image()) or bump
+        bump = names_changed or regex is RegexUpdate.UPDATED_AND_RESOLVED
+        if bump or regex is not RegexUpdate.UPDATED:  # a new one's topics count once resolved
+            bump = self._refresh_subscriptions(group, self._image()) or bump
         if bump:
             group.group_epoch += 1
             log.info("consumer group epoch bumped group=%s epoch=%d members=%d",
@@ -579,39 +588,102 @@ class ConsumerGroups:
                 self._emit_current(group.group_id, after)
         return after
 
+    def _update_regex(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember, may_describe: TopicFilter
+    ) -> RegexUpdate:
+        """Kafka's maybeUpdateRegularExpressions, before the member's change reaches the group: the
+        tombstone of a regular expression its last member dropped, and a resolution of the group's
+        scheduled if one is due (regex_resolution.py)."""
+        old, new = member.subscribed_topic_regex or None, updated.subscribed_topic_regex or None
+        if old == new:
+            self._schedule_resolution(group, None, None, False, may_describe)
+            return RegexUpdate.NO_CHANGE
+        update = RegexUpdate.UPDATED
+        subscribers = {r: sum(m.subscribed_topic_regex == r for m in group.members.values()) for r in (old, new) if r}
+        dropped = old is not None and subscribers[old] == 1 and member.member_id in group.members
+        if dropped:
+            self._emit(rec.REGULAR_EXPRESSION, group.group_id, old, None)
+        brought_new = new is not None and subscribers[new] == 0
+        if new is None or (not brought_new and new in group.resolved_regexes):
+            update = RegexUpdate.UPDATED_AND_RESOLVED
+        self._schedule_resolution(group, old, new, brought_new, may_describe)
+        if dropped:
+            group.resolved_regexes = {r: v for r, v in group.resolved_regexes.items() if r != old}
+        return update
+
+    def _schedule_resolution(
+        self, group: ConsumerGroup, old: str | None, new: str | None, brought_new: bool, may_describe: TopicFilter
+    ) -> None:
+        regexes = self._regex_refresh.due(group, old, new, brought_new, self._image())
+        if regexes is not None:
+            group_id = group.group_id
+            self._regex_refresh.schedule(group_id, lambda: self._regexes_resolved(group_id, regexes, may_describe))
+
+    def _regexes_resolved(self, group_id: str, regexes: set[str], may_describe: TopicFilter) -> None:
+        """Kafka's handleRegularExpressionsResult, run after the heartbeat that scheduled it: the
+        group's regular expressions resolved against the cluster as it is now, a record for each
+        that the group still subscribes to, and the group epoch bumped if what they match (or the
+        subscribed topics' metadata) changed."""
+        group = self._current(group_id)
+        if group is None:
+            return
+        image, now = self._image(), clock.now_ms()
+        result = resolve(image, sorted(regexes), may_describe, self._regex_refresh.new_topics_mark(image), now)
+        self.begin(group_id)
+        subscribed = group.subscribed_regexes()
+        resolved, bump = dict(group.resolved_regexes), False
+        for regex, resolution in sorted(result.items()):
+            if regex not in subscribed:
+                continue
+            previous = resolved.get(regex)
+            bump |= (frozenset() if previous is None else previous.topics) != resolution.topics
+            resolved[regex] = resolution
+            self._emit(rec.REGULAR_EXPRESSION, group_id, regex, rec.regular_expression_value(resolution))
+        group.resolved_regexes = resolved
+        bump = self._refresh_subscriptions(group, image) or bump
+        if bump:
+            group.group_epoch += 1
+            self._emit(rec.GROUP_METADATA, group_id, None, rec.group_epoch_value(group.group_epoch))
+        log.info("consumer group regular expressions resolved group=%s regexes=%d topics=%d epoch=%d bumped=%s",
+                 group_id, len(result), len(image.topics), group.group_epoch, bump)  # fmt: skip
+        self._flush_later(group_id)
+
+    def _drop_regexes(self, group: ConsumerGroup, regexes: set[str]) -> None:
+        """Tombstones for the regular expressions among these that no member subscribes to any more
+        (Kafka's maybeDeleteResolvedRegularExpressions)."""
+        gone = regexes - group.subscribed_regexes()
+        for regex in sorted(gone):
+            self._emit(rec.REGULAR_EXPRESSION, group.group_id, regex, None)
+        if gone:
+            group.resolved_regexes = {r: v for r, v in group.resolved_regexes.items() if r not in gone}
+
     def _refresh_subscriptions(self, group: ConsumerGroup, image: ClusterImage) -> bool:
-        """Resolve the members' regular expressions and the subscribed topics' partition counts
-        and replica racks against the cluster (what Kafka's topic metadata hash covers); True when
-        they changed since the last group epoch bump."""
-        regexes: dict[str, frozenset[str]] = {}
+        """The subscribed topics (the members' topic names, and what their regular expressions
+        were last resolved to) with their partition counts and replica racks in the cluster (what
+        Kafka's topic metadata hash covers); True when they changed since the last group epoch
+        bump."""
         names: set[str] = set()
         for m in group.members.values():
             names.update(m.subscribed_topic_names)
-            if m.subscribed_topic_regex and m.subscribed_topic_regex not in regexes:
-                compiled = compile_regex(m.subscribed_topic_regex)
-                regexes[m.subscribed_topic_regex] = frozenset(
-                    t.name for t in image.topics.values()
-                    if not t.internal and compiled is not None and compiled.fullmatch(t.name)
-                )  # fmt: skip
-        for topics in regexes.values():
-            names |= topics
+            resolution = group.resolved_regexes.get(m.subscribed_topic_regex or "")
+            if resolution is not None:
+                names |= resolution.topics
         metadata = {
             name: (topic.topic_id, len(topic.partitions))
             for name in names
             if (topic := image.topics.get(name)) is not None
         }
         racks = {name: self._racks.of(image, name) for name in metadata}
-        before = (group.subscription_metadata, group.resolved_regexes, group.partition_racks)
-        changed = (metadata, regexes, racks) != before
+        changed = (metadata, racks) != (group.subscription_metadata, group.partition_racks)
         group.subscription_metadata = metadata
-        group.resolved_regexes = regexes
         group.partition_racks = racks
         return changed
 
     def _subscribed_ids(self, group: ConsumerGroup, member: ConsumerGroupMember) -> frozenset[uuid.UUID]:
         names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex:
-            names |= group.resolved_regexes.get(member.subscribed_topic_regex, frozenset())
+        resolution = group.resolved_regexes.get(member.subscribed_topic_regex or "")
+        if resolution is not None:
+            names |= resolution.topics
         return frozenset(group.subscription_metadata[n][0] for n in names if n in group.subscription_metadata)
 
     def _update_target_assignment(self, group: ConsumerGroup, now_ms: int) -> None:
@@ -702,10 +774,12 @@ class ConsumerGroups:
             self.downgrade(group, set(member_ids),
                            f"Downgrade group {group.group_id} from consumer to classic for member leaving.")
             return
+        regexes = {r for m in member_ids if (r := group.members[m].subscribed_topic_regex)}
         for member_id in member_ids:
             group.remove_member(member_id)
             self._cancel_timers(group.group_id, member_id)
             self._emit_member_tombstones(group.group_id, member_id)
+        self._drop_regexes(group, regexes)
         self._refresh_subscriptions(group, self._image())
         group.group_epoch += 1
         self._emit(rec.GROUP_METADATA, group.group_id, None, rec.group_epoch_value(group.group_epoch))
@@ -818,12 +892,15 @@ class ConsumerGroups:
         self._fence(group_id, member_id, reason)
 
     def unload(self, group: ConsumerGroup) -> None:
-        """The group's partition is no longer led here: its timers stop."""
+        """The group's partition is no longer led here: its timers stop, and its resolution of
+        regular expressions if one is scheduled."""
         for member_id in list(group.members):
             self._cancel_timers(group.group_id, member_id)
+        self._regex_refresh.cancel(group.group_id)
 
     def close(self) -> None:
         self._writes.close()
+        self._regex_refresh.close()
         for timers in (self._session_timers, self._rebalance_timers, *self._classic_timers.values()):
             for handle in timers.values():
                 handle.cancel()

@@ -14,6 +14,8 @@ strings); a value opens with an int16 version (0), then its fields in the flexib
     type 7  ConsumerGroupTargetAssignmentMember    group, member -> [topic id uuid, [int32]]
     type 8  ConsumerGroupCurrentMemberAssignment   group, member -> member epoch int32, previous
             member epoch int32, state int8, assigned [topic id, [int32]], pending revocation (same)
+    type 16 ConsumerGroupRegularExpression group, regular expression -> topics [string] (sorted),
+            version int64, timestamp int64 (a resolution: regex_resolution.py)
 
 A null value is a tombstone. Samsa writes no metadata hash (Kafka's default 0: Samsa compares the
 subscribed topics themselves). The classic member metadata (session timeout int32, supported
@@ -25,7 +27,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from broker.coordinator.consumer_group import Assignment, ClassicMemberMetadata, MemberState
+from broker.coordinator.consumer_group import (
+    Assignment,
+    ClassicMemberMetadata,
+    MemberState,
+    ResolvedRegularExpression,
+)
 from protocol.coordinator_wire import I16, I32, I64, Reader, classic_string, compact_string, uvarint
 from protocol.errors import CorruptRecordError
 
@@ -34,7 +41,10 @@ MEMBER_METADATA = 5
 TARGET_METADATA = 6
 TARGET_MEMBER = 7
 CURRENT_ASSIGNMENT = 8
-TYPES = frozenset({GROUP_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT})
+REGULAR_EXPRESSION = 16
+TYPES = frozenset({GROUP_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT,
+                   REGULAR_EXPRESSION})
+_SECOND_KEY_FIELD = frozenset({MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGULAR_EXPRESSION})
 
 STATE_CODES = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1, MemberState.UNRELEASED_PARTITIONS: 2}
 STATES = {code: state for state, code in STATE_CODES.items()}
@@ -43,7 +53,8 @@ STATES = {code: state for state, code in STATE_CODES.items()}
 
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupKey:
-    """The key of a consumer group record: its type, group and (member records) member id."""
+    """The key of a consumer group record: its type, group and (member records) member id, or
+    (type 16) the regular expression."""
 
     type: int
     group: str
@@ -78,7 +89,9 @@ class TargetMetadataValue:
     assignment_timestamp_ms: int
 
 
-ConsumerGroupValue = int | MemberMetadataValue | TargetMetadataValue | Assignment | CurrentAssignmentValue
+ConsumerGroupValue = (
+    int | MemberMetadataValue | TargetMetadataValue | Assignment | CurrentAssignmentValue | ResolvedRegularExpression
+)
 """int: the group epoch (type 3); Assignment: a member's target (type 7)."""
 
 
@@ -170,6 +183,16 @@ def current_assignment_value(v: CurrentAssignmentValue) -> bytes:
     return bytes(out)
 
 
+def regular_expression_value(v: ResolvedRegularExpression) -> bytes:
+    out = bytearray(I16.pack(0))
+    uvarint(out, len(v.topics) + 1)
+    for name in sorted(v.topics):
+        compact_string(out, name)
+    out += I64.pack(v.version) + I64.pack(v.timestamp_ms)
+    out.append(0)
+    return bytes(out)
+
+
 # --- reading --------------------------------------------------------------------------------------
 
 
@@ -210,7 +233,7 @@ def read_key(buf: bytes) -> ConsumerGroupKey | None:
         return None
     r = _Reader(buf)
     group = r.classic_string()
-    member = r.classic_string() if record_type in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT) else None
+    member = r.classic_string() if record_type in _SECOND_KEY_FIELD else None
     return ConsumerGroupKey(record_type, group, member)
 
 
@@ -248,4 +271,9 @@ def read_value(record_type: int, buf: bytes | None) -> ConsumerGroupValue | None
         assigned, pending = r.partitions(), r.partitions()
         r.tagged()
         return CurrentAssignmentValue(epoch, previous, state, assigned, pending)
+    if record_type == REGULAR_EXPRESSION:
+        topics = frozenset(r.compact_string() or "" for _ in range(max(r.uvarint() - 1, 0)))
+        version, timestamp = r.i64(), r.i64()
+        r.tagged()
+        return ResolvedRegularExpression(topics, version, timestamp)
     raise CorruptRecordError(f"unknown consumer group record type {record_type}")

@@ -19,12 +19,15 @@
 # A join on a classic group with members of the consumer protocol type converts it (KIP-848 online
 # migration, coordinator/group_conversion.py), and the last consumer-protocol member leaving a group
 # whose other members use the classic protocol converts it back.
-# Not supported: regular expressions are matched against every topic, not only those the member
-# may describe.
+# A regular expression is resolved off the heartbeat, as Kafka 4.3.1 resolves it
+# (coordinator/regex_resolution.py: when first seen, then when topics were created or
+# group.consumer.regex.refresh.interval.ms passed, at most every 10 s), keeping only the topics the
+# principal of the heartbeat that started the resolution may DESCRIBE.
 from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Iterable
 
 from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
 from kio.schema.consumer_group_heartbeat.v1.response import (
@@ -109,7 +112,12 @@ async def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) ->
         return _error(e.error, e.message)
     if coordinator(ctx).share_groups.holds(req.group_id):
         return _error(ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group.")
-    result = await groups.heartbeat(req, ctx.client_id or "", client_host(ctx))
+
+    def may_describe(names: Iterable[str]) -> frozenset[str]:
+        """What a resolution of the group's regular expressions this heartbeat starts keeps."""
+        return frozenset(n for n in names if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, n))
+
+    result = await groups.heartbeat(req, ctx.client_id or "", client_host(ctx), may_describe)
     if result.error != ErrorCode.none:
         return _error(result.error, result.message)
     return ConsumerGroupHeartbeatResponse(
