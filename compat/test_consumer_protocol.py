@@ -441,7 +441,11 @@ def test_records_read_by_kafka() -> None:
     """consumer_records.py's bytes, parsed by the generated record classes of Kafka 4.3.1's
     group-coordinator jar: every field read back, no byte left over."""
     from broker.coordinator import consumer_records as rec
-    from broker.coordinator.consumer_group import ClassicMemberMetadata, MemberState
+    from broker.coordinator.consumer_group import (
+        ClassicMemberMetadata,
+        MemberState,
+        ResolvedRegularExpression,
+    )
 
     t = uuid.UUID(int=5)
     records = {
@@ -457,6 +461,9 @@ def test_records_read_by_kafka() -> None:
         "ConsumerGroupTargetAssignmentMemberValue": rec.target_member_value({t: frozenset({0, 2})}),
         "ConsumerGroupCurrentMemberAssignmentValue": rec.current_assignment_value(rec.CurrentAssignmentValue(
             4, 3, MemberState.UNREVOKED_PARTITIONS, {t: frozenset({1})}, {t: frozenset({2})})),
+        "ConsumerGroupRegularExpressionKey": rec.key_bytes(rec.ConsumerGroupKey(rec.REGULAR_EXPRESSION, "g", "re.*")),
+        "ConsumerGroupRegularExpressionValue": rec.regular_expression_value(
+            ResolvedRegularExpression(frozenset({"rb", "ra"}), 42, 1_700_000_000_001)),
     }  # fmt: skip
     lines = run_main("kafka", "ConsumerGroupRecords", *(f"{k}={v.hex()}" for k, v in records.items()))
     got = {line["step"]: line for line in lines if line["step"] != "end"}
@@ -479,3 +486,8 @@ def test_records_read_by_kafka() -> None:
     assert got["ConsumerGroupCurrentMemberAssignmentValue"]["read"].startswith(
         "ConsumerGroupCurrentMemberAssignmentValue(memberEpoch=4, previousMemberEpoch=3, state=1, "
         f"assignedPartitions=[TopicPartitions(topicId={tid}, partitions=[1]")
+    assert got["ConsumerGroupRegularExpressionKey"]["version"] == 16
+    assert got["ConsumerGroupRegularExpressionKey"]["read"] == (
+        "ConsumerGroupRegularExpressionKey(groupId='g', regularExpression='re.*')")
+    assert got["ConsumerGroupRegularExpressionValue"]["read"] == (
+        "ConsumerGroupRegularExpressionValue(topics=[ra, rb], version=42, timestamp=1700000000001)")

@@ -29,6 +29,8 @@ public class ConsumerGroupRecords {
                 case "ConsumerGroupTargetAssignmentMetadataValue": read = new ConsumerGroupTargetAssignmentMetadataValue(in, version); break;
                 case "ConsumerGroupTargetAssignmentMemberValue": read = new ConsumerGroupTargetAssignmentMemberValue(in, version); break;
                 case "ConsumerGroupCurrentMemberAssignmentValue": read = new ConsumerGroupCurrentMemberAssignmentValue(in, version); break;
+                case "ConsumerGroupRegularExpressionKey": read = new ConsumerGroupRegularExpressionKey(in, (short) 0); break;
+                case "ConsumerGroupRegularExpressionValue": read = new ConsumerGroupRegularExpressionValue(in, version); break;
                 default: throw new IllegalArgumentException(name);
             }
             Harness.out(name, "version", version, "left", buf.remaining(), "read", read.toString());
