@@ -193,9 +193,11 @@ DIFFERENCES += [
 GAPS: list[tuple[str, str]] = [
     (
         "KIP-848 regular expressions",
-        "resolved on the heartbeat that needs them (Kafka resolves them in the background, every "
-        "group.consumer.regex.refresh.interval.ms), against every topic rather than only those the member "
-        "may describe.",
+        "resolved off the heartbeat at Kafka's times (compat/test_consumer_regex.py), but a resolution's "
+        "version in its record is Samsa's topic-creation mark (wall-clock ms), not a metadata offset; "
+        "internal topics are never matched (Kafka's resolver matches every topic name of its image); that "
+        "only topics the member's principal may describe are kept is checked by unit tests, not yet against "
+        "Kafka.",
     ),
     (
         "KIP-848 uniform assignor",
@@ -210,7 +212,7 @@ GAPS: list[tuple[str, str]] = [
         "record that recent starts at the high watermark (not compared with Kafka); Samsa starts with "
         "group.consumer.session.timeout.ms or .heartbeat.interval.ms outside their min/max bounds (Kafka "
         "refuses to start) and cannot change the group coordinator configs at runtime; "
-        "group.consumer.regex.refresh.interval.ms and assignor offload are not served; "
+        "assignor offload is not served; "
         "ConsumerGroupDescribe does not check DESCRIBE on the topics a group is assigned.",
     ),
     (
