@@ -194,8 +194,7 @@ GAPS: list[tuple[str, str]] = [
     (
         "KIP-848 regular expressions",
         "resolved off the heartbeat at Kafka's times (compat/test_consumer_regex.py), but a resolution's "
-        "version in its record is Samsa's topic-creation mark (wall-clock ms), not a metadata offset; "
-        "internal topics are never matched (Kafka's resolver matches every topic name of its image); that "
+        "version in its record is Samsa's topic-creation mark (wall-clock ms), not a metadata offset; that "
         "only topics the member's principal may describe are kept is checked by unit tests, not yet against "
         "Kafka.",
     ),

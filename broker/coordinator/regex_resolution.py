@@ -71,12 +71,11 @@ class RegexUpdate(enum.Enum):
 def resolve(
     image: ClusterImage, regexes: Iterable[str], may_describe: TopicFilter, version: int, now_ms: int
 ) -> dict[str, ResolvedRegularExpression]:
-    """Each regular expression's matching topics (internal ones left out) that `may_describe` keeps."""
+    """Each regular expression's matching topics that `may_describe` keeps: every topic name, the
+    internal ones too, as Kafka's TopicRegexResolver matches every name of its metadata image."""
     compiled = {regex: compile_regex(regex) for regex in regexes}
     matched: dict[str, set[str]] = {regex: set() for regex in compiled}
-    for name, topic in image.topics.items():
-        if topic.internal:
-            continue
+    for name in image.topics:
         for regex, pattern in compiled.items():
             if pattern is not None and pattern.fullmatch(name):
                 matched[regex].add(name)
