@@ -193,10 +193,9 @@ DIFFERENCES += [
 GAPS: list[tuple[str, str]] = [
     (
         "KIP-848 regular expressions",
-        "resolved off the heartbeat at Kafka's times (compat/test_consumer_regex.py), but a resolution's "
-        "version in its record is Samsa's topic-creation mark (wall-clock ms), not a metadata offset; that "
-        "only topics the member's principal may describe are kept is checked by unit tests, not yet against "
-        "Kafka.",
+        "resolved off the heartbeat at Kafka's times (compat/test_consumer_regex.py), to the topics the "
+        "member's principal may describe (compat/test_security.py), but a resolution's "
+        "version in its record is Samsa's topic-creation mark (wall-clock ms), not a metadata offset.",
     ),
     (
         "KIP-848 uniform assignor",

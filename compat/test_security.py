@@ -14,6 +14,7 @@ it and the client certificate's principal a topic and group prefix. Then, each o
   connector writes and reads over SASL_SSL;
 - the ACL matrix (a user without ACLs, then with some, then with them deleted) through
   confluent-kafka's clients and AdminClient;
+- a KIP-848 consumer subscribed by a regular expression is assigned only the topics it may describe;
 - bad SASL clients, raw bytes over TLS.
 
 Every scenario's observations on Samsa must equal Kafka's (compat/differences.py lists the one
@@ -661,6 +662,42 @@ def test_transactional_acls(kafka_target: Any, differential: Callable[..., Any],
         {"step": "abort", "err": ""},
         {"step": "commit", "err": ""},
     ]
+
+
+def _regex_acls(target: Any, tls: Tls) -> list[dict]:
+    """A KIP-848 consumer as bob (SCRAM) subscribed by a regular expression matching a topic of
+    the prefix bob may use and one it may not describe: only the first is assigned (Kafka resolves
+    regular expressions with the heartbeat's principal, keeping the topics it may DESCRIBE)."""
+    _prepare(target)
+    s = secured(target)
+    admin = AdminClient({"bootstrap.servers": s.bootstrap()})  # ANONYMOUS: a super user
+    topics = [f"{PREFIX}rx-a", "nosec-rx-b"]
+    for f in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+        f.result(TIMEOUT)
+    consumer = Consumer({**_client_conf(s, tls, "scram"), "group.id": f"{PREFIX}rx-g", "group.protocol": "consumer"})
+    try:
+        consumer.subscribe(["^(sec|nosec)-rx-.*"])  # librdkafka sends a "^"-regex to the broker
+        deadline = time.monotonic() + TIMEOUT
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        settle = time.monotonic() + 2  # heartbeats after the first assignment change nothing
+        while time.monotonic() < settle:
+            consumer.poll(0.2)
+        group = admin.describe_consumer_groups([f"{PREFIX}rx-g"])[f"{PREFIX}rx-g"].result(TIMEOUT)
+        return [
+            {"step": "assigned", "partitions": sorted(f"{tp.topic}-{tp.partition}" for tp in consumer.assignment())},
+            {"step": "described", "partitions": sorted(f"{tp.topic}-{tp.partition}" for m in group.members
+                                                       for tp in m.assignment.topic_partitions)},
+        ]  # fmt: skip
+    finally:
+        consumer.close()
+
+
+@pytest.mark.compat(client="confluent-kafka", scenario="KIP-848 regular expression resolved to the topics the member may describe")
+def test_regex_subscription_acls(kafka_target: Any, differential: Callable[..., Any], tls: Tls) -> None:
+    obs = differential("security-regex-acls", lambda t: _regex_acls(t, tls))
+    assert obs == [{"step": "assigned", "partitions": [f"{PREFIX}rx-a-0"]},
+                   {"step": "described", "partitions": [f"{PREFIX}rx-a-0"]}]  # the broker's side: not only the client's
 
 
 def _tls_raw(s: Secured, tls: Tls) -> RawClient:
