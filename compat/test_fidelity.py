@@ -276,6 +276,8 @@ def observe_dynamic_configs(target: Any) -> list[dict[str, Any]]:
         topic = "fidelity-dynamic-configs"
         fidelity.create_topic(client, topic)
         obs.append({"step": "cluster default", "configs": sorted(d(client, b, "").items())})
+        # Kafka's internal broker configs are described only where set
+        obs.append({"step": "internal config", "listed": "group.consumer.regex.refresh.interval.ms" in d(client, b, "1")})
         obs.append({"step": "topic min.insync.replicas", "config": d(client, fidelity.TOPIC, topic, ["min.insync.replicas"])})
         for entity, value in (("", "2000"), ("1", "3000")):
             answer = alter(client, b, entity, [("message.max.bytes", fidelity.SET, value)])
@@ -301,6 +303,7 @@ def observe_dynamic_configs(target: Any) -> list[dict[str, Any]]:
 def test_dynamic_broker_configs(differential: Any) -> None:
     obs = {o["step"]: o for o in differential("raw-dynamic-broker-configs", observe_dynamic_configs)}
     assert obs["cluster default"]["configs"] == [["min.insync.replicas", ["1", 3, False]]]
+    assert obs["internal config"]["listed"] is False
     assert obs["set message.max.bytes at ''"]["described"] == {"message.max.bytes": ["2000", 3, False]}
     assert obs["set message.max.bytes at '1'"]["described"] == {"message.max.bytes": ["3000", 2, False]}
     assert obs["num.partitions at '1'"]["answer"][0] == 42  # INVALID_REQUEST: not dynamic

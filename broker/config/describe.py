@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from broker.config.broker import BROKER_CONFIGS, CONFIG_DEFS, BrokerConfig, broker_synonyms
+from broker.config.broker import (
+    BROKER_CONFIGS,
+    CONFIG_DEFS,
+    INTERNAL_BROKER_CONFIGS,
+    BrokerConfig,
+    broker_synonyms,
+)
 from broker.config.group import GROUP_CONFIGS, group_defaults, parse_group_configs
 from broker.config.topic import INTERNAL_TOPIC_CONFIGS, TOPIC_CONFIGS, parse_topic_configs
 from broker.config.values import ConfigSource, render_value
@@ -78,6 +84,8 @@ def describe_broker_configs(config: BrokerConfig, *, cluster_default: bool = Fal
         d = BROKER_CONFIGS[name]
         if cluster_default and name not in config.dynamic_default:
             continue
+        if name in INTERNAL_BROKER_CONFIGS and name not in config.overrides:
+            continue  # Kafka describes an internal config only where it is set (ConfigHelperUtils)
         synonyms = _broker_synonym_entries(config, name, d.is_sensitive)
         if cluster_default:
             synonyms = [s for s in synonyms if s.source != ConfigSource.DYNAMIC_BROKER_CONFIG]

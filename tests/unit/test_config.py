@@ -30,6 +30,7 @@ from broker.config import (
     topic_log_config,
     validate_topic_configs,
 )
+from broker.config.broker import INTERNAL_BROKER_CONFIGS
 from protocol.errors import ErrorCode, KafkaError
 
 
@@ -555,8 +556,10 @@ def test_describe_broker_configs() -> None:
     broker = cfg(log_retention_hours="24", num_partitions="3",
                  ssl_keystore_password="secret")
     entries = by_name(describe_broker_configs(broker))
-    assert set(entries) == set(BROKER_CONFIGS)
+    assert set(entries) == set(BROKER_CONFIGS) - INTERNAL_BROKER_CONFIGS  # Kafka's internal ones: only where set
     assert "retention.ms" not in entries
+    internal = by_name(describe_broker_configs(cfg(group_consumer_regex_refresh_interval_ms="20000")))
+    assert internal["group.consumer.regex.refresh.interval.ms"].value == "20000"
 
     hours = entries["log.retention.hours"]
     assert hours.value == "24"
