@@ -565,9 +565,9 @@ def _broker_table() -> dict[str, ConfigDef]:
 BROKER_CONFIGS: Mapping[str, ConfigDef] = MappingProxyType(_broker_table())
 """Configs accepted in server.properties and shown by DescribeConfigs for a broker."""
 CONFIG_DEFS: Mapping[str, ConfigDef] = MappingProxyType({**BROKER_CONFIGS, **TOPIC_CONFIGS})
+"""Every config Samsa knows, by name."""
 INTERNAL_BROKER_CONFIGS = frozenset({"group.consumer.regex.refresh.interval.ms"})
 """Kafka's internal broker configs (defineInternal): accepted, described only where set."""
-"""Every config Samsa knows, by name."""
 
 _BROKER_SYNONYM_GROUPS: Mapping[str, tuple[Synonym, ...]] = MappingProxyType({
     s.name: d.synonyms for d in TOPIC_CONFIGS.values() for s in d.synonyms

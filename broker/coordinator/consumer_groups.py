@@ -774,7 +774,8 @@ class ConsumerGroups:
             self.downgrade(group, set(member_ids),
                            f"Downgrade group {group.group_id} from consumer to classic for member leaving.")
             return
-        regexes = {r for m in member_ids if (r := group.members[m].subscribed_topic_regex)}
+        regexes = {m.subscribed_topic_regex for member_id in member_ids
+                   if (m := group.members.get(member_id)) is not None and m.subscribed_topic_regex}  # fmt: skip
         for member_id in member_ids:
             group.remove_member(member_id)
             self._cancel_timers(group.group_id, member_id)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import logging
+import uuid
 from collections.abc import Callable, Iterable
 
 import re2
@@ -35,8 +35,6 @@ import re2
 from broker import clock
 from broker.coordinator.consumer_group import ConsumerGroup, ResolvedRegularExpression
 from controller.model import ClusterImage
-
-log = logging.getLogger("samsa.coordinator")
 
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 """Kafka's least time between two resolutions of a group's regular expressions (also the floor of
@@ -91,7 +89,7 @@ class RegexRefresh:
         self._refresh_interval_ms = refresh_interval_ms
         self._scheduled: dict[str, asyncio.Handle] = {}
         self._seen: ClusterImage | None = None
-        self._topic_ids: frozenset[object] = frozenset()
+        self._topic_ids: frozenset[uuid.UUID] = frozenset()
         self._new_topics_mark = 0
         """Kafka's lastMetadataImageWithNewTopics: when this coordinator last saw topics created
         (wall-clock ms; 0 until it has, so that groups loaded here are not all due at once)."""
