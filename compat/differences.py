@@ -209,8 +209,7 @@ GAPS: list[tuple[str, str]] = [
         "groups; RENEW acknowledgements are always accepted); share.auto.offset.reset=by_duration with no "
         "record that recent starts at the high watermark (not compared with Kafka); Samsa cannot change the "
         "group coordinator configs at runtime; "
-        "group.consumer.regex.refresh.interval.ms and assignor offload are not served; "
-        "ConsumerGroupDescribe does not check DESCRIBE on the topics a group is assigned.",
+        "group.consumer.regex.refresh.interval.ms and assignor offload are not served.",
     ),
     (
         "KIP-848 records",
