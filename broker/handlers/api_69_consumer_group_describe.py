@@ -5,10 +5,11 @@
 # ids and names); v1 member type: 0 for a classic-protocol member (a group mid-migration), else 1.
 # GROUP_ID_NOT_FOUND for an unknown group or a classic one (Kafka's messages), INVALID_GROUP_ID,
 # coordinator errors per group.
-# Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); authorized operations when
-# asked, as DescribeGroups; then, as Kafka's KafkaApis, a group whose members' current or target
-# assignments name a topic the caller may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED with
-# Kafka's message and no members (subscriptions are not checked, as in Kafka).
+# Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED, answered before the other
+# groups, as Kafka orders them); authorized operations when asked, as DescribeGroups; then, as
+# Kafka's KafkaApis, a group whose members' current or target assignments name a topic the caller
+# may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED with Kafka's message and no members
+# (subscriptions are not checked, as in Kafka).
 from __future__ import annotations
 
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
@@ -108,11 +109,12 @@ def _error_response(
 async def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
     groups = coordinator(ctx).consumer_groups
     image = ctx.services.controller.image
-    described = []
+    refused: list[DescribedGroup] = []  # Kafka answers them first
+    described: list[DescribedGroup] = []
     for raw_id in request.group_ids:
         group_id = str(raw_id)
         if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-            described.append(_failed(group_id, ErrorCode.group_authorization_failed))
+            refused.append(_failed(group_id, ErrorCode.group_authorization_failed))
             continue
         if group_id_error(group_id) != ErrorCode.none:
             described.append(_failed(group_id, ErrorCode.invalid_group_id))
@@ -128,4 +130,4 @@ async def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> 
     if denied:
         described = [_failed(str(g.group_id), ErrorCode.topic_authorization_failed, TOPICS_NOT_AUTHORIZED)
                      if _assigned_topics(g) & denied else g for g in described]
-    return ConsumerGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=tuple(described))
+    return ConsumerGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=(*refused, *described))

@@ -4,10 +4,11 @@
 # and names), as Kafka 4.3.1's ShareGroup.asDescribedGroup over broker/share/share_groups.py.
 # GROUP_ID_NOT_FOUND for an unknown group or one of another type (Kafka's messages), coordinator
 # errors per group.
-# Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); authorized operations when
-# asked, as ConsumerGroupDescribe; then, as Kafka's KafkaApis, a group whose members' assignments
-# name a topic the caller may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED with Kafka's
-# message and no members (subscriptions are not checked, as in Kafka).
+# Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED, answered before the other
+# groups, as Kafka orders them); authorized operations when asked, as ConsumerGroupDescribe; then,
+# as Kafka's KafkaApis, a group whose members' assignments name a topic the caller may not DESCRIBE
+# is answered TOPIC_AUTHORIZATION_FAILED with Kafka's message and no members (subscriptions are
+# not checked, as in Kafka).
 from __future__ import annotations
 
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
@@ -79,11 +80,12 @@ def _assigned_topics(group: DescribedGroup) -> set[str]:
 async def handle(ctx: RequestContext, request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
     groups = coordinator(ctx).share_groups
     image = ctx.services.controller.image
-    described = []
+    refused: list[DescribedGroup] = []  # Kafka answers them first
+    described: list[DescribedGroup] = []
     for raw_id in request.group_ids:
         group_id = str(raw_id)
         if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-            described.append(_failed(group_id, ErrorCode.group_authorization_failed))
+            refused.append(_failed(group_id, ErrorCode.group_authorization_failed))
             continue
         error, message, group = groups.describe(group_id)
         if group is None:
@@ -96,4 +98,4 @@ async def handle(ctx: RequestContext, request: ShareGroupDescribeRequest) -> Sha
     if denied:
         described = [_failed(str(g.group_id), ErrorCode.topic_authorization_failed, TOPICS_NOT_AUTHORIZED)
                      if _assigned_topics(g) & denied else g for g in described]
-    return ShareGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=tuple(described))
+    return ShareGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=(*refused, *described))
