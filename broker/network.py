@@ -50,6 +50,7 @@ import asyncio
 import datetime
 import enum
 import logging
+import os
 import struct
 import time
 from collections.abc import Callable
@@ -191,6 +192,8 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.address = "?"
         self.zero_copy = True
+        self._sock_fd = -1
+        """The plain-TCP socket's descriptor, for `_sendfile_now` (-1 on TLS)."""
         self.client_id: str | None = None
         self.idle_since: float | None = time.monotonic()
         """time.monotonic() when the connection last became idle: accepted, or a response
@@ -220,6 +223,8 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.address = self.session.address = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.zero_copy = transport.get_extra_info("sslcontext") is None
+        sock = transport.get_extra_info("socket")
+        self._sock_fd = sock.fileno() if sock is not None and self.zero_copy else -1
         if self.session.on_tls(transport.get_extra_info("ssl_object")) is not None:
             transport.close()
 
@@ -764,9 +769,33 @@ class Connection(asyncio.BufferedProtocol):
                 continue
             self._write_bytes(pending)
             await self._drain()
-            await loop.sendfile(transport, chunk.file, chunk.position, len(chunk))
+            sent = self._sendfile_now(chunk)
+            if sent < len(chunk):
+                await loop.sendfile(transport, chunk.file, chunk.position + sent, len(chunk) - sent)
         self._write_bytes(pending)
         await self._drain()
+
+    def _sendfile_now(self, region: Any) -> int:
+        """Send what the socket takes of a file region at once, with os.sendfile; the bytes sent.
+
+        asyncio's loop.sendfile waits for the transport's buffer to empty and registers the socket
+        with epoll (and unregisters it) for every call; when the transport holds nothing and the
+        socket's buffer has room, which is the usual case, the region goes out in one syscall from
+        here and loop.sendfile only sends what the socket did not take."""
+        transport = self.transport
+        if transport is None or transport.get_write_buffer_size() or self._sock_fd < 0:
+            return 0
+        in_fd, offset, count = region.fileno(), region.position, len(region)
+        sent = 0
+        while sent < count:
+            try:
+                n = os.sendfile(self._sock_fd, in_fd, offset + sent, count - sent)
+            except (BlockingIOError, InterruptedError):
+                break
+            if n == 0:  # the file ends before the region does: loop.sendfile says so
+                break
+            sent += n
+        return sent
 
     def _write_bytes(self, pending: list[bytes | bytearray]) -> None:
         if not pending:

@@ -15,6 +15,8 @@ it and the client certificate's principal a topic and group prefix. Then, each o
 - the ACL matrix (a user without ACLs, then with some, then with them deleted) through
   confluent-kafka's clients and AdminClient;
 - a KIP-848 consumer subscribed by a regular expression is assigned only the topics it may describe;
+- ConsumerGroupDescribe and ShareGroupDescribe, raw, of groups assigned a topic the caller may
+  not describe (TOPIC_AUTHORIZATION_FAILED);
 - bad SASL clients, raw bytes over TLS.
 
 Every scenario's observations on Samsa must equal Kafka's (compat/differences.py lists the one
@@ -45,9 +47,14 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32
 
 from broker.testing.certs import PASSWORD, CertificateAuthority, Issued
 from broker.testing.ports import free_port
@@ -61,6 +68,7 @@ from compat.test_go_node_clients import (
     run_program,
 )
 from protocol.errors import ErrorCode
+from tests.support import consumer_protocol, fidelity
 from tests.support.raw_client import RawClient
 
 TIMEOUT = 30
@@ -698,6 +706,109 @@ def test_regex_subscription_acls(kafka_target: Any, differential: Callable[..., 
     obs = differential("security-regex-acls", lambda t: _regex_acls(t, tls))
     assert obs == [{"step": "assigned", "partitions": [f"{PREFIX}rx-a-0"]},
                    {"step": "described", "partitions": [f"{PREFIX}rx-a-0"]}]  # the broker's side: not only the client's
+
+
+def _plain_raw(s: Secured, tls: Tls, user: str) -> RawClient:
+    """A raw protocol client over SASL_SSL, authenticated as `user` with PLAIN."""
+    client = _tls_raw(s, tls)
+    client.request(SaslHandshakeRequest(mechanism="PLAIN"))
+    answer = client.request(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{PLAIN_USERS[user]}".encode()))
+    assert answer.error_code == 0, answer
+    return client
+
+
+def _consumer_member(client: RawClient, group: str, topics: tuple[str, ...]) -> None:
+    """A KIP-848 member of `group`, heartbeating until it is assigned a partition of each topic."""
+    member, deadline = uuid.uuid4().hex[:22], time.monotonic() + TIMEOUT
+    answer = consumer_protocol.join(client, member, group=group, topics=topics)
+    while answer.assignment is None or len(answer.assignment.topic_partitions) < len(topics):
+        assert answer.error_code == 0 and time.monotonic() < deadline, answer
+        time.sleep(0.2)
+        answer = consumer_protocol.heartbeat(client, member, int(answer.member_epoch), group=group)
+
+
+def _share_member(client: RawClient, group: str, topics: tuple[str, ...]) -> None:
+    """A KIP-932 member of `group`, heartbeating until it is assigned a partition of each topic
+    (once their share-group state is initialized)."""
+    member, epoch, deadline = uuid.uuid4().hex[:22], 0, time.monotonic() + TIMEOUT
+    subscribed: tuple[TopicName, ...] | None = tuple(TopicName(t) for t in topics)
+    while True:
+        answer = client.request(ShareGroupHeartbeatRequest(
+            group_id=GroupId(group), member_id=member, member_epoch=i32(epoch), subscribed_topic_names=subscribed))
+        assert answer.error_code in (0, *consumer_protocol.RETRIABLE) and time.monotonic() < deadline, answer
+        if answer.error_code == 0:
+            epoch, subscribed = int(answer.member_epoch), None
+            if answer.assignment is not None and len(answer.assignment.topic_partitions) == len(topics):
+                return
+        time.sleep(0.2)
+
+
+def _group_describe_acls(target: Any, tls: Tls) -> list[dict]:
+    """ConsumerGroupDescribe and ShareGroupDescribe as alice, who may DESCRIBE the groups and one
+    topic but not the other: a group with a member assigned the other topic is answered
+    TOPIC_AUTHORIZATION_FAILED with no members (Kafka's KafkaApis), the others in full."""
+    _prepare(target)
+    s = secured(target)
+    tag = uuid.uuid4().hex[:6]
+    shown, hidden = f"gdesc-shown-{tag}", f"gdesc-hidden-{tag}"
+    groups = {key: f"gdesc-{key}-{tag}" for key in ("both", "shown", "share-both", "share-shown", "no-acl")}
+    with RawClient(s.ports["PLAINTEXT"], timeout=TIMEOUT) as client:  # ANONYMOUS: a super user
+        for topic in (shown, hidden):
+            fidelity.create_topic(client, topic)
+        fidelity.await_coordinator(client, groups["both"])
+        _consumer_member(client, groups["both"], (shown, hidden))
+        _consumer_member(client, groups["shown"], (shown,))
+        _share_member(client, groups["share-both"], (shown, hidden))
+        _share_member(client, groups["share-shown"], (shown,))
+    admin = AdminClient({"bootstrap.servers": s.bootstrap()})
+    grants = [AclBinding(ResourceType.GROUP, g, ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.DESCRIBE,
+                         AclPermissionType.ALLOW) for key, g in groups.items() if key != "no-acl"]
+    grants.append(AclBinding(ResourceType.TOPIC, shown, ResourcePatternType.LITERAL, "User:alice", "*",
+                             AclOperation.DESCRIBE, AclPermissionType.ALLOW))
+    for f in admin.create_acls(grants).values():
+        f.result(TIMEOUT)
+    labels = {shown: "<shown>", hidden: "<hidden>", **{g: f"<{key}>" for key, g in groups.items()}}
+
+    def described() -> list[dict]:
+        with _plain_raw(s, tls, "alice") as alice:
+            consumer = alice.request(ConsumerGroupDescribeRequest(group_ids=tuple(
+                GroupId(groups[k]) for k in ("both", "shown", "no-acl")), include_authorized_operations=True)).groups
+            share = alice.request(ShareGroupDescribeRequest(group_ids=tuple(
+                GroupId(groups[k]) for k in ("share-both", "share-shown", "no-acl")),
+                include_authorized_operations=True)).groups
+        return [{"api": api, "group": labels[str(g.group_id)], "first": i == 0, "error": ErrorCode(g.error_code).name,
+                 "message": g.error_message, "assignor": g.assignor_name, "operations": int(g.authorized_operations),
+                 "members": len(g.members),
+                 "assigned": sorted({labels[str(tp.topic_name)] for m in g.members for tp in m.assignment.topic_partitions})}
+                for api, answer in (("consumer", consumer), ("share", share)) for i, g in enumerate(answer)]  # fmt: skip
+
+    deadline = time.monotonic() + 10
+    obs = described()
+    while any(o["error"] == "group_authorization_failed" and o["group"] != "<no-acl>" for o in obs) \
+            and time.monotonic() < deadline:  # Kafka's authorizer follows its metadata log
+        time.sleep(0.2)
+        obs = described()
+    # alice's grants go: the ACL matrix expects her to see no topic, whatever ran before it
+    filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                                b.permission_type) for b in grants]  # fmt: skip
+    for f in admin.delete_acls(filters).values():
+        f.result(TIMEOUT)
+    # by group: Kafka answers the groups refused GROUP_AUTHORIZATION_FAILED first ("first"), then
+    # the coordinator's answers in the order of their __consumer_offsets partitions
+    return sorted(obs, key=lambda o: (o["api"], o["group"]))
+
+
+@pytest.mark.compat(client="raw protocol", scenario="ConsumerGroupDescribe and ShareGroupDescribe of groups assigned a topic the principal may not describe")
+def test_group_describe_checks_the_assigned_topics(kafka_target: Any, differential: Callable[..., Any], tls: Tls) -> None:
+    obs = {(o["api"], o["group"]): o for o in differential("security-group-describe-acls", lambda t: _group_describe_acls(t, tls))}
+    denied = {"error": "topic_authorization_failed",
+              "message": "The group has described topic(s) that the client is not authorized to describe.",
+              "assignor": "", "operations": -2147483648, "members": 0, "assigned": []}
+    for api, group in (("consumer", "<both>"), ("share", "<share-both>")):
+        assert {k: v for k, v in obs[api, group].items() if k not in ("api", "group", "first")} == denied
+    assert obs["consumer", "<shown>"]["assigned"] == obs["share", "<share-shown>"]["assigned"] == ["<shown>"]
+    for api in ("consumer", "share"):
+        assert obs[api, "<no-acl>"]["error"] == "group_authorization_failed" and obs[api, "<no-acl>"]["first"]
 
 
 def _tls_raw(s: Secured, tls: Tls) -> RawClient:

@@ -11,6 +11,9 @@ that names the assumption, and is mended in this one file:
   entities between versions with it.
 - `kio.index._name_from_key`: the snake_case name of an API key (`api_versions`), for logs and
   the registry.
+- `kio.serial._introspect.is_optional`, `kio.serial._implicit_defaults.get_tagged_field_default`
+  and `kio.serial.errors.OutOfBoundValue`: what `protocol.compiled` needs to write exactly what
+  kio's writers write.
 - The writers' use of a `records` field: kio's writer for a records (bytes) field only calls
   `len()` on the value and hands the value to the output's `write()`. Zero-copy fetch depends on
   it: the fetch response carries a file region (`FileRecords`) in place of the bytes, and
@@ -23,6 +26,7 @@ from typing import IO, Any, cast
 
 from kio.index import _name_from_key
 from kio.serial import entity_writer
+from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
@@ -30,7 +34,9 @@ from kio.serial._introspect import (
     classify_field,
     get_field_tag,
     get_schema_field_type,
+    is_optional,
 )
+from kio.serial.errors import OutOfBoundValue
 from kio.static.primitive import Records
 
 __all__ = [
@@ -42,8 +48,16 @@ __all__ = [
     "classify_field",
     "get_field_tag",
     "get_schema_field_type",
+    "get_tagged_field_default",
+    "is_optional",
+    "out_of_bound_value",
     "write_entity",
 ]
+
+
+def out_of_bound_value(message: str) -> Exception:
+    """The error kio's writers raise for a length its prefix cannot hold."""
+    return OutOfBoundValue(message)
 
 
 def api_name(api_key: int) -> str:

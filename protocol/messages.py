@@ -19,7 +19,7 @@ import datetime
 import uuid
 from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
-from functools import cache
+from functools import cache, partial
 from types import UnionType
 from typing import Any, Protocol, Union, get_args, get_origin
 
@@ -27,6 +27,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
+from protocol import compiled
 from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
@@ -55,14 +56,20 @@ class Region(Protocol):
 
 
 class FrameBuffer:
-    """Collects an encoded message as bytes chunks and zero-copy regions, in order."""
+    """Collects an encoded message as bytes chunks and zero-copy regions, in order. The compiled
+    writers (`protocol.compiled`) append to `_current` directly and hand regions to `write`."""
 
-    __slots__ = ("_current", "chunks", "size")
+    __slots__ = ("_current", "_flushed", "chunks")
 
     def __init__(self) -> None:
         self.chunks: list[bytes | Region] = []
         self._current = bytearray()
-        self.size = 0
+        self._flushed = 0
+        """Bytes in `chunks`."""
+
+    @property
+    def size(self) -> int:
+        return self._flushed + len(self._current)
 
     def write(self, data: Any) -> int:
         n = len(data)
@@ -71,14 +78,16 @@ class FrameBuffer:
         else:
             if self._current:
                 self.chunks.append(bytes(self._current))
+                self._flushed += len(self._current)
                 self._current = bytearray()
             self.chunks.append(data)
-        self.size += n
+            self._flushed += n
         return n
 
     def finish(self) -> list[bytes | Region]:
         if self._current:
             self.chunks.append(bytes(self._current))
+            self._flushed += len(self._current)
             self._current = bytearray()
         return self.chunks
 
@@ -192,7 +201,22 @@ def decode_response(
 
 
 def encode(entity: Any, out: FrameBuffer) -> None:
+    cls = type(entity)
+    writer = _writers.get(cls)
+    if writer is None:
+        try:
+            writer = _writers[cls] = compiled.entity_writer(cls)
+        except NotImplementedError:  # what kio cannot write either: kio raises its own error
+            writer = _writers[cls] = partial(write_entity_kio, cls)
+    writer(out, entity)
+
+
+def write_entity_kio(cls: type, out: FrameBuffer, entity: Any) -> None:
+    """kio's own writer (the reference `protocol.compiled` is tested against)."""
     write_entity(out, entity)
+
+
+_writers: dict[type, Callable[[FrameBuffer, Any], None]] = {}
 
 
 def encode_bytes(entity: Any) -> bytes:
@@ -274,22 +298,36 @@ def convert(value: Any, target: type, **overrides: Any) -> Any:
     source: type = type(value)
     if source is target and not overrides:
         return value
-    kwargs: dict[str, Any] = {}
-    for name, kind, arg in _plan(source, target):
+    if overrides:
+        kwargs = _converter(source, target, True)(value)
+        kwargs.update(overrides)
+        return target(**kwargs)
+    return _converter(source, target, False)(value)
+
+
+@cache
+def _converter(source: type, target: type, as_kwargs: bool) -> Callable[[Any], Any]:
+    """`convert` from `source` to `target` compiled into one generated function (no loop over the
+    plan per entity): it builds the target (or, `as_kwargs`, its keyword arguments)."""
+    names: dict[str, Any] = {"_target": target}
+    args: list[str] = []
+    for i, (name, kind, arg) in enumerate(_plan(source, target)):
         if kind == _PRIMITIVE:
-            kwargs[name] = getattr(value, name)
-        elif kind == _DEFAULT:
-            kwargs[name] = arg()
+            args.append(f"{name}=v.{name}")
+            continue
+        names[f"_a{i}"] = arg
+        if kind == _DEFAULT:
+            args.append(f"{name}=_a{i}()")
+        elif kind == _ENTITY:
+            args.append(f"{name}=None if v.{name} is None else _convert(v.{name}, _a{i})")
         else:
-            v = getattr(value, name)
-            if v is None:
-                kwargs[name] = None
-            elif kind == _ENTITY:
-                kwargs[name] = convert(v, arg)
-            else:
-                kwargs[name] = tuple(convert(x, arg) for x in v)
-    kwargs.update(overrides)
-    return target(**kwargs)
+            args.append(f"{name}=None if v.{name} is None else tuple([_convert(x, _a{i}) for x in v.{name}])")
+    names["_convert"] = convert
+    call = "dict" if as_kwargs else "_target"
+    namespace = dict(names)
+    exec(f"def conv(v):\n    return {call}({', '.join(args)})", namespace)  # noqa: S102 - from the plan above
+    conv: Callable[[Any], Any] = namespace["conv"]
+    return conv
 
 
 def replace(entity: Any, **changes: Any) -> Any:

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from broker.config.group import GroupCoordinatorSettings
+from broker.config.group import GroupCoordinatorSettings, check_group_coordinator_configs
 from broker.config.listeners import (
     DEFAULT_PROTOCOL_MAP,
     Listener,
@@ -504,6 +504,7 @@ class BrokerConfig(GroupCoordinatorSettings):
         values: dict[str, object] = {}
         for name, d in BROKER_CONFIGS.items():
             values[name] = d.parse(overrides[name]) if name in overrides else d.default
+        check_group_coordinator_configs(values)
         kwargs = _derived_settings(values, overrides)
         kwargs.update(_connection_limits(values, props))
         kwargs.update(listener_security_overrides(props))

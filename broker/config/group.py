@@ -301,6 +301,53 @@ def clamp(name: str, value: int, values: Mapping[str, object]) -> int:
     return value
 
 
+_RELATIONS = {">=": "must be greater than or equal to", "<=": "must be less than or equal to",
+              "<": "must be less than"}
+
+
+def _within_bounds(group: str, kind: str) -> tuple[tuple[str, str, str], ...]:
+    """A config between its min and max, and the min not above the max (Kafka's order)."""
+    value, low, high = f"group.{group}.{kind}", f"group.{group}.min.{kind}", f"group.{group}.max.{kind}"
+    return (high, ">=", low), (value, ">=", low), (value, "<=", high)
+
+
+def _coordinator_rules() -> tuple[tuple[str, str, str], ...]:
+    rules: list[tuple[str, str, str]] = []
+    for group in ("consumer", "share", "streams"):
+        rules += _within_bounds(group, "heartbeat.interval.ms")
+        rules += _within_bounds(group, "session.timeout.ms")
+        rules.append((f"group.{group}.heartbeat.interval.ms", "<", f"group.{group}.session.timeout.ms"))
+        rules += _within_bounds(group, "assignment.interval.ms")
+    rules.append(("group.streams.num.standby.replicas", "<=", "group.streams.max.standby.replicas"))
+    return tuple(rules)
+
+
+STARTUP_RULES: tuple[tuple[str, str, str], ...] = (
+    *_coordinator_rules(),
+    ("group.share.max.delivery.count.limit", ">=", "group.share.delivery.count.limit"),
+    ("group.share.delivery.count.limit", ">=", "group.share.min.delivery.count.limit"),
+    ("group.share.max.partition.max.record.locks", ">=", "group.share.partition.max.record.locks"),
+    ("group.share.partition.max.record.locks", ">=", "group.share.min.partition.max.record.locks"),
+    ("group.share.record.lock.duration.ms", ">=", "group.share.min.record.lock.duration.ms"),
+    ("group.share.max.record.lock.duration.ms", ">=", "group.share.record.lock.duration.ms"),
+)
+"""(config, relation, config) that must hold for a broker to start: the `require(...)` checks of
+Kafka 4.3.1's GroupCoordinatorConfig then ShareGroupConfig constructors, in their order, over
+the configs Samsa declares (not group.share.assignors nor group.share.max.share.sessions)."""
+
+
+def check_group_coordinator_configs(values: Mapping[str, object]) -> None:
+    """Refuse a broker config whose group coordinator configs contradict each other, as Kafka
+    refuses to start: ConfigError naming the first config of the first rule broken, with
+    Kafka's message (`group.consumer.session.timeout.ms must be greater than or equal to
+    group.consumer.min.session.timeout.ms`)."""
+    for name, relation, other in STARTUP_RULES:
+        left, right = _int(values[name]), _int(values[other])
+        holds = left >= right if relation == ">=" else left <= right if relation == "<=" else left < right
+        if not holds:
+            raise ConfigError(f"{name} {_RELATIONS[relation]} {other}", name)
+
+
 def _int(value: object) -> int:
     assert isinstance(value, int)
     return value

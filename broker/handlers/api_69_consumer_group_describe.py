@@ -5,10 +5,11 @@
 # ids and names); v1 member type: 0 for a classic-protocol member (a group mid-migration), else 1.
 # GROUP_ID_NOT_FOUND for an unknown group or a classic one (Kafka's messages), INVALID_GROUP_ID,
 # coordinator errors per group.
-# Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); authorized operations when
-# asked, as DescribeGroups.
-# Not supported: TOPIC_AUTHORIZATION_FAILED for a group assigned topics the caller may not
-# describe (Kafka checks it).
+# Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED, answered before the other
+# groups, as Kafka orders them); authorized operations when asked, as DescribeGroups; then, as
+# Kafka's KafkaApis, a group whose members' current or target assignments name a topic the caller
+# may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED with Kafka's message and no members
+# (subscriptions are not checked, as in Kafka).
 from __future__ import annotations
 
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
@@ -26,7 +27,7 @@ from broker.context import RequestContext
 from broker.coordinator.consumer_group import Assignment as MemberAssignment
 from broker.coordinator.consumer_group import ConsumerGroup
 from broker.coordinator.coordinator import group_id_error
-from broker.coordinator.wire import NO_THROTTLE, coordinator
+from broker.coordinator.wire import NO_THROTTLE, TOPICS_NOT_AUTHORIZED, coordinator, undescribable
 from broker.handlers import registry
 from controller.model import ClusterImage
 from controller.security_model import AclOperation, ResourceType
@@ -90,6 +91,11 @@ def _described(image: ClusterImage, group: ConsumerGroup, assignor: str, operati
     )
 
 
+def _assigned_topics(group: DescribedGroup) -> set[str]:
+    return {str(tp.topic_name) for m in group.members for a in (m.assignment, m.target_assignment)
+            for tp in a.topic_partitions}
+
+
 def _error_response(
     ctx: RequestContext, request: ConsumerGroupDescribeRequest, error: Exception
 ) -> ConsumerGroupDescribeResponse:
@@ -103,11 +109,12 @@ def _error_response(
 async def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
     groups = coordinator(ctx).consumer_groups
     image = ctx.services.controller.image
-    described = []
+    refused: list[DescribedGroup] = []  # Kafka answers them first
+    described: list[DescribedGroup] = []
     for raw_id in request.group_ids:
         group_id = str(raw_id)
         if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-            described.append(_failed(group_id, ErrorCode.group_authorization_failed))
+            refused.append(_failed(group_id, ErrorCode.group_authorization_failed))
             continue
         if group_id_error(group_id) != ErrorCode.none:
             described.append(_failed(group_id, ErrorCode.invalid_group_id))
@@ -119,4 +126,8 @@ async def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> 
         operations = ctx.authorized_operations(ResourceType.GROUP, group_id) \
             if request.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
         described.append(_described(image, group, groups.assignor_of(group), operations))
-    return ConsumerGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=tuple(described))
+    denied = undescribable(ctx, (t for g in described for t in _assigned_topics(g)))
+    if denied:
+        described = [_failed(str(g.group_id), ErrorCode.topic_authorization_failed, TOPICS_NOT_AUTHORIZED)
+                     if _assigned_topics(g) & denied else g for g in described]
+    return ConsumerGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=(*refused, *described))

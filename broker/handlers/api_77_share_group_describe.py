@@ -4,10 +4,11 @@
 # and names), as Kafka 4.3.1's ShareGroup.asDescribedGroup over broker/share/share_groups.py.
 # GROUP_ID_NOT_FOUND for an unknown group or one of another type (Kafka's messages), coordinator
 # errors per group.
-# Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); authorized operations when
-# asked, as ConsumerGroupDescribe.
-# Not supported: TOPIC_AUTHORIZATION_FAILED for a group assigned topics the caller may not
-# describe (Kafka checks it).
+# Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED, answered before the other
+# groups, as Kafka orders them); authorized operations when asked, as ConsumerGroupDescribe; then,
+# as Kafka's KafkaApis, a group whose members' assignments name a topic the caller may not DESCRIBE
+# is answered TOPIC_AUTHORIZATION_FAILED with Kafka's message and no members (subscriptions are
+# not checked, as in Kafka).
 from __future__ import annotations
 
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
@@ -23,7 +24,7 @@ from kio.static.primitive import i32
 
 from broker.acl import AUTHORIZED_OPERATIONS_OMITTED
 from broker.context import RequestContext
-from broker.coordinator.wire import NO_THROTTLE, coordinator
+from broker.coordinator.wire import NO_THROTTLE, TOPICS_NOT_AUTHORIZED, coordinator, undescribable
 from broker.handlers import registry
 from broker.share.share_group import Assignment as MemberAssignment
 from broker.share.share_group import ShareGroup
@@ -71,15 +72,20 @@ def _described(image: ClusterImage, group: ShareGroup, operations: int) -> Descr
     )  # fmt: skip
 
 
+def _assigned_topics(group: DescribedGroup) -> set[str]:
+    return {str(tp.topic_name) for m in group.members for tp in m.assignment.topic_partitions}
+
+
 @registry.api(API_KEY)
 async def handle(ctx: RequestContext, request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
     groups = coordinator(ctx).share_groups
     image = ctx.services.controller.image
-    described = []
+    refused: list[DescribedGroup] = []  # Kafka answers them first
+    described: list[DescribedGroup] = []
     for raw_id in request.group_ids:
         group_id = str(raw_id)
         if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-            described.append(_failed(group_id, ErrorCode.group_authorization_failed))
+            refused.append(_failed(group_id, ErrorCode.group_authorization_failed))
             continue
         error, message, group = groups.describe(group_id)
         if group is None:
@@ -88,4 +94,8 @@ async def handle(ctx: RequestContext, request: ShareGroupDescribeRequest) -> Sha
         operations = ctx.authorized_operations(ResourceType.GROUP, group_id) \
             if request.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
         described.append(_described(image, group, operations))
-    return ShareGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=tuple(described))
+    denied = undescribable(ctx, (t for g in described for t in _assigned_topics(g)))
+    if denied:
+        described = [_failed(str(g.group_id), ErrorCode.topic_authorization_failed, TOPICS_NOT_AUTHORIZED)
+                     if _assigned_topics(g) & denied else g for g in described]
+    return ShareGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=(*refused, *described))

@@ -42,6 +42,7 @@ BENCH_SETTINGS: dict[str, str] = {
     # KIP-848 members heartbeat every 500 ms on both (Kafka's nodes get it from compat/kafka.py's
     # COMMON_SETTINGS too): with the 5 s default each step of a rebalance waits a heartbeat
     "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "500",  # allows it (Kafka refuses to start otherwise)
     "log.segment.bytes": str(256 * 1024 * 1024),
 }
 

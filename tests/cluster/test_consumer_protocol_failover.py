@@ -24,7 +24,8 @@ from tests.cluster.conftest import broker_logs, create_topic
 TOPIC = "kip848-failover"
 GROUP = "kip848-failover-group"
 PARTITIONS = 6
-OVERRIDES = {"group.consumer.session.timeout.ms": "6000", "group.consumer.heartbeat.interval.ms": "500"}
+OVERRIDES = {"group.consumer.session.timeout.ms": "6000", "group.consumer.min.session.timeout.ms": "6000",
+             "group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500"}
 
 
 def produce(cluster: SamsaCluster, start: int, count: int) -> None:

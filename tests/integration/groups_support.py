@@ -29,9 +29,12 @@ BROKER_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "1000",
     "num.partitions": "1",
-    # the same session for KIP-848 members, whose timeouts are the broker's
+    # the same session for KIP-848 members, whose timeouts are the broker's (each within its
+    # min/max, as Kafka requires to start)
     "group.consumer.session.timeout.ms": str(SESSION_MS),
+    "group.consumer.min.session.timeout.ms": str(SESSION_MS),
     "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "300",
 }
 
 

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections import defaultdict
@@ -26,6 +27,11 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 
 from broker.testing import SamsaProcess
+from protocol.errors import ErrorCode
+from protocol.records import NewRecord, build_batch
+from tests.support.fidelity import create_topic
+from tests.support.raw_client import RawClient
+from tests.support.wire import fetch_batches, produce
 
 TOPIC = "zero-copy"
 RECORD_SIZE = 1024
@@ -276,3 +282,34 @@ def test_fetch_uses_sendfile_and_never_reads_segments(
     assert largest <= 64 * 1024, (
         f"a {largest}-byte read of a segment file: records read into Python"
     )
+
+
+class _SlowReader(RawClient):
+    """A client with a 64 KiB receive buffer (the Java consumer's receive.buffer.bytes) that
+    reads each response only after 0.3 s, so the broker's socket cannot take a 4 MiB fetch's
+    records at once (here it takes about 4.1 MB of them)."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(port)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+
+    def recv_frame(self) -> bytes:
+        time.sleep(0.3)
+        return super().recv_frame()
+
+
+def test_a_fetch_larger_than_the_socket_takes_at_once(samsa_broker: SamsaProcess) -> None:
+    """The first sendfile of a region sends what the socket takes (Connection._sendfile_now);
+    the rest goes when the socket drains (loop.sendfile): every byte arrives, in order."""
+    values = [os.urandom(1024) for _ in range(4 * 1024)]  # 4 MiB in batches of 512 KiB
+    with RawClient(samsa_broker.port) as client:
+        create_topic(client, "slow-reader")
+        for i in range(0, len(values), 512):
+            answer = produce(client, "slow-reader", 0, build_batch([NewRecord(None, v, (), None) for v in values[i:i + 512]]))
+            assert answer.error == ErrorCode.none, answer
+    with _SlowReader(samsa_broker.port) as slow:
+        error, _, batches = fetch_batches(slow, "slow-reader", 0, 0, max_bytes=8 << 20)
+        assert error == ErrorCode.none
+        assert [r.value for _, _, records in batches for r in records] == values
+        error, _, again = fetch_batches(slow, "slow-reader", 0, 2048)  # the connection serves on
+        assert error == ErrorCode.none and again[0][0] == 2048

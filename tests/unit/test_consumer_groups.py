@@ -151,7 +151,9 @@ def test_heartbeat_flow_epochs_fencing_and_leave() -> None:
 
 def test_session_expiry_fences_the_member() -> None:
     async def run() -> None:
-        config, _ = BrokerConfig.from_properties({"group.consumer.session.timeout.ms": "50"})
+        config, _ = BrokerConfig.from_properties({  # a 50 ms session: its bounds and heartbeat below it
+            "group.consumer.session.timeout.ms": "50", "group.consumer.min.session.timeout.ms": "50",
+            "group.consumer.heartbeat.interval.ms": "10", "group.consumer.min.heartbeat.interval.ms": "10"})
         part = _Partition()
         written: list[NewRecord] = []
         groups = ConsumerGroups(config, lambda: _image(1), lambda _: (ErrorCode.none, part), _writer(written), membership())

@@ -86,7 +86,8 @@ def test_valid_configs_and_the_session_over_heartbeat_rule() -> None:
     assert _error({"consumer.heartbeat.interval.ms": "45000"}, wide) == (
         ErrorCode.invalid_config, "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
     # the assignment intervals are checked only when the group sets them (Kafka's KAFKA-20337 note)
-    narrow, _ = BrokerConfig.from_properties({"group.consumer.max.assignment.interval.ms": "500"})
+    narrow, _ = BrokerConfig.from_properties({"group.consumer.max.assignment.interval.ms": "500",
+                                              "group.consumer.assignment.interval.ms": "500"})
     validate_group_configs({}, narrow.values)
 
 
