@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from kio.schema.fetch.v12.request import FetchRequest as FetchRequestV12
 from kio.schema.fetch.v12.request import FetchTopic as FetchTopicV12
@@ -117,12 +117,15 @@ def _partition_fields(result: FetchResult, read_committed: bool, aborted_kind: t
             aborted_kind(producer_id=ProducerId(t.producer_id), first_offset=i64(t.first_offset))
             for t in (read.aborted_transactions or () if read is not None else ())
         )
+    # casts, not i32()/i64(): kio's phantom types check a value when built (about 1 µs each, per
+    # partition of every fetch); these are the broker's own ints, and the writer's struct.pack
+    # refuses any out of range
     return {
-        "partition_index": i32(result.tp.partition),
+        "partition_index": cast(i32, result.tp.partition),
         "error_code": result.error,
-        "high_watermark": i64(read.high_watermark if read else -1),
-        "last_stable_offset": i64(read.last_stable_offset if read else -1),
-        "log_start_offset": i64(read.log_start_offset if read else -1),
+        "high_watermark": cast(i64, read.high_watermark if read else -1),
+        "last_stable_offset": cast(i64, read.last_stable_offset if read else -1),
+        "log_start_offset": cast(i64, read.log_start_offset if read else -1),
         "aborted_transactions": aborted,
         "records": as_records(records if records is not None else b""),
     }
