@@ -23,11 +23,10 @@ from typing import Any
 
 import pytest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
-from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.sync_group.v5.request import SyncGroupRequest
 from kio.schema.types import GroupId
-from kio.static.primitive import i8, i32Timedelta
+from kio.static.primitive import i32Timedelta
 
 from compat.jvm import run_main
 from protocol.consumer_protocol import read_assignment
@@ -149,10 +148,7 @@ def _static_replacement(target: Any) -> list[dict[str, Any]]:
     obs: list[dict[str, Any]] = []
     with RawClient(port, timeout=30) as client:
         fidelity.create_topic(client, topic, partitions=2)
-        deadline = time.monotonic() + 60
-        while client.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,))).coordinators[0] \
-                .error_code != 0 and time.monotonic() < deadline:  # fmt: skip
-            time.sleep(0.1)
+        fidelity.await_coordinator(client, group)
         m1 = uuid.uuid4().hex[:22]
         joined = join(client, m1, group=group, instance_id="i1", topics=(topic,))
         obs.append({"step": "consumer-join", "error": ErrorCode(joined.error_code).name,

@@ -353,8 +353,7 @@ class KafkaNode(KafkaJarProcess):
             self._jvm(
                 "kafka.tools.StorageTool",
                 "format",
-                "-t",
-                cluster_id,
+                f"--cluster-id={cluster_id}",  # one argument: an id may begin with "-"
                 "-c",
                 str(props),
                 "--ignore-formatted",

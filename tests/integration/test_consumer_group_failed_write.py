@@ -6,7 +6,6 @@ as Kafka does); the group then describes as its log has it, before and after a r
 from __future__ import annotations
 
 import datetime
-import time
 from pathlib import Path
 
 import pytest
@@ -15,9 +14,8 @@ import pytest
 @pytest.mark.timeout(90)
 def test_a_join_that_cannot_be_written_is_not_kept(tmp_path: Path) -> None:
     from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
-    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
     from kio.schema.types import GroupId, TopicName
-    from kio.static.primitive import i8, i32, i32Timedelta
+    from kio.static.primitive import i32, i32Timedelta
 
     from broker.testing import SamsaProcess
     from protocol.errors import ErrorCode
@@ -27,12 +25,6 @@ def test_a_join_that_cannot_be_written_is_not_kept(tmp_path: Path) -> None:
 
     group, topic = "raw-kip848-group", "raw-kip848"
 
-    def find(client: RawClient) -> None:
-        deadline = time.monotonic() + 30
-        while client.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,))).coordinators[0].error_code:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-
     def min_isr(client: RawClient, value: str) -> None:
         assert fidelity.incremental_alter_configs(client, 2, "__consumer_offsets",
                                                   [("min.insync.replicas", 0, value)]) == (0, None)  # fmt: skip
@@ -41,7 +33,7 @@ def test_a_join_that_cannot_be_written_is_not_kept(tmp_path: Path) -> None:
     try:
         with RawClient(broker.port, timeout=30) as client:
             fidelity.create_topic(client, topic, partitions=2)
-            find(client)
+            fidelity.await_coordinator(client, group, timeout_s=30)
             assert join(client, "member-a-0123456789abcd", topics=(topic,)).error_code == 0
             before = describe(client, group)
             min_isr(client, "2")
@@ -57,7 +49,7 @@ def test_a_join_that_cannot_be_written_is_not_kept(tmp_path: Path) -> None:
         broker.kill()
         broker.start()
         with RawClient(broker.port, timeout=30) as client:
-            find(client)
+            fidelity.await_coordinator(client, group, timeout_s=30)
             assert describe(client, group) == before
             joined = join(client, "member-b-0123456789abcd", topics=(topic,))
             assert joined.error_code == 0 and joined.member_epoch == before["epoch"] + 1
@@ -70,9 +62,7 @@ def test_a_deletion_that_cannot_be_written_keeps_the_group(tmp_path: Path) -> No
     """Kafka's DeleteGroups removes the group by replaying its tombstones, reverted when their batch
     fails: every group of the partition's batch is answered the error and the group stays."""
     from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
     from kio.schema.types import GroupId
-    from kio.static.primitive import i8
 
     from broker.testing import SamsaProcess
     from protocol.errors import ErrorCode
@@ -89,10 +79,7 @@ def test_a_deletion_that_cannot_be_written_keeps_the_group(tmp_path: Path) -> No
     try:
         with RawClient(broker.port, timeout=30) as client:
             fidelity.create_topic(client, topic, partitions=2)
-            deadline = time.monotonic() + 30
-            while client.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,))).coordinators[0].error_code:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+            fidelity.await_coordinator(client, group, timeout_s=30)
             joined = join(client, "member-a-0123456789abcd", topics=(topic,))
             assert joined.error_code == 0
             assert heartbeat(client, "member-a-0123456789abcd", -1).error_code == 0  # the group is empty

@@ -5,7 +5,6 @@ after a broker restart), and the group's own state through a restart of its coor
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -22,32 +21,24 @@ def test_consumer_protocol_group_split_failover_and_resume(tmp_path: Path) -> No
 def test_group_state_survives_a_restart(tmp_path: Path) -> None:
     """The group's records in __consumer_offsets bring its members back with their epochs and
     assignments after the coordinator restarts (here: the only broker, killed with SIGKILL)."""
-    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
-    from kio.static.primitive import i8
 
     from broker.testing import SamsaProcess
     from tests.support import fidelity
     from tests.support.consumer_protocol import describe, heartbeat, join
     from tests.support.raw_client import RawClient
 
-    def find(client: RawClient) -> None:
-        deadline = time.monotonic() + 30
-        while client.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=("raw-kip848-group",))).coordinators[0].error_code:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-
     broker = SamsaProcess(tmp_path / "data", {"group.consumer.assignment.interval.ms": "0"}).start()
     try:
         with RawClient(broker.port, timeout=30) as client:
             fidelity.create_topic(client, "raw-kip848", partitions=2)
-            find(client)
+            fidelity.await_coordinator(client, "raw-kip848-group", timeout_s=30)
             a = join(client, "member-a-0123456789abcd", topics=("raw-kip848",))
             b = join(client, "member-b-0123456789abcd", topics=("raw-kip848",), instance_id="i1")
             before = describe(client, "raw-kip848-group")
         broker.kill()
         broker.start()
         with RawClient(broker.port, timeout=30) as client:
-            find(client)
+            fidelity.await_coordinator(client, "raw-kip848-group", timeout_s=30)
             assert describe(client, "raw-kip848-group") == before
             again = heartbeat(client, "member-a-0123456789abcd", int(a.member_epoch))
             assert (again.error_code, again.member_epoch) == (0, a.member_epoch)
