@@ -460,7 +460,8 @@ def test_records_read_by_kafka() -> None:
         "ConsumerGroupTargetAssignmentMetadataValue": rec.target_metadata_value(rec.TargetMetadataValue(3, 1_700_000_000_000)),
         "ConsumerGroupTargetAssignmentMemberValue": rec.target_member_value({t: frozenset({0, 2})}),
         "ConsumerGroupCurrentMemberAssignmentValue": rec.current_assignment_value(rec.CurrentAssignmentValue(
-            4, 3, MemberState.UNREVOKED_PARTITIONS, {t: frozenset({1})}, {t: frozenset({2})})),
+            4, 3, MemberState.UNREVOKED_PARTITIONS, {t: frozenset({1, 3})}, {t: frozenset({2})},
+            {(t, 1): 2, (t, 3): 4, (t, 2): 1})),  # KIP-1251 assignment epochs
         "ConsumerGroupRegularExpressionKey": rec.key_bytes(rec.ConsumerGroupKey(rec.REGULAR_EXPRESSION, "g", "re.*")),
         "ConsumerGroupRegularExpressionValue": rec.regular_expression_value(
             ResolvedRegularExpression(frozenset({"rb", "ra"}), 42, 1_700_000_000_001)),
@@ -483,9 +484,10 @@ def test_records_read_by_kafka() -> None:
         "ConsumerGroupTargetAssignmentMetadataValue(assignmentEpoch=3, assignmentTimestamp=1700000000000)")
     assert got["ConsumerGroupTargetAssignmentMemberValue"]["read"] == (
         f"ConsumerGroupTargetAssignmentMemberValue(topicPartitions=[TopicPartition(topicId={tid}, partitions=[0, 2])])")
-    assert got["ConsumerGroupCurrentMemberAssignmentValue"]["read"].startswith(
+    assert got["ConsumerGroupCurrentMemberAssignmentValue"]["read"] == (
         "ConsumerGroupCurrentMemberAssignmentValue(memberEpoch=4, previousMemberEpoch=3, state=1, "
-        f"assignedPartitions=[TopicPartitions(topicId={tid}, partitions=[1]")
+        f"assignedPartitions=[TopicPartitions(topicId={tid}, partitions=[1, 3], assignmentEpochs=[2, 4])], "
+        f"partitionsPendingRevocation=[TopicPartitions(topicId={tid}, partitions=[2], assignmentEpochs=[1])])")
     assert got["ConsumerGroupRegularExpressionKey"]["version"] == 16
     assert got["ConsumerGroupRegularExpressionKey"]["read"] == (
         "ConsumerGroupRegularExpressionKey(groupId='g', regularExpression='re.*')")

@@ -112,6 +112,17 @@ class ConsumerGroupMember:
     pending_revocation: Assignment = field(default_factory=dict)
     classic: ClassicMemberMetadata | None = None
     """Set when the member uses the classic protocol (JoinGroup/SyncGroup/Heartbeat)."""
+    partition_epochs: Mapping[tuple[uuid.UUID, int], int] = field(default_factory=dict)
+    """The epoch at which each partition of `assigned` and `pending_revocation` was assigned
+    (KIP-1251); a partition missing here counts as assigned at the member's epoch (what Kafka
+    takes when a record carries no epochs, or when a classic group is converted)."""
+
+    def assignment_epoch(self, topic_id: uuid.UUID, partition: int) -> int | None:
+        """Kafka's assignmentEpoch, then pendingRevocationEpoch: None when the member owns no
+        such partition."""
+        if partition in self.assigned.get(topic_id, ()) or partition in self.pending_revocation.get(topic_id, ()):
+            return self.partition_epochs.get((topic_id, partition), max(self.member_epoch, 0))
+        return None
 
     def with_epochs(self, epoch: int) -> ConsumerGroupMember:
         """Kafka's Builder.updateMemberEpoch: the previous epoch is the current one."""
@@ -187,18 +198,32 @@ def _next_assignment(
             revoke[topic_id] = gone
         if add:
             to_assign[topic_id] = frozenset(add)
+    # kept and revoked partitions keep the epoch they were assigned at, new ones take the target's
+    # (Kafka's CurrentAssignmentBuilder.computeNextAssignment)
+    epochs = {
+        (topic_id, p): member.partition_epochs.get((topic_id, p), max(member.member_epoch, 0))
+        for parts in (new_assigned, revoke)
+        for topic_id, ps in parts.items()
+        for p in ps
+    }
     if revoke and owns_any(owned, revoke):
         return dataclasses.replace(
             member.with_epochs(member.member_epoch),
             state=MemberState.UNREVOKED_PARTITIONS,
             assigned=new_assigned,
             pending_revocation=revoke,
+            partition_epochs=epochs,
         )
     for topic_id, ps in to_assign.items():
         new_assigned[topic_id] = new_assigned.get(topic_id, frozenset()) | ps
+        epochs.update(((topic_id, p), target_epoch) for p in ps)
+    for topic_id, ps in revoke.items():
+        for p in ps:
+            epochs.pop((topic_id, p), None)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     return dataclasses.replace(
-        member.with_epochs(target_epoch), state=state, assigned=new_assigned, pending_revocation={}
+        member.with_epochs(target_epoch), state=state, assigned=new_assigned, pending_revocation={},
+        partition_epochs=epochs,
     )
 
 

@@ -258,7 +258,7 @@ class ConsumerGroups:
 
     def _emit_current(self, group_id: str, m: ConsumerGroupMember) -> None:
         value = rec.CurrentAssignmentValue(m.member_epoch, m.previous_member_epoch, m.state, m.assigned,
-                                           m.pending_revocation)  # fmt: skip
+                                           m.pending_revocation, m.partition_epochs)  # fmt: skip
         self._emit(rec.CURRENT_ASSIGNMENT, group_id, m.member_id, rec.current_assignment_value(value))
 
     def _emit_member_tombstones(self, group_id: str, member_id: str) -> None:
@@ -366,6 +366,7 @@ class ConsumerGroups:
                     member = dataclasses.replace(
                         member, member_epoch=current.member_epoch, previous_member_epoch=current.previous_member_epoch,
                         state=current.state, assigned=current.assigned, pending_revocation=current.pending_revocation,
+                        partition_epochs=current.partition_epochs,
                     )  # fmt: skip
                 group.update_member(member)
         group.target = {m: a for m, a in group.target.items() if m in group.members}

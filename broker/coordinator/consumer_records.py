@@ -13,7 +13,8 @@ strings); a value opens with an int16 version (0), then its fields in the flexib
             assignment timestamp int64, KIP-1263)
     type 7  ConsumerGroupTargetAssignmentMember    group, member -> [topic id uuid, [int32]]
     type 8  ConsumerGroupCurrentMemberAssignment   group, member -> member epoch int32, previous
-            member epoch int32, state int8, assigned [topic id, [int32]], pending revocation (same)
+            member epoch int32, state int8, assigned [topic id, [int32] (tag 0: the partitions'
+            assignment epochs [int32], KIP-1251)], pending revocation (same)
     type 16 ConsumerGroupRegularExpression group, regular expression -> topics [string] (sorted),
             version int64, timestamp int64 (a resolution: regex_resolution.py)
 
@@ -25,7 +26,8 @@ protocols [name string, metadata bytes]) is written for a member that uses the c
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from broker.coordinator.consumer_group import (
     Assignment,
@@ -33,7 +35,16 @@ from broker.coordinator.consumer_group import (
     MemberState,
     ResolvedRegularExpression,
 )
-from protocol.coordinator_wire import I16, I32, I64, Reader, classic_string, compact_string, uvarint
+from protocol.coordinator_wire import (
+    I16,
+    I32,
+    I64,
+    Reader,
+    classic_string,
+    compact_int32s,
+    compact_string,
+    uvarint,
+)
 from protocol.errors import CorruptRecordError
 
 GROUP_METADATA = 3
@@ -81,6 +92,9 @@ class CurrentAssignmentValue:
     state: MemberState
     assigned: Assignment
     pending_revocation: Assignment
+    partition_epochs: Mapping[tuple[uuid.UUID, int], int] = field(default_factory=dict)
+    """Each partition's assignment epoch (KIP-1251); read back, a topic without them takes the
+    member epoch (Kafka's Utils.assignmentFromTopicPartitions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +118,25 @@ ConsumerGroupValue = (
 
 
 
-def _partitions(out: bytearray, assignment: Assignment) -> None:
+def _partitions(
+    out: bytearray, assignment: Assignment, epochs: Mapping[tuple[uuid.UUID, int], int] | None = None
+) -> None:
+    """A [topic id, [partition]] array; with `epochs`, each topic's tag 0 holds its partitions'
+    assignment epochs in the same order (the member epoch where `epochs` has none)."""
     uvarint(out, len(assignment) + 1)
     for topic_id, ps in sorted(assignment.items(), key=lambda item: str(item[0])):
         out += topic_id.bytes
         uvarint(out, len(ps) + 1)
         for p in sorted(ps):
             out += I32.pack(p)
-        out.append(0)  # tagged fields
+        if epochs is None or not ps:
+            out.append(0)  # tagged fields
+            continue
+        field_bytes = bytearray()
+        compact_int32s(field_bytes, [epochs[topic_id, p] for p in sorted(ps)])
+        out += b"\x01\x00"  # one tagged field, tag 0
+        uvarint(out, len(field_bytes))
+        out += field_bytes
 
 
 def key_bytes(key: ConsumerGroupKey) -> bytes:
@@ -177,8 +202,14 @@ def target_member_value(assignment: Assignment) -> bytes:
 def current_assignment_value(v: CurrentAssignmentValue) -> bytes:
     out = bytearray(I16.pack(0) + I32.pack(v.member_epoch) + I32.pack(v.previous_member_epoch))
     out.append(STATE_CODES[v.state])
-    _partitions(out, v.assigned)
-    _partitions(out, v.pending_revocation)
+    epochs = {
+        (topic_id, p): v.partition_epochs.get((topic_id, p), max(v.member_epoch, 0))
+        for parts in (v.assigned, v.pending_revocation)
+        for topic_id, ps in parts.items()
+        for p in ps
+    }
+    _partitions(out, v.assigned, epochs)
+    _partitions(out, v.pending_revocation, epochs)
     out.append(0)
     return bytes(out)
 
@@ -203,12 +234,20 @@ class _Reader(Reader):
         """`pos`: where to start (2: after a value's version)."""
         super().__init__(buf, pos, "consumer group")
 
-    def partitions(self) -> Assignment:
+    def partitions(self, epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> Assignment:
+        """A [topic id, [partition]] array; the assignment epochs of its tag 0 go into `epochs`
+        (a topic whose epochs do not match its partitions has none, as Kafka logs and ignores)."""
         out: dict[uuid.UUID, frozenset[int]] = {}
         for _ in range(self.count()):
             topic_id = self.uuid()
-            out[topic_id] = frozenset(self.compact_int32s())
-            self.tagged()
+            ps = self.compact_int32s()
+            out[topic_id] = frozenset(ps)
+            tagged = self.tagged()
+            if epochs is not None and 0 in tagged:
+                inner = _Reader(tagged[0], 0)
+                topic_epochs = inner.compact_int32s()
+                if len(topic_epochs) == len(ps):
+                    epochs.update(((topic_id, p), e) for p, e in zip(ps, topic_epochs, strict=True))
         return out
 
 
@@ -268,9 +307,10 @@ def read_value(record_type: int, buf: bytes | None) -> ConsumerGroupValue | None
     if record_type == CURRENT_ASSIGNMENT:
         epoch, previous = r.i32(), r.i32()
         state = STATES.get(r.take(1)[0], MemberState.UNREVOKED_PARTITIONS)
-        assigned, pending = r.partitions(), r.partitions()
+        partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        assigned, pending = r.partitions(partition_epochs), r.partitions(partition_epochs)
         r.tagged()
-        return CurrentAssignmentValue(epoch, previous, state, assigned, pending)
+        return CurrentAssignmentValue(epoch, previous, state, assigned, pending, partition_epochs)
     if record_type == REGULAR_EXPRESSION:
         topics = frozenset(r.compact_string() or "" for _ in range(max(r.uvarint() - 1, 0)))
         version, timestamp = r.i64(), r.i64()

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker import clock
+from broker.coordinator import consumer_offset_checks as checks
 from broker.coordinator.consumer_groups import ConsumerGroups
-from broker.coordinator.consumer_offset_checks import validate_offset_commit, validate_offset_fetch
 from broker.coordinator.consumer_records import GROUP_METADATA
 from broker.coordinator.group import ClassicGroup, GroupState
 from broker.coordinator.group_configs import GroupConfigs
@@ -368,8 +368,9 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
         if group.consumer is not None:
-            error = validate_offset_commit(
-                group.consumer, member_id, instance_id, generation, api_version, transactional=False
+            error = checks.validate_offset_commit(
+                group.consumer, member_id, instance_id, generation, api_version, transactional=False,
+                partitions=checks.known_partitions(self._controller.image.topics, [e.tp for e in entries]),
             )
         else:
             error = self._validate_offset_commit(group, member_id, instance_id, generation)
@@ -428,7 +429,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         if error != ErrorCode.none:
             return error, {}
         if group is not None and group.consumer is not None:
-            error = validate_offset_fetch(group.consumer, member_id, member_epoch)
+            error = checks.validate_offset_fetch(group.consumer, member_id, member_epoch)
             if error != ErrorCode.none:
                 return error, {}
         offsets = group.offsets if group is not None and not group.is_in(GroupState.DEAD) else {}
@@ -473,8 +474,9 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
             group = ClassicGroup(group_id, state_timestamp_ms=clock.now_ms())
             part.groups[group_id] = group
         if group.consumer is not None:
-            error = validate_offset_commit(
-                group.consumer, member_id, instance_id, generation, 9, transactional=True
+            error = checks.validate_offset_commit(
+                group.consumer, member_id, instance_id, generation, 9, transactional=True,
+                partitions=checks.known_partitions(self._controller.image.topics, [e.tp for e in entries]),
             )
         else:
             error = self._validate_offset_commit(group, member_id, instance_id, generation, transactional=True)

@@ -141,6 +141,7 @@ def consumer_group_from_classic(group: ClassicGroup, topic_ids: Mapping[str, uui
             rebalance_timeout_ms=member.rebalance_timeout_ms, subscribed_topic_names=subscription.topics,
             state=MemberState.STABLE, member_epoch=epoch, previous_member_epoch=epoch, assigned=assigned,
             classic=ClassicMemberMetadata(member.session_timeout_ms, member.protocols),
+            partition_epochs={(topic_id, p): epoch for topic_id, ps in assigned.items() for p in ps},
         ))  # fmt: skip
         converted.target[member.member_id] = assigned
     return converted

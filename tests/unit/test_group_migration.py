@@ -202,7 +202,8 @@ def test_offset_commit_and_fetch_of_classic_and_consumer_members() -> None:
         (("", "i1", -1, 3, True), ErrorCode.unknown_member_id),
     ]
     for (member_id, instance_id, epoch, version, transactional), error in commit:
-        got = validate_offset_commit(group, member_id, instance_id, epoch, version, transactional)
+        # a-1: neither m1's nor (its partition still unreleased) c1's, so an older epoch cannot commit it
+        got = validate_offset_commit(group, member_id, instance_id, epoch, version, transactional, [("a", A, 1)])
         assert got == error, (member_id, epoch, version, transactional)
     assert validate_offset_commit(ConsumerGroup("e"), "", None, -1, 2, False) == ErrorCode.none
     fetch = [
