@@ -213,9 +213,8 @@ GAPS: list[tuple[str, str]] = [
     ),
     (
         "KIP-848 records",
-        "the group's records are Kafka's (Kafka 4.3.1's classes read them back, compat/test_consumer_protocol.py) "
-        "but carry no metadata hash (KIP-1101) and no per-partition assignment epochs (KIP-1251): OffsetCommit "
-        "takes only the member's current epoch.",
+        "the group's records are Kafka's (Kafka 4.3.1's classes read them back, compat/test_consumer_protocol.py), "
+        "per-partition assignment epochs (KIP-1251) included, but carry no metadata hash (KIP-1101).",
     ),
 ]
 """Behaviour of Kafka 4.3.1 that Samsa does not serve yet and no scenario compares (docs/compat.md)."""

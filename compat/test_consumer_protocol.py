@@ -10,7 +10,8 @@
   a consumer heartbeat on a classic group Kafka does not convert (another protocol type),
   static members (UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, the -2 temporary leave),
   UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, OffsetCommit/OffsetFetch v9 member epochs
-  (STALE_MEMBER_EPOCH) and ConsumerGroupDescribe of a classic group.
+  (STALE_MEMBER_EPOCH; older epochs per partition: test_consumer_protocol_epochs.py) and
+  ConsumerGroupDescribe of a classic group.
 - kafka-consumer-groups.sh on a group a console consumer with group.protocol=consumer left: list by
   type, describe (offsets, state, members), reset-offsets, delete.
 """
