@@ -94,7 +94,7 @@ class CurrentAssignmentValue:
     pending_revocation: Assignment
     partition_epochs: Mapping[tuple[uuid.UUID, int], int] = field(default_factory=dict)
     """Each partition's assignment epoch (KIP-1251); read back, a topic without them takes the
-    member epoch (Kafka's Utils.assignmentFromTopicPartitions)."""
+    member epoch (never below 0: Kafka's Utils.assignmentFromTopicPartitions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +310,10 @@ def read_value(record_type: int, buf: bytes | None) -> ConsumerGroupValue | None
         partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
         assigned, pending = r.partitions(partition_epochs), r.partitions(partition_epochs)
         r.tagged()
+        for parts in (assigned, pending):  # a topic without epochs: the member epoch, as Kafka reads it
+            for topic_id, ps in parts.items():
+                for p in ps:
+                    partition_epochs.setdefault((topic_id, p), max(epoch, 0))
         return CurrentAssignmentValue(epoch, previous, state, assigned, pending, partition_epochs)
     if record_type == REGULAR_EXPRESSION:
         topics = frozenset(r.compact_string() or "" for _ in range(max(r.uvarint() - 1, 0)))

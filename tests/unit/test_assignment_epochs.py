@@ -62,9 +62,8 @@ def test_the_current_assignment_record_carries_the_epochs() -> None:
     older = bytearray(without)
     older[older.index(b"\x01\x00\x05\x02"):] = b"\x00\x01\x00"  # no tag 0, empty pending array, no tags
     read = rec.read_value(rec.CURRENT_ASSIGNMENT, bytes(older))
-    assert isinstance(read, rec.CurrentAssignmentValue) and read.partition_epochs == {}
-    member = ConsumerGroupMember("m", member_epoch=read.member_epoch, assigned=read.assigned)
-    assert member.assignment_epoch(A, 0) == 4
+    assert isinstance(read, rec.CurrentAssignmentValue) and dict(read.partition_epochs) == {(A, 0): 4}
+    assert ConsumerGroupMember("m", member_epoch=4, assigned={A: frozenset({0})}).assignment_epoch(A, 0) == 4
 
 
 def _group(classic: bool = False) -> ConsumerGroup:
