@@ -89,6 +89,28 @@ def parse_request_key_version(payload: bytes | memoryview) -> tuple[int, int, in
     return _HEADER_V0.unpack_from(payload, 0)
 
 
+def produce_acks(payload: bytes | memoryview) -> int | None:
+    """The acks of a Produce request frame, read without decoding it (None when the frame is too
+    short or malformed there: decoding it properly then says what is wrong). v0-2 bodies open
+    with acks; v3+ with transactional_id (compact from v9, when the header is flexible too)."""
+    try:
+        _, api_version, _ = parse_request_key_version(payload)
+        flexible = api_version >= 9
+        header = parse_request_header(payload, 2 if flexible else 1)
+        pos = header.header_size
+        if api_version >= 3:
+            if flexible:
+                length, pos = _read_uvarint(payload, pos)
+                pos += max(length - 1, 0)
+            else:
+                (length,) = _INT16.unpack_from(payload, pos)
+                pos += 2 + max(length, 0)
+        (acks,) = _INT16.unpack_from(payload, pos)
+    except (MalformedFrameError, struct.error):
+        return None
+    return int(acks)
+
+
 def is_api_key(payload: bytes | memoryview, api_key: int) -> bool:
     """Whether a request frame names `api_key` (False for one too short to name any)."""
     return len(payload) >= 2 and payload[0] == (api_key >> 8) & 0xFF and payload[1] == api_key & 0xFF

@@ -27,7 +27,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
-from protocol import compiled
+from protocol import compiled, produce_request
 from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
@@ -150,8 +150,12 @@ def decode_request(api_key: int, api_version: int, buf: bytes | memoryview, offs
     including null in a non-nullable array (kio reads length -1 as None for every array; Kafka's
     parser rejects it, and handlers rely on it not happening), and any count or length that does
     not fit in the bytes that follow (`protocol.prescan`). Tagged fields the version does not
-    know are skipped, as Kafka skips them (the bytes consumed then count in a copy without them)."""
+    know are skipped, as Kafka skips them (the bytes consumed then count in a copy without them).
+    Produce v3-12 is read by `protocol.produce_request`: the same entities, records left in the
+    frame as memoryviews."""
     cls: type = request_class(api_key, api_version)
+    if api_key == 0 and api_version in produce_request.VERSIONS:  # the records stay in the frame
+        return produce_request.decode(cls, is_flexible(api_key, api_version), buf, offset)
     # kio would reserve memory for any declared array count, and refuses tags it does not know
     body, offset = without_unknown_tags(cls, buf, offset)
     entity, used = _reader(cls)(body, offset)

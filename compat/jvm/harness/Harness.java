@@ -256,6 +256,7 @@ public class Harness {
                     new AlterConfigOp(new ConfigEntry("cleanup.policy", null), AlterConfigOp.OpType.DELETE),
                     new AlterConfigOp(new ConfigEntry("max.message.bytes", "2000000"), AlterConfigOp.OpType.SET))))
                     .all().get(30, TimeUnit.SECONDS);
+            awaitConfig(admin, res, "retention.ms", "7200000");
             describeConfigs(admin, res, "describeConfigs-altered");
             out("alterConfigs-invalid", "error", errorOf(() -> admin.incrementalAlterConfigs(Map.of(res, List.of(
                     new AlterConfigOp(new ConfigEntry("retention.ms", "not-a-number"), AlterConfigOp.OpType.SET))))
@@ -333,6 +334,17 @@ public class Harness {
         }
         out(step, "name", d.name(), "internal", d.isInternal(), "partitions", parts,
                 "hasTopicId", d.topicId() != null && !d.topicId().equals(Uuid.ZERO_UUID));
+    }
+
+    /** Until the broker describes `name` as `value`: a KRaft broker applies a config change when
+     *  the controller's record reaches it, so a describe right after the alter may not show it yet. */
+    static void awaitConfig(Admin admin, ConfigResource res, String name, String value) throws Exception {
+        long deadline = System.currentTimeMillis() + 15_000;
+        while (System.currentTimeMillis() < deadline) {
+            ConfigEntry e = admin.describeConfigs(List.of(res)).all().get(30, TimeUnit.SECONDS).get(res).get(name);
+            if (e != null && value.equals(e.value())) return;
+            Thread.sleep(100);
+        }
     }
 
     static void describeConfigs(Admin admin, ConfigResource res, String step) throws Exception {
