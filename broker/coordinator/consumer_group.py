@@ -200,30 +200,29 @@ def _next_assignment(
             to_assign[topic_id] = frozenset(add)
     # kept and revoked partitions keep the epoch they were assigned at, new ones take the target's
     # (Kafka's CurrentAssignmentBuilder.computeNextAssignment)
-    epochs = {
-        (topic_id, p): member.partition_epochs.get((topic_id, p), max(member.member_epoch, 0))
-        for parts in (new_assigned, revoke)
-        for topic_id, ps in parts.items()
-        for p in ps
-    }
+    def epochs(parts: Assignment) -> dict[tuple[uuid.UUID, int], int]:
+        return {
+            (topic_id, p): member.partition_epochs.get((topic_id, p), max(member.member_epoch, 0))
+            for topic_id, ps in parts.items()
+            for p in ps
+        }
+
+    kept = epochs(new_assigned)
     if revoke and owns_any(owned, revoke):
         return dataclasses.replace(
             member.with_epochs(member.member_epoch),
             state=MemberState.UNREVOKED_PARTITIONS,
             assigned=new_assigned,
             pending_revocation=revoke,
-            partition_epochs=epochs,
+            partition_epochs=kept | epochs(revoke),
         )
     for topic_id, ps in to_assign.items():
         new_assigned[topic_id] = new_assigned.get(topic_id, frozenset()) | ps
-        epochs.update(((topic_id, p), target_epoch) for p in ps)
-    for topic_id, ps in revoke.items():
-        for p in ps:
-            epochs.pop((topic_id, p), None)
+        kept.update(((topic_id, p), target_epoch) for p in ps)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     return dataclasses.replace(
         member.with_epochs(target_epoch), state=state, assigned=new_assigned, pending_revocation={},
-        partition_epochs=epochs,
+        partition_epochs=kept,
     )
 
 

@@ -33,12 +33,11 @@ UNKNOWN_MEMBER_ID = ""
 log = logging.getLogger(__name__)
 
 
-def known_partitions(
+def committed_partitions(
     topics: Mapping[str, TopicRegistration], tps: Iterable[TopicPartition]
-) -> list[tuple[str, uuid.UUID, int]]:
-    """The committed (topic, topic id, partition) of topics that exist (Kafka's KafkaApis answers
-    the others itself before the group coordinator validates)."""
-    return [(tp.topic, topics[tp.topic].topic_id, tp.partition) for tp in tps if tp.topic in topics]
+) -> list[tuple[str, uuid.UUID | None, int]]:
+    """The committed (topic, topic id or None for a topic that does not exist, partition)."""
+    return [(tp.topic, t.topic_id if (t := topics.get(tp.topic)) else None, tp.partition) for tp in tps]
 
 
 def validate_offset_commit(
@@ -48,11 +47,11 @@ def validate_offset_commit(
     member_epoch: int,
     api_version: int,
     transactional: bool,
-    partitions: Iterable[tuple[str, uuid.UUID, int]] = (),
+    partitions: Iterable[tuple[str, uuid.UUID | None, int]] = (),
 ) -> ErrorCode:
     """Kafka's ConsumerGroup.validateOffsetCommit and its per-partition validator (`api_version`
-    is OffsetCommit's; it does not matter for a transactional commit); `partitions`: the
-    committed (topic name, topic id, partition) of topics that exist."""
+    is OffsetCommit's; it does not matter for a transactional commit); `partitions`: what
+    `committed_partitions` gives."""
     if member_epoch < 0 and group.is_empty():
         return ErrorCode.none
     if (
@@ -67,7 +66,7 @@ def validate_offset_commit(
         return ErrorCode.unknown_member_id
     if not transactional and member.classic is None and api_version < 9:
         return ErrorCode.unsupported_version
-    error = _commit_epoch_error(group.group_id, member, member_epoch, partitions)
+    error = _commit_epoch_error(group.group_id, member, member_epoch, partitions, transactional)
     if transactional and error == ErrorCode.stale_member_epoch:
         return ErrorCode.illegal_generation  # OffsetMetadataManager.validateTransactionalOffsetCommit
     return error
@@ -84,12 +83,23 @@ def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_ep
 
 
 def _commit_epoch_error(
-    group_id: str, member: ConsumerGroupMember, member_epoch: int, partitions: Iterable[tuple[str, uuid.UUID, int]]
+    group_id: str,
+    member: ConsumerGroupMember,
+    member_epoch: int,
+    partitions: Iterable[tuple[str, uuid.UUID | None, int]],
+    transactional: bool,
 ) -> ErrorCode:
-    """The member epoch check of validateOffsetCommit, then createAssignmentEpochValidator's."""
+    """The member epoch check of validateOffsetCommit, then createAssignmentEpochValidator's.
+    A topic that does not exist: OffsetCommit leaves it to its per-partition answer (Kafka's
+    KafkaApis answers it before the coordinator), TxnOffsetCommit is ILLEGAL_GENERATION (Kafka's
+    OffsetMetadataManager.commitTransactionalOffset)."""
     if member_epoch >= member.member_epoch:
         return _epoch_error(member, member_epoch)
     for topic, topic_id, partition in partitions:
+        if topic_id is None:
+            if transactional:
+                return ErrorCode.illegal_generation
+            continue
         assignment_epoch = member.assignment_epoch(topic_id, partition)
         if assignment_epoch is None:
             reason = f"Partition {topic}-{partition} is not assigned or pending revocation for member."

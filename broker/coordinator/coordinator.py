@@ -370,7 +370,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         if group.consumer is not None:
             error = checks.validate_offset_commit(
                 group.consumer, member_id, instance_id, generation, api_version, transactional=False,
-                partitions=checks.known_partitions(self._controller.image.topics, [e.tp for e in entries]),
+                partitions=checks.committed_partitions(self._controller.image.topics, [e.tp for e in entries]),
             )
         else:
             error = self._validate_offset_commit(group, member_id, instance_id, generation)
@@ -476,7 +476,7 @@ class GroupCoordinator(PartitionedCoordinator[OffsetsPartition]):
         if group.consumer is not None:
             error = checks.validate_offset_commit(
                 group.consumer, member_id, instance_id, generation, 9, transactional=True,
-                partitions=checks.known_partitions(self._controller.image.topics, [e.tp for e in entries]),
+                partitions=checks.committed_partitions(self._controller.image.topics, [e.tp for e in entries]),
             )
         else:
             error = self._validate_offset_commit(group, member_id, instance_id, generation, transactional=True)

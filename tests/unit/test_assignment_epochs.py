@@ -14,7 +14,7 @@ from broker.coordinator.consumer_group import (
     MemberState,
     reconcile,
 )
-from broker.coordinator.consumer_offset_checks import known_partitions, validate_offset_commit
+from broker.coordinator.consumer_offset_checks import committed_partitions, validate_offset_commit
 from controller.model import TopicRegistration
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
@@ -99,7 +99,13 @@ def test_an_older_epoch_commits_the_partitions_assigned_at_or_before_it() -> Non
     assert validate_offset_commit(classic, "m", None, 4, 2, False, [("a", A, 1)]) == ErrorCode.illegal_generation
 
 
-def test_only_existing_topics_are_validated() -> None:
+def test_a_topic_that_does_not_exist() -> None:
+    """OffsetCommit answers it per partition (not the validator's to refuse); TxnOffsetCommit with an
+    older epoch is ILLEGAL_GENERATION for it (Kafka's commitTransactionalOffset)."""
     topics = {"a": TopicRegistration("a", A, {})}
-    tps = [TopicPartition("a", 0), TopicPartition("gone", 0)]
-    assert known_partitions(topics, tps) == [("a", A, 0)]
+    committed = committed_partitions(topics, [TopicPartition("a", 0), TopicPartition("gone", 0)])
+    assert committed == [("a", A, 0), ("gone", None, 0)]
+    group = _group()
+    assert validate_offset_commit(group, "m", None, 4, 9, False, committed) == ErrorCode.none
+    assert validate_offset_commit(group, "m", None, 4, 9, True, committed) == ErrorCode.illegal_generation
+    assert validate_offset_commit(group, "m", None, 5, 9, True, committed) == ErrorCode.none
