@@ -4,7 +4,8 @@ A KIP-848 member A owns both partitions of a topic at epoch 1; B joins (epoch 2:
 partition, revokes the other); B leaves (epoch 3: A gets the other partition back). OffsetCommit
 v9 with an epoch older than A's is accepted for a partition A has owned since that epoch, and is
 STALE_MEMBER_EPOCH for a partition assigned to A at a newer epoch or not A's at all (one such
-partition fails the whole request); OffsetFetch still takes only the current epoch.
+partition fails the whole request; ILLEGAL_GENERATION in TxnOffsetCommit); OffsetFetch still takes
+only the current epoch.
 """
 
 from __future__ import annotations
@@ -25,16 +26,23 @@ from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
+from kio.schema.txn_offset_commit.v5.request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i16, i32, i64
 
 from protocol.errors import ErrorCode
 from tests.support import fidelity
+from tests.support import txn_requests as txn
 from tests.support.consumer_protocol import heartbeat, join
 from tests.support.raw_client import RawClient
 
 TOPIC = "raw-kip1251"
 GROUP = "raw-kip1251-group"
+TXN_ID = "raw-kip1251-txn"
 ASSIGNMENT_INTERVAL_S = 1.0
 """group.consumer.assignment.interval.ms: Kafka 4.3's default, and Samsa's."""
 
@@ -80,6 +88,18 @@ def _commit(client: RawClient, member: _Member, epoch: int, partitions: list[int
                                          committed_metadata="") for p in partitions)),),
     ))  # fmt: skip
     return [ErrorCode(p.error_code).name for t in answer.topics for p in t.partitions]
+
+
+def _txn_commit(client: RawClient, pid: int, producer_epoch: int, member: _Member, epoch: int, partition: int) -> str:
+    """TxnOffsetCommit v5 (transactions v2: no AddOffsetsToTxn first) of one partition."""
+    answer = txn.retry(lambda: client.request(TxnOffsetCommitRequest(
+        transactional_id=TransactionalId(TXN_ID), group_id=GroupId(GROUP), producer_id=ProducerId(pid),
+        producer_epoch=i16(producer_epoch), generation_id=i32(epoch), member_id=member.member_id,
+        topics=(TxnOffsetCommitRequestTopic(name=TopicName(TOPIC), partitions=(
+            TxnOffsetCommitRequestPartition(partition_index=i32(partition), committed_offset=i64(1),
+                                            committed_metadata=""),)),),
+    )), lambda r: r.topics[0].partitions[0].error_code)  # fmt: skip
+    return ErrorCode(answer.topics[0].partitions[0].error_code).name
 
 
 def _fetch(client: RawClient, member: _Member, epoch: int) -> str:
@@ -130,6 +150,13 @@ def _scenario(target: Any) -> list[dict[str, Any]]:
         obs.append({"step": "commit-current-epoch", "errors": _commit(client, a, e3, [kept, other])})
         obs.append({"step": "commit-newer-epoch", "errors": _commit(client, a, e3 + 1, [kept])})
         obs.append({"step": "commit-older-epoch-nothing", "errors": _commit(client, a, e2, [])})
+        # TxnOffsetCommit: the same check, ILLEGAL_GENERATION instead of STALE_MEMBER_EPOCH
+        txn.find_coordinator(client, TXN_ID)
+        pid, producer_epoch = txn.init(client, TXN_ID)
+        for step, epoch, partition in (("kept", e2, kept), ("regained", e2, other)):
+            error = _txn_commit(client, pid, producer_epoch, a, epoch, partition)
+            obs.append({"step": f"txn-commit-previous-epoch-{step}", "error": error})
+        obs.append({"step": "txn-abort", "error": txn.end(client, TXN_ID, pid, producer_epoch, False, version=5)[0].name})
         heartbeat(client, a.member_id, -1, group=GROUP)
     return obs
 
@@ -144,3 +171,5 @@ def test_offset_commit_with_an_older_member_epoch(differential: Any) -> None:
     assert obs["commit-previous-epoch-kept"]["errors"] == ["none"]
     assert obs["commit-previous-epoch-regained"]["errors"] == ["stale_member_epoch"]
     assert obs["fetch-older-epoch"]["error"] == "stale_member_epoch"
+    assert obs["txn-commit-previous-epoch-kept"]["error"] == "none"
+    assert obs["txn-commit-previous-epoch-regained"]["error"] == "illegal_generation"
