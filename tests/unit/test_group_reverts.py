@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import uuid
 from collections.abc import Callable
 
@@ -96,6 +97,20 @@ class _Coordinator:
             assert set(classic.members) == set(holder.members) and classic.generation == holder.generation
         else:
             assert "g" not in state.groups or not state.groups["g"].members
+
+    async def assert_as_reloaded_once_written(self, timeout_s: float = 5.0) -> None:
+        """assert_as_reloaded once the write in flight has landed: a timer's fencing changes the
+        group in memory at once and writes its records after (as Kafka's runtime replays a change
+        into memory before its records are committed)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.assert_as_reloaded()
+                return
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.02)
 
     async def close(self) -> None:
         self.consumer.close()
@@ -333,7 +348,7 @@ def test_a_reverted_fencing_restarts_the_classic_members_sync_timeout() -> None:
             await asyncio.sleep(0.02)
             waited += 0.02
         assert set(group.members) == {"c1"}
-        coord.assert_as_reloaded()
+        await coord.assert_as_reloaded_once_written()
         await coord.close()
 
     asyncio.run(run())
