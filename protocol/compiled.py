@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, fields
 from typing import Any
 
+from protocol.coordinator_wire import I16, uvarint
 from protocol.kio_compat import (
     EntityField,
     EntityTupleField,
@@ -36,7 +37,7 @@ from protocol.kio_compat import (
     out_of_bound_value,
 )
 
-__all__ = ["entity_writer", "uvarint"]
+__all__ = ["entity_writer"]
 
 _BUFFERS = (bytes, bytearray, memoryview)
 _PACKERS = {
@@ -48,39 +49,30 @@ _NULLABLE = frozenset({"string", "bytes", "records", "uuid", "datetime_i64"})
 _UUID_ZERO = bytes(16)
 _I16_MAX = 2**15 - 1
 _I32_MAX = 2**31 - 1
-_SMALL = [bytes((n,)) for n in range(128)]
 
 
-def uvarint(value: int) -> bytes:
-    """Kafka's unsigned varint (7 bits a byte, least significant first)."""
-    if 0 <= value < 128:
-        return _SMALL[value]
-    out = bytearray()
-    while value > 0x7F:
-        out.append(0x80 | (value & 0x7F))
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _legacy_string(value: str | None, nullable: bool) -> bytes:
+def _legacy_string(buf: bytearray, value: str | None, nullable: bool) -> None:
     if value is None:
         if nullable:
-            return b"\xff\xff"
+            buf += b"\xff\xff"
+            return
         raise TypeError("Unexpectedly received None value")
     raw = value.encode()
     if len(raw) > _I16_MAX:
         raise out_of_bound_value(f"String is too long for legacy string format ({len(raw)} > {_I16_MAX})")
-    return struct.pack(">h", len(raw)) + raw
+    buf += I16.pack(len(raw))
+    buf += raw
 
 
-def _compact_string(value: str | bytes | None, nullable: bool) -> bytes:
+def _compact_string(buf: bytearray, value: str | bytes | None, nullable: bool) -> None:
     if value is None:
         if nullable:
-            return b"\x00"
+            buf.append(0)
+            return
         raise TypeError("Unexpectedly received None value")
     raw = value.encode() if isinstance(value, str) else value
-    return uvarint(len(raw) + 1) + raw
+    uvarint(buf, len(raw) + 1)
+    buf += raw
 
 
 class _Source:
@@ -108,9 +100,9 @@ def _primitive(src: _Source, kafka_type: str, flexible: bool, optional: bool, va
         src.emit(depth, f"buf += {src.const(struct.Struct(_PACKERS[kafka_type]).pack, 'p')}({value})")
     elif kafka_type == "string":
         if flexible:
-            src.emit(depth, f"buf += {src.const(_compact_string, 's')}({value}, {optional})")
+            src.emit(depth, f"{src.const(_compact_string, 's')}(buf, {value}, {optional})")
         else:
-            src.emit(depth, f"buf += {src.const(_legacy_string, 's')}({value}, {optional})")
+            src.emit(depth, f"{src.const(_legacy_string, 's')}(buf, {value}, {optional})")
     elif kafka_type in ("bytes", "records"):
         src.emit(depth, f"v = {value}")
         src.emit(depth, "if v is None:")
@@ -121,7 +113,7 @@ def _primitive(src: _Source, kafka_type: str, flexible: bool, optional: bool, va
         src.emit(depth, "else:")
         src.emit(depth + 1, "n = len(v)")
         if flexible:
-            src.emit(depth + 1, f"buf += {src.const(uvarint, 'u')}(n + 1)")
+            src.emit(depth + 1, f"{src.const(uvarint, 'u')}(buf, n + 1)")
         else:
             src.emit(depth + 1, f"if n > {_I32_MAX}:")
             src.emit(depth + 2, f"raise {src.const(out_of_bound_value, 'e')}"
@@ -157,7 +149,7 @@ def _array_length(src: _Source, flexible: bool, items: str, depth: int) -> None:
     src.emit(depth + 1, "buf += " + ("b'\\x00'" if flexible else "b'\\xff\\xff\\xff\\xff'"))
     src.emit(depth, "else:")
     if flexible:
-        src.emit(depth + 1, f"buf += {src.const(uvarint, 'u')}(len({items}) + 1)")
+        src.emit(depth + 1, f"{src.const(uvarint, 'u')}(buf, len({items}) + 1)")
     else:
         src.emit(depth + 1, f"if len({items}) > {_I32_MAX}:")
         src.emit(depth + 2, f"raise {src.const(out_of_bound_value, 'e')}('Sequence is too long for legacy array format')")
@@ -253,9 +245,13 @@ def entity_writer(cls: type) -> Callable[[Any, Any], None]:
                 src.emit(2, "outer, buf = buf, t._current")
                 _field(src, f, True, True, "v", 2)
                 src.emit(2, "out, buf = saved, outer")
-                src.emit(2, f"tags.append({src.const(uvarint, 'u')}({tag}) + "
-                            f"{src.const(uvarint, 'u')}(len(t._current)) + bytes(t._current))")
-            src.emit(1, f"buf += {src.const(uvarint, 'u')}(len(tags))")
+                uv = src.const(uvarint, "u")
+                src.emit(2, "tag = bytearray()")
+                src.emit(2, f"{uv}(tag, {tag})")
+                src.emit(2, f"{uv}(tag, len(t._current))")
+                src.emit(2, "tag += t._current")
+                src.emit(2, "tags.append(tag)")
+            src.emit(1, f"{src.const(uvarint, 'u')}(buf, len(tags))")
             src.emit(1, "for t in tags:")
             src.emit(2, "buf += t")
     src.emit(1, "out._current = buf")

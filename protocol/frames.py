@@ -49,12 +49,13 @@ def read_size(prefix: bytes) -> int:
     return _SIZE.unpack(prefix)[0]
 
 
-def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """An unsigned varint at `pos`: (value, position after it); MalformedFrameError if cut or too long."""
     value = 0
     shift = 0
     while True:
         if pos >= len(buf):
-            raise MalformedFrameError("truncated varint in request header")
+            raise MalformedFrameError("truncated varint")
         b = buf[pos]
         pos += 1
         value |= (b & 0x7F) << shift
@@ -62,17 +63,17 @@ def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
             return value, pos
         shift += 7
         if shift > 28:
-            raise MalformedFrameError("varint too long in request header")
+            raise MalformedFrameError("varint too long")
 
 
 def skip_tagged_fields(buf: bytes | memoryview, pos: int) -> int:
-    count, pos = _read_uvarint(buf, pos)
+    count, pos = read_uvarint(buf, pos)
     for _ in range(count):
-        _tag, pos = _read_uvarint(buf, pos)
-        size, pos = _read_uvarint(buf, pos)
+        _tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
         pos += size
         if pos > len(buf):
-            raise MalformedFrameError("truncated tagged field in request header")
+            raise MalformedFrameError("truncated tagged field")
     return pos
 
 
@@ -100,7 +101,7 @@ def produce_acks(payload: bytes | memoryview) -> int | None:
         pos = header.header_size
         if api_version >= 3:
             if flexible:
-                length, pos = _read_uvarint(payload, pos)
+                length, pos = read_uvarint(payload, pos)
                 pos += max(length - 1, 0)
             else:
                 (length,) = _INT16.unpack_from(payload, pos)

@@ -19,7 +19,7 @@ import datetime
 import uuid
 from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
-from functools import cache, partial
+from functools import cache
 from types import UnionType
 from typing import Any, Protocol, Union, get_args, get_origin
 
@@ -211,13 +211,8 @@ def encode(entity: Any, out: FrameBuffer) -> None:
         try:
             writer = _writers[cls] = compiled.entity_writer(cls)
         except NotImplementedError:  # what kio cannot write either: kio raises its own error
-            writer = _writers[cls] = partial(write_entity_kio, cls)
+            writer = _writers[cls] = write_entity
     writer(out, entity)
-
-
-def write_entity_kio(cls: type, out: FrameBuffer, entity: Any) -> None:
-    """kio's own writer (the reference `protocol.compiled` is tested against)."""
-    write_entity(out, entity)
 
 
 _writers: dict[type, Callable[[FrameBuffer, Any], None]] = {}

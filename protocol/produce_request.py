@@ -20,6 +20,7 @@ from dataclasses import fields
 from functools import cache
 from typing import Any
 
+from protocol.frames import read_uvarint, skip_tagged_fields
 from protocol.kio_compat import EntityTupleField, classify_field
 
 __all__ = ["VERSIONS", "decode"]
@@ -33,7 +34,8 @@ _HEAD = struct.Struct(">hi")  # acks, timeout_ms
 
 
 class MalformedProduceError(ValueError):
-    """The body does not parse (the connection is closed, as for any malformed request)."""
+    """The body does not parse (the connection is closed, as for any malformed request; a cut
+    varint or tag section raises frames.MalformedFrameError)."""
 
 
 @cache
@@ -48,38 +50,11 @@ def _classes(request_class: type) -> tuple[type, type]:
     return topic_cls, partition_kind.type_
 
 
-def _uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise MalformedProduceError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise MalformedProduceError("varint too long")
-
-
-def _skip_tags(buf: memoryview, pos: int) -> int:
-    """Skip a tagged-field section (Produce requests define no tags: every one is unknown)."""
-    count, pos = _uvarint(buf, pos)
-    for _ in range(count):
-        _, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        pos += size
-        if pos > len(buf):
-            raise MalformedProduceError("truncated tagged field")
-    return pos
-
-
 def _length(buf: memoryview, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:
     """A length or count prefix: -1 for null (compact: n + 1 as a varint; legacy: int16 for
     strings, int32 for bytes and arrays)."""
     if flexible:
-        n, pos = _uvarint(buf, pos)
+        n, pos = read_uvarint(buf, pos)
         return n - 1, pos
     fmt = _I32 if wide else _I16
     if pos + fmt.size > len(buf):
@@ -114,7 +89,7 @@ def _count(buf: memoryview, pos: int, flexible: bool, min_item: int) -> tuple[in
 def decode(request_class: type, flexible: bool, payload: bytes | memoryview, offset: int) -> tuple[Any, int]:
     """The request (an instance of `request_class`, the version's kio class) and the bytes read;
     raises MalformedProduceError on anything that does not parse."""
-    buf = memoryview(payload).toreadonly() if not isinstance(payload, memoryview) else payload
+    buf = memoryview(payload).toreadonly()
     topic_cls, partition_cls = _classes(request_class)
     transactional_id, pos = _string(buf, offset, flexible, nullable=True)
     if pos + _HEAD.size > len(buf):
@@ -145,13 +120,13 @@ def decode(request_class: type, flexible: bool, payload: bytes | memoryview, off
                 records = buf[pos : pos + size]
                 pos += size
             if flexible:
-                pos = _skip_tags(buf, pos)
+                pos = skip_tagged_fields(buf, pos)
             partitions.append(partition_cls(index=index, records=records))
         if flexible:
-            pos = _skip_tags(buf, pos)
+            pos = skip_tagged_fields(buf, pos)
         topics.append(topic_cls(name=name, partition_data=tuple(partitions)))
     if flexible:
-        pos = _skip_tags(buf, pos)
+        pos = skip_tagged_fields(buf, pos)  # Produce requests define no tags
     request = request_class(
         transactional_id=transactional_id, acks=acks,
         timeout=datetime.timedelta(milliseconds=timeout_ms), topic_data=tuple(topics),

@@ -1,3 +1,4 @@
+# Over 700 lines: every broker config is declared once here, as a field of one dataclass, and the config table is derived from it.
 """The broker's configuration: `BrokerConfig`, every broker config declared once as a field,
 built from server.properties (`from_properties`); the broker config table derived from it.
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import socket
 import statistics
 import subprocess
@@ -38,7 +37,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from broker.testing.ports import free_port
-from compat.bench.targets import compile_sources, create_topic
+from compat.bench.targets import compile_sources, cpu_times, create_topic
 from protocol.records import NewRecord, build_batch
 from tests.support.raw_client import RawClient
 
@@ -46,13 +45,6 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORDS_PER_BATCH = 63
 RECORD_SIZE = 1024
 FETCH_BYTES = 1 << 20
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu(pid: int) -> tuple[float, float]:
-    """(user, system) CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) / _TICK, int(fields[12]) / _TICK
 
 
 def _produce_request(batch: bytes) -> ProduceRequest:
@@ -95,25 +87,25 @@ def one_round(tree: Path, produces: int, spy: Callable[[int], None] | None = Non
                 for _ in range(200):  # warm-up: imports, first segment pages
                     client.send_request(produce)
                     client.recv_frame()
-                before = _cpu(proc.pid)
+                before = cpu_times(proc.pid)
                 for _ in range(produces):
                     client.send_request(produce)
                     client.recv_frame()
-                after = _cpu(proc.pid)
+                after = cpu_times(proc.pid)
                 out["produce"] = ((after[0] - before[0]) / produces, (after[1] - before[1]) / produces)
             with RawClient(port, timeout=30) as client:
                 client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
                 last = (produces + 200) * RECORDS_PER_BATCH
                 client.send_request(_fetch_request(0))
                 client.recv_frame()
-                before = _cpu(proc.pid)
+                before = cpu_times(proc.pid)
                 fetches = 0
                 for _ in range(3):
                     for offset in range(0, last - 1000, 1000):  # each reads 1 MiB
                         client.send_request(_fetch_request(offset))
                         client.recv_frame()
                         fetches += 1
-                after = _cpu(proc.pid)
+                after = cpu_times(proc.pid)
                 out["fetch"] = ((after[0] - before[0]) / fetches, (after[1] - before[1]) / fetches)
             return out
         finally:

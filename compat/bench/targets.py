@@ -75,10 +75,16 @@ class Target(Protocol):
     def close(self) -> None: ...
 
 
-def cpu_seconds(pid: int) -> float:
-    """user + system CPU time of a process so far (/proc/<pid>/stat), robust to a busy machine."""
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process so far (/proc/<pid>/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU time of a process so far, robust to a busy machine."""
+    return sum(cpu_times(pid))
 
 
 def rss_bytes(pid: int) -> int:

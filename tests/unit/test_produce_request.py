@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from protocol import compiled, messages, produce_request
+from protocol import messages, produce_request
+from protocol.coordinator_wire import uvarint
 from protocol.prescan import without_unknown_tags
 from tests.support.raw_client import encode_body
 
@@ -59,7 +60,10 @@ def _with_unknown_tags(body: bytes, rnd: random.Random) -> bytes:
     last byte of a flexible body with no tags (0)."""
     assert body[-1] == 0
     payload = rnd.randbytes(rnd.randint(0, 5))
-    return body[:-1] + b"\x01" + compiled.uvarint(7) + compiled.uvarint(len(payload)) + payload
+    tags = bytearray(b"\x01")
+    uvarint(tags, 7)
+    uvarint(tags, len(payload))
+    return body[:-1] + bytes(tags) + payload
 
 
 @pytest.mark.parametrize("version", produce_request.VERSIONS)
